@@ -1,0 +1,87 @@
+# ptq: plain Makefile with auto-dependencies.
+#   make            build ./ptq
+#   make test       install what is missing, then run every test (tests/run.sh)
+#   make demo       install what is missing, then quantize PP-OCRv4 det on real photos
+#   make bench      speed and memory against ONNX Runtime, measured in the same run
+#   make deps       install Debian packages and fetch models and test oracles
+#   make SANITIZE=1 test    ASan + UBSan
+
+CC       ?= gcc
+BUILD    ?= build
+ONNX_PROTO ?= /usr/lib/python3/dist-packages/onnx/onnx.proto
+
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+            -Wdouble-promotion -Werror
+BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
+            -I/usr/include/x86_64-linux-gnu
+LIBS     := -lprotobuf-c -ljpeg -lpng -lcjson -lopenblas -lm -fopenmp -lpthread
+ifeq ($(SANITIZE),1)
+  BASE   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LIBS   += -fsanitize=address,undefined
+  BUILD  := build-san
+endif
+
+LIB_DIRS := runtime runtime/ops io preprocess calib quant
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_SRC  := $(filter-out runtime/ops/TEMPLATE.c,$(LIB_SRC))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
+CLI_SRC  := $(wildcard cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+GEN_H    := $(BUILD)/gen/onnx.pb-c.h
+
+.PHONY: all test demo bench deps clean check-deps
+all: ptq
+
+ptq: $(BUILD)/ptq
+	@ln -sf $(BUILD)/ptq ptq
+
+$(BUILD)/ptq: $(CLI_OBJ) $(BUILD)/libptq.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libptq.a $(LIBS)
+
+$(BUILD)/libptq.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# ONNX bindings generated from the schema Debian's python3-onnx ships; never committed.
+$(BUILD)/gen/onnx.pb-c.c $(GEN_H): $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen
+	@test -f $(ONNX_PROTO) || { echo "missing $(ONNX_PROTO): run 'make deps'"; exit 1; }
+	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
+	cd $(BUILD)/gen && protoc-c --c_out=. onnx.proto
+
+$(BUILD)/obj/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) -w -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) $(WARN) -c $< -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libptq.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(BUILD)/libptq.a $(LIBS)
+
+tests: $(TEST_BIN)
+
+deps:
+	@scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory ptq tests
+	@BUILD=$(BUILD) tests/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory ptq
+	@scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory ptq
+	@BUILD=$(BUILD) bench/run.sh
+
+clean:
+	rm -rf build build-san ptq
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

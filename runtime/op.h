@@ -1,0 +1,97 @@
+/* op.h: the operator interface. One ONNX op = one line in ops.def + a ptq_op_def
+ * in runtime/ops/<family>.c (see runtime/ops/TEMPLATE.c, docs/adding-an-op.md).
+ *
+ * Life of a node in the executor (runtime/plan.c):
+ *   1. infer(ctx) once per plan: in[i] carry dtype, rank, dims; in[i]->data is
+ *      non-NULL only when that input is a constant (initializer or folded).
+ *      infer validates EVERY attribute, rank and dtype (message names the node:
+ *      use OP_FAIL), sets out[i]->dtype/rank/dims, may allocate ctx->state
+ *      (e.g. packed weights) and sets ctx->scratch_bytes.
+ *   2. run(ctx) per batch: in[i]->data and out[i]->data are valid (out is
+ *      preallocated, uninitialised, never aliases an input); run trusts infer.
+ *      When every input is constant the planner runs the node once at plan time
+ *      (constant folding) and keeps the result.
+ * Kernels parallelise with OpenMP inside run (ctx->nthreads threads) and must give
+ * bit-identical results at any thread count: split work over outputs, never split
+ * a floating-point reduction across threads. */
+#ifndef PTQ_OP_H
+#define PTQ_OP_H
+
+#include <stddef.h>
+
+#include "graph.h"
+#include "status.h"
+#include "tensor.h"
+
+typedef enum {
+    PTQ_ACT_NONE = 0,
+    PTQ_ACT_RELU,
+    PTQ_ACT_CLIP,         /* alpha = min, beta = max */
+    PTQ_ACT_LEAKY_RELU,   /* alpha */
+    PTQ_ACT_SIGMOID,
+    PTQ_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
+    PTQ_ACT_HARD_SWISH    /* x * max(0, min(1, x/6 + 0.5)) */
+} ptq_act_kind;
+
+/* An activation fused into the producing op by the planner. */
+typedef struct {
+    ptq_act_kind kind;
+    float alpha, beta;
+} ptq_activation;
+
+/* Applies act to x[0..n) in place (serial; call it per thread chunk). */
+void ptq_activation_apply(const ptq_activation *act, float *x, size_t n);
+
+typedef struct {
+    const ptq_node *node;        /* attributes and names; borrowed from the graph */
+    int64_t opset;               /* the model's default-domain opset */
+    int n_in, n_out;
+    const ptq_tensor *const *in; /* in[i] == NULL: omitted optional input */
+    ptq_tensor *const *out;      /* out[i] == NULL: omitted optional output */
+    void *state;                 /* op-private, set by infer, freed with def->free_state */
+    size_t scratch_bytes;        /* infer: bytes of scratch run needs (all threads together) */
+    void *scratch;               /* run: 64-byte aligned scratch of scratch_bytes */
+    ptq_activation act;          /* fused activation (only for ops with PTQ_OP_FUSE_ACT) */
+    int nthreads;                /* threads run may use (>= 1) */
+} ptq_op_ctx;
+
+enum {
+    PTQ_OP_FUSE_ACT = 1u << 0 /* run applies ctx->act to out[0] */
+};
+
+typedef struct {
+    ptq_status (*infer)(ptq_op_ctx *ctx);
+    ptq_status (*run)(ptq_op_ctx *ctx);
+    void (*free_state)(void *state); /* may be NULL */
+    unsigned flags;
+} ptq_op_def;
+
+/* The op enum, generated from ops.def. */
+typedef enum {
+#define OP(id, name, sym) PTQ_OP_##id,
+#include "ops.def"
+#undef OP
+    PTQ_OP_COUNT
+} ptq_op_id;
+
+/* Looks up an op by type for the default ONNX domain ("" or "ai.onnx");
+ * -1 when ptq does not know it. */
+int ptq_op_find(const char *domain, const char *op_type);
+/* The definition of op id, or NULL when its kernel file is not linked in. */
+const ptq_op_def *ptq_op_get(int id);
+const char *ptq_op_name(int id);
+
+/* Fails with `code`, prefixing the node's type and name:
+ *   OP_FAIL(ctx, PTQ_ERR_SHAPE, "weight rank %d, expected 4", r);
+ *   -> "Conv 'stem/conv1': weight rank 3, expected 4" */
+#define OP_FAIL(ctx, code, ...)                                                              \
+    do {                                                                                     \
+        ptq_error(__VA_ARGS__);                                                              \
+        ptq_error_prefix("%s '%s': ", (ctx)->node->op_type, (ctx)->node->name);               \
+        return (code);                                                                       \
+    } while (0)
+
+/* Checks the input count is within [lo, hi] and required inputs are present. */
+ptq_status ptq_op_check_inputs(const ptq_op_ctx *ctx, int lo, int hi);
+
+#endif

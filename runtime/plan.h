@@ -1,0 +1,77 @@
+/* plan.h: the FP32 executor. A plan binds a graph to concrete input shapes, folds
+ * constants (shape subgraphs included), infers every shape, fuses what it may, lays
+ * out one activation arena by liveness, then runs batches with no allocation.
+ *
+ *   ptq_plan_options opt = ptq_plan_defaults();
+ *   ptq_input_shape shp = {.name = "x", .rank = 4, .dims = {1, 3, 640, 640}};
+ *   ptq_plan *p = NULL;
+ *   TRY(ptq_plan_create(g, &shp, 1, &opt, &p));   // g must outlive p
+ *   TRY(ptq_plan_run(p, inputs, n));               // inputs in graph-input order
+ *   const ptq_tensor *y = ptq_plan_output(p, 0);    // borrowed: valid until the next run
+ *   ptq_plan_destroy(p);
+ *
+ * Observers see every float activation once, as it is produced, in plan order:
+ * graph inputs first, then node outputs. The tensor is borrowed for the duration
+ * of the call. Tensors an observer may see are never fused away. */
+#ifndef PTQ_PLAN_H
+#define PTQ_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "status.h"
+#include "tensor.h"
+
+/* name: the tensor's ONNX name; node: producing node index in the graph, -1 for a graph input. */
+typedef ptq_status (*ptq_observer_fn)(const char *name, int node, const ptq_tensor *t, void *user);
+
+typedef struct {
+    int nthreads;               /* 0: OpenMP's default */
+    int fuse;                   /* fold BatchNormalization into Conv, fuse activations (default 1) */
+    ptq_observer_fn observer;   /* NULL: none */
+    void *observer_user;
+} ptq_plan_options;
+
+/* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim). */
+typedef struct {
+    const char *name;
+    int rank;
+    int64_t dims[PTQ_MAX_RANK];
+} ptq_input_shape;
+
+typedef struct ptq_plan ptq_plan;
+
+ptq_plan_options ptq_plan_defaults(void);
+
+/* shapes: bindings for graph inputs whose declared shape has symbolic or unknown dims
+ * (and optionally for any other input; a binding must agree with fixed dims).
+ * Fails naming the first input left unbound, an unsupported op (all of them at once),
+ * or the first node whose inference fails. */
+ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, int n_shapes,
+                           const ptq_plan_options *opt, ptq_plan **out);
+void ptq_plan_destroy(ptq_plan *p);
+
+/* Runs one batch. inputs[i] matches graph input i (non-initializer inputs, in order)
+ * in dtype and shape; data is read, never kept. */
+ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs);
+
+int ptq_plan_n_inputs(const ptq_plan *p);
+/* Name, dtype and shape of input i (data NULL); borrowed until destroy. */
+const ptq_tensor *ptq_plan_input(const ptq_plan *p, int i, const char **name);
+int ptq_plan_n_outputs(const ptq_plan *p);
+/* Output i after a run; borrowed, valid until the next run or destroy. */
+const ptq_tensor *ptq_plan_output(const ptq_plan *p, int i, const char **name);
+/* Shape and dtype inferred for any graph value, or NULL if it was never reached. */
+const ptq_tensor *ptq_plan_value(const ptq_plan *p, int value_index);
+/* Peak bytes of the activation arena (+ scratch), and constants folded at plan time. */
+size_t ptq_plan_arena_bytes(const ptq_plan *p);
+size_t ptq_plan_scratch_bytes(const ptq_plan *p);
+/* FLOPs of one run (multiply-add = 2) of Conv, ConvTranspose, Gemm, MatMul. */
+double ptq_plan_flops(const ptq_plan *p);
+
+/* Lists, in one message, every node whose op ptq does not support; returns
+ * PTQ_ERR_UNSUPPORTED with that message, PTQ_OK when all are supported. */
+ptq_status ptq_graph_check_ops(const ptq_graph *g);
+
+#endif

