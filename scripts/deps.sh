@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev libopenblas-openmp-dev
-libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata nodejs npm"
+libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata"
+# node and npm (test oracles only): Debian's packages unless a node is already installed
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,736 @@
+/* plan.c: the executor. ptq_plan_create does all the work once per input shape:
+ *   1. check every op is supported (all unknown ops reported together), sort nodes;
+ *   2. bind input shapes, then infer node by node; a node whose inputs are all
+ *      constant is run at once and its outputs become constants (this folds shape
+ *      subgraphs: Shape -> Gather -> Concat -> Reshape);
+ *   3. fuse (only when no observer is set, so every observed tensor exists):
+ *      BatchNormalization into the preceding Conv's weights, then a single-use
+ *      activation into the op that produces its input;
+ *   4. lay out one activation arena by liveness (first fit, 64-byte aligned); graph
+ *      outputs are never reused; one scratch buffer sized by the largest query.
+ * ptq_plan_run then only sets input pointers, runs kernels and calls the observer. */
+#include "plan.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op.h"
+
+typedef struct {
+    int node;                 /* graph node index */
+    const ptq_op_def *def;
+    ptq_op_ctx ctx;
+    const ptq_tensor **in;    /* ctx.in */
+    ptq_tensor **out;         /* ctx.out */
+    int *in_vals, *out_vals;  /* value indices (plan numbering), -1 = omitted */
+    int skip;                 /* folded at plan time or fused into another step */
+    int has_state;
+} plan_step;
+
+struct ptq_plan {
+    const ptq_graph *g;
+    int nthreads;
+    ptq_plan_options opt;
+    int n_vals, cap_vals;     /* graph values + constants the planner makes (fused weights) */
+    ptq_tensor *vals;
+    uint8_t *is_const;        /* data known at plan time */
+    uint8_t *owned;           /* plan owns vals[v].data (folded or fused constants) */
+    int *last_use;            /* step index of the last reader, -1 none */
+    int *input_vals, n_inputs;
+    int *output_vals, n_outputs;
+    plan_step *steps;
+    int n_steps;
+    uint8_t *arena;
+    size_t arena_bytes;
+    void *scratch;
+    size_t scratch_bytes;
+    double flops;
+};
+
+ptq_plan_options ptq_plan_defaults(void)
+{
+    ptq_plan_options o;
+    memset(&o, 0, sizeof o);
+    o.fuse = 1;
+    return o;
+}
+
+ptq_status ptq_graph_check_ops(const ptq_graph *g)
+{
+    char msg[900];
+    size_t len = 0;
+    int bad = 0;
+    msg[0] = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const ptq_node *node = &g->nodes[n];
+        int id = ptq_op_find(node->domain, node->op_type);
+        if (id >= 0 && ptq_op_get(id)) continue;
+        bad++;
+        if (len < sizeof msg - 80) {
+            int w = snprintf(msg + len, sizeof msg - len, "%s%s%s%s '%s'", bad > 1 ? ", " : "",
+                             node->domain[0] ? node->domain : "", node->domain[0] ? "." : "", node->op_type,
+                             node->name);
+            if (w > 0) len += (size_t)w;
+        } else if (len < sizeof msg - 8) {
+            len += (size_t)snprintf(msg + len, sizeof msg - len, ", ...");
+        }
+    }
+    if (bad) {
+        ptq_error("%d node%s with unsupported ops: %s", bad, bad > 1 ? "s" : "", msg);
+        return PTQ_ERR_UNSUPPORTED;
+    }
+    return PTQ_OK;
+}
+
+static void step_clear(plan_step *s)
+{
+    if (s->has_state && s->def && s->def->free_state) s->def->free_state(s->ctx.state);
+    s->ctx.state = NULL;
+    s->has_state = 0;
+    free(s->in);
+    free(s->out);
+    free(s->in_vals);
+    free(s->out_vals);
+}
+
+void ptq_plan_destroy(ptq_plan *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n_steps; i++) step_clear(&p->steps[i]);
+    free(p->steps);
+    for (int v = 0; v < p->n_vals; v++)
+        if (p->owned[v]) ptq_aligned_free(p->vals[v].data);
+    free(p->vals);
+    free(p->is_const);
+    free(p->owned);
+    free(p->last_use);
+    free(p->input_vals);
+    free(p->output_vals);
+    ptq_aligned_free(p->arena);
+    ptq_aligned_free(p->scratch);
+    free(p);
+}
+
+/* Appends a plan-owned constant value (used for fused weights); returns its index. */
+static ptq_status add_const(ptq_plan *p, const ptq_tensor *shape, int *out)
+{
+    ptq_status st = PTQ_OK;
+    if (p->n_vals == p->cap_vals) FAIL(PTQ_ERR_INTERNAL, "plan: constant pool full");
+    int v = p->n_vals;
+    ptq_tensor *t = &p->vals[v];
+    *t = *shape;
+    t->data = NULL;
+    t->owns_data = 0;
+    TRY(ptq_tensor_alloc(t));
+    t->owns_data = 0; /* released through p->owned */
+    p->is_const[v] = 1;
+    p->owned[v] = 1;
+    p->last_use[v] = -1;
+    p->n_vals++;
+    *out = v;
+done:
+    return st;
+}
+
+static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_shapes)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_graph *g = p->g;
+    for (int k = 0; k < n_shapes; k++) {
+        int found = 0;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (strcmp(g->values[g->inputs[i]].name, shapes[k].name) == 0) found = 1;
+        if (!found) FAIL(PTQ_ERR_ARG, "--input-shape names '%s', which is not an input of the model", shapes[k].name);
+    }
+    p->input_vals = malloc(sizeof(int) * (size_t)(g->n_inputs + 1));
+    CHECK_ALLOC(p->input_vals);
+    for (int i = 0; i < g->n_inputs; i++) {
+        int v = g->inputs[i];
+        const ptq_value *val = &g->values[v];
+        if (val->kind == PTQ_VALUE_INITIALIZER) continue; /* a constant with a default: stays constant */
+        ptq_tensor *t = &p->vals[v];
+        const ptq_input_shape *b = NULL;
+        for (int k = 0; k < n_shapes; k++)
+            if (strcmp(shapes[k].name, val->name) == 0) b = &shapes[k];
+        t->dtype = val->t.dtype;
+        if (ptq_dtype_size(t->dtype) == 0)
+            FAIL(PTQ_ERR_UNSUPPORTED, "input '%s': element type %s is not supported", val->name,
+                 ptq_dtype_name(t->dtype));
+        if (b) {
+            if (b->rank < 0 || b->rank > PTQ_MAX_RANK) FAIL(PTQ_ERR_ARG, "input '%s': bad rank %d", val->name, b->rank);
+            if (val->t.rank >= 0 && b->rank != val->t.rank)
+                FAIL(PTQ_ERR_SHAPE, "input '%s': shape given has rank %d, the model declares rank %d", val->name,
+                     b->rank, val->t.rank);
+            t->rank = b->rank;
+            for (int d = 0; d < b->rank; d++) {
+                if (b->dims[d] < 0) FAIL(PTQ_ERR_ARG, "input '%s': negative dim %d", val->name, d);
+                if (val->t.rank >= 0 && val->t.dims[d] >= 0 && val->t.dims[d] != b->dims[d])
+                    FAIL(PTQ_ERR_SHAPE, "input '%s': dim %d given as %lld, the model fixes it to %lld", val->name, d,
+                         (long long)b->dims[d], (long long)val->t.dims[d]);
+                t->dims[d] = b->dims[d];
+            }
+        } else {
+            if (val->t.rank < 0)
+                FAIL(PTQ_ERR_ARG, "input '%s' has no declared shape; pass --input-shape %s:D1xD2x...", val->name,
+                     val->name);
+            t->rank = val->t.rank;
+            for (int d = 0; d < t->rank; d++) {
+                if (val->t.dims[d] < 0) {
+                    char want[64];
+                    snprintf(want, sizeof want, "%s", val->dim_params[d] ? val->dim_params[d] : "?");
+                    FAIL(PTQ_ERR_ARG, "input '%s': dim %d ('%s') is symbolic and not bound; pass --input-shape %s:D1xD2x...",
+                         val->name, d, want, val->name);
+                }
+                t->dims[d] = val->t.dims[d];
+            }
+        }
+        p->input_vals[p->n_inputs++] = v;
+    }
+done:
+    return st;
+}
+
+/* Prefixes the node's name unless the message already names it (OP_FAIL does). */
+static void name_node_in_error(const ptq_node *node)
+{
+    const char *m = ptq_last_error();
+    size_t n = strlen(node->op_type);
+    if (strncmp(m, node->op_type, n) == 0 && m[n] == ' ' && m[n + 1] == '\'') return;
+    ptq_error_prefix("%s '%s': ", node->op_type, node->name);
+}
+
+static ptq_status step_infer(ptq_plan *p, plan_step *s)
+{
+    const ptq_node *node = &p->g->nodes[s->node];
+    if (s->has_state && s->def->free_state) s->def->free_state(s->ctx.state);
+    s->ctx.state = NULL;
+    s->has_state = 0;
+    s->ctx.scratch_bytes = 0;
+    for (int o = 0; o < s->ctx.n_out; o++)
+        if (s->out[o]) {
+            s->out[o]->dtype = PTQ_UNDEFINED;
+            s->out[o]->rank = 0;
+        }
+    ptq_status st = s->def->infer(&s->ctx);
+    s->has_state = 1;
+    if (st != PTQ_OK) {
+        name_node_in_error(node);
+        return st;
+    }
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        ptq_tensor *t = s->out[o];
+        if (!t) continue;
+        if (ptq_dtype_size(t->dtype) == 0 || t->rank < 0 || t->rank > PTQ_MAX_RANK) {
+            ptq_error("%s '%s': output %d was not inferred (internal error)", node->op_type, node->name, o);
+            return PTQ_ERR_INTERNAL;
+        }
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0) {
+                ptq_error("%s '%s': output %d has negative dim %lld", node->op_type, node->name, o,
+                          (long long)t->dims[d]);
+                return PTQ_ERR_SHAPE;
+            }
+    }
+    return PTQ_OK;
+}
+
+static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t opset)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_node *node = &p->g->nodes[node_index];
+    s->node = node_index;
+    s->def = ptq_op_get(ptq_op_find(node->domain, node->op_type));
+    s->in = calloc((size_t)node->n_inputs + 1, sizeof *s->in);
+    s->out = calloc((size_t)node->n_outputs + 1, sizeof *s->out);
+    s->in_vals = malloc(sizeof(int) * ((size_t)node->n_inputs + 1));
+    s->out_vals = malloc(sizeof(int) * ((size_t)node->n_outputs + 1));
+    CHECK_ALLOC(s->in);
+    CHECK_ALLOC(s->out);
+    CHECK_ALLOC(s->in_vals);
+    CHECK_ALLOC(s->out_vals);
+    /* trailing omitted inputs are dropped, as ONNX treats them as absent */
+    int n_in = node->n_inputs;
+    while (n_in > 0 && node->inputs[n_in - 1] < 0) n_in--;
+    for (int i = 0; i < n_in; i++) {
+        int v = node->inputs[i];
+        s->in_vals[i] = v;
+        s->in[i] = v >= 0 ? &p->vals[v] : NULL;
+    }
+    for (int o = 0; o < node->n_outputs; o++) {
+        int v = node->outputs[o];
+        s->out_vals[o] = v;
+        s->out[o] = v >= 0 ? &p->vals[v] : NULL;
+    }
+    s->ctx.node = node;
+    s->ctx.opset = opset;
+    s->ctx.n_in = n_in;
+    s->ctx.n_out = node->n_outputs;
+    s->ctx.in = s->in;
+    s->ctx.out = s->out;
+    s->ctx.nthreads = p->nthreads;
+done:
+    return st;
+}
+
+/* Runs a step whose inputs are all constant and makes its outputs constants. */
+static ptq_status fold_step(ptq_plan *p, plan_step *s)
+{
+    ptq_status st = PTQ_OK;
+    void *scratch = NULL;
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        int v = s->out_vals[o];
+        if (v < 0) continue;
+        ptq_tensor *t = &p->vals[v];
+        TRY(ptq_tensor_alloc(t));
+        t->owns_data = 0;
+        p->owned[v] = 1;
+        p->is_const[v] = 1;
+    }
+    if (s->ctx.scratch_bytes) {
+        scratch = ptq_aligned_alloc(s->ctx.scratch_bytes);
+        CHECK_ALLOC(scratch);
+    }
+    s->ctx.scratch = scratch;
+    st = s->def->run(&s->ctx);
+    if (st != PTQ_OK) name_node_in_error(&p->g->nodes[s->node]);
+    s->ctx.scratch = NULL;
+    s->skip = 1;
+done:
+    ptq_aligned_free(scratch);
+    return st;
+}
+
+/* Number of live steps reading value v, and the one reader if exactly one. */
+static int consumers(const ptq_plan *p, int v, int *only)
+{
+    int count = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        for (int k = 0; k < s->ctx.n_in; k++)
+            if (s->in_vals[k] == v) {
+                count++;
+                *only = i;
+            }
+    }
+    return count;
+}
+
+static int is_graph_output(const ptq_plan *p, int v)
+{
+    for (int i = 0; i < p->n_outputs; i++)
+        if (p->output_vals[i] == v) return 1;
+    return 0;
+}
+
+static int op_is(const ptq_plan *p, const plan_step *s, const char *type)
+{
+    return strcmp(p->g->nodes[s->node].op_type, type) == 0;
+}
+
+/* Conv -> BatchNormalization: W' = W * a[c], B' = (B - mean) * a[c] + beta, a = scale / sqrt(var + eps). */
+static ptq_status fuse_batchnorm(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *conv = &p->steps[i];
+        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
+        int y = conv->out_vals[0], j = -1;
+        if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        plan_step *bn = &p->steps[j];
+        if (!op_is(p, bn, "BatchNormalization") || bn->ctx.n_in != 5 || bn->in_vals[0] != y) continue;
+        int ok = p->is_const[conv->in_vals[1]] && (conv->ctx.n_in < 3 || p->is_const[conv->in_vals[2]]);
+        for (int k = 1; k < 5; k++) ok = ok && p->is_const[bn->in_vals[k]] && p->vals[bn->in_vals[k]].dtype == PTQ_F32;
+        if (!ok || p->vals[conv->in_vals[1]].dtype != PTQ_F32) continue;
+        if (bn->ctx.n_out > 1) {
+            int extra = 0;
+            for (int o = 1; o < bn->ctx.n_out; o++) extra |= bn->out_vals[o] >= 0;
+            if (extra) continue;
+        }
+        const ptq_tensor *w = &p->vals[conv->in_vals[1]];
+        int64_t cout = w->dims[0];
+        const ptq_tensor *scale = &p->vals[bn->in_vals[1]], *beta = &p->vals[bn->in_vals[2]];
+        const ptq_tensor *mean = &p->vals[bn->in_vals[3]], *var = &p->vals[bn->in_vals[4]];
+        if ((int64_t)ptq_tensor_numel(scale) != cout || (int64_t)ptq_tensor_numel(beta) != cout ||
+            (int64_t)ptq_tensor_numel(mean) != cout || (int64_t)ptq_tensor_numel(var) != cout)
+            continue;
+        float eps = ptq_attr_float(&p->g->nodes[bn->node], "epsilon", 1e-5f);
+        int wv, bv;
+        ptq_tensor bshape = {0};
+        bshape.dtype = PTQ_F32;
+        bshape.rank = 1;
+        bshape.dims[0] = cout;
+        TRY(add_const(p, w, &wv));
+        TRY(add_const(p, &bshape, &bv));
+        w = &p->vals[conv->in_vals[1]]; /* vals did not move (fixed capacity) */
+        const float *src = w->data, *b0 = conv->ctx.n_in >= 3 ? p->vals[conv->in_vals[2]].data : NULL;
+        float *dw = p->vals[wv].data, *db = p->vals[bv].data;
+        size_t per = ptq_tensor_numel(w) / (size_t)cout;
+        for (int64_t c = 0; c < cout; c++) {
+            float a = ((const float *)scale->data)[c] / sqrtf(((const float *)var->data)[c] + eps);
+            for (size_t k = 0; k < per; k++) dw[(size_t)c * per + k] = src[(size_t)c * per + k] * a;
+            float b = b0 ? b0[c] : 0.0f;
+            db[c] = (b - ((const float *)mean->data)[c]) * a + ((const float *)beta->data)[c];
+        }
+        /* rewire: conv reads W', B' and writes BN's output; BN disappears */
+        if (conv->ctx.n_in < 3) {
+            int *iv = realloc(conv->in_vals, sizeof(int) * 3);
+            const ptq_tensor **ip = realloc(conv->in, sizeof *ip * 3);
+            if (iv) conv->in_vals = iv;
+            if (ip) conv->in = ip;
+            CHECK_ALLOC(iv);
+            CHECK_ALLOC(ip);
+            conv->ctx.in = conv->in;
+            conv->ctx.n_in = 3;
+        }
+        conv->in_vals[1] = wv;
+        conv->in_vals[2] = bv;
+        conv->in[1] = &p->vals[wv];
+        conv->in[2] = &p->vals[bv];
+        conv->out_vals[0] = bn->out_vals[0];
+        conv->out[0] = &p->vals[bn->out_vals[0]];
+        bn->skip = 1;
+        TRY(step_infer(p, conv));
+    }
+done:
+    return st;
+}
+
+/* The activation a step computes, if it is one that kernels can fuse. */
+static int activation_of(const ptq_plan *p, const plan_step *s, ptq_activation *act)
+{
+    const ptq_node *node = &p->g->nodes[s->node];
+    memset(act, 0, sizeof *act);
+    if (s->ctx.n_out != 1 || p->vals[s->in_vals[0]].dtype != PTQ_F32) return 0;
+    if (strcmp(node->op_type, "Relu") == 0) {
+        act->kind = PTQ_ACT_RELU;
+    } else if (strcmp(node->op_type, "LeakyRelu") == 0) {
+        act->kind = PTQ_ACT_LEAKY_RELU;
+        act->alpha = ptq_attr_float(node, "alpha", 0.01f);
+    } else if (strcmp(node->op_type, "Sigmoid") == 0) {
+        act->kind = PTQ_ACT_SIGMOID;
+    } else if (strcmp(node->op_type, "HardSigmoid") == 0) {
+        act->kind = PTQ_ACT_HARD_SIGMOID;
+        act->alpha = ptq_attr_float(node, "alpha", 0.2f);
+        act->beta = ptq_attr_float(node, "beta", 0.5f);
+    } else if (strcmp(node->op_type, "HardSwish") == 0) {
+        act->kind = PTQ_ACT_HARD_SWISH;
+    } else if (strcmp(node->op_type, "Clip") == 0) {
+        act->kind = PTQ_ACT_CLIP;
+        act->alpha = -INFINITY;
+        act->beta = INFINITY;
+        if (s->ctx.opset < 11) {
+            act->alpha = ptq_attr_float(node, "min", -INFINITY);
+            act->beta = ptq_attr_float(node, "max", INFINITY);
+        } else {
+            for (int k = 1; k < s->ctx.n_in; k++) {
+                int v = s->in_vals[k];
+                if (v < 0) continue;
+                if (!p->is_const[v] || p->vals[v].dtype != PTQ_F32 || ptq_tensor_numel(&p->vals[v]) != 1) return 0;
+                float x = *(const float *)p->vals[v].data;
+                if (k == 1) act->alpha = x;
+                else act->beta = x;
+            }
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static ptq_status fuse_activations(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
+        int y = s->out_vals[0], j = -1;
+        if (y < 0 || p->vals[y].dtype != PTQ_F32 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        plan_step *a = &p->steps[j];
+        ptq_activation act;
+        if (a->in_vals[0] != y || !activation_of(p, a, &act)) continue;
+        s->ctx.act = act;
+        s->out_vals[0] = a->out_vals[0];
+        s->out[0] = &p->vals[a->out_vals[0]];
+        a->skip = 1;
+        TRY(step_infer(p, s));
+        s->ctx.act = act; /* infer must not reset it, but be sure */
+    }
+done:
+    return st;
+}
+
+typedef struct {
+    size_t off, size;
+} block;
+
+/* First-fit placement of every runtime tensor by liveness. */
+static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
+{
+    ptq_status st = PTQ_OK;
+    block *live = calloc((size_t)p->n_vals + 1, sizeof *live);
+    int *live_val = calloc((size_t)p->n_vals + 1, sizeof *live_val);
+    int n_live = 0;
+    size_t peak = 0;
+    CHECK_ALLOC(live);
+    CHECK_ALLOC(live_val);
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        for (int o = 0; o < s->ctx.n_out; o++) {
+            int v = s->out_vals[o];
+            if (v < 0) continue;
+            size_t size = (ptq_tensor_nbytes(&p->vals[v]) + 63) / 64 * 64;
+            /* lowest gap between live blocks (sorted by offset) that fits */
+            size_t off = 0;
+            int pos = 0;
+            for (; pos < n_live; pos++) {
+                if (live[pos].off >= off + size) break;
+                if (live[pos].off + live[pos].size > off) off = live[pos].off + live[pos].size;
+            }
+            memmove(&live[pos + 1], &live[pos], sizeof *live * (size_t)(n_live - pos));
+            memmove(&live_val[pos + 1], &live_val[pos], sizeof *live_val * (size_t)(n_live - pos));
+            live[pos].off = off;
+            live[pos].size = size;
+            live_val[pos] = v;
+            n_live++;
+            offsets[v] = off;
+            if (off + size > peak) peak = off + size;
+        }
+        /* release what dies here: values whose last reader is this step, and outputs
+         * nobody reads (graph outputs never die) */
+        for (int k = 0; k < n_live;) {
+            int v = live_val[k];
+            int dead = !is_graph_output(p, v) && p->last_use[v] <= i;
+            if (dead) {
+                memmove(&live[k], &live[k + 1], sizeof *live * (size_t)(n_live - k - 1));
+                memmove(&live_val[k], &live_val[k + 1], sizeof *live_val * (size_t)(n_live - k - 1));
+                n_live--;
+            } else {
+                k++;
+            }
+        }
+    }
+    p->arena_bytes = peak;
+done:
+    free(live);
+    free(live_val);
+    return st;
+}
+
+static double step_flops(const ptq_plan *p, const plan_step *s)
+{
+    const char *op = p->g->nodes[s->node].op_type;
+    const ptq_tensor *y = s->out[0];
+    if (!y || s->ctx.n_in < 2) return 0;
+    const ptq_tensor *w = s->in[1];
+    if (strcmp(op, "Conv") == 0) {
+        double k = 1;
+        for (int d = 1; d < w->rank; d++) k *= (double)w->dims[d];
+        return 2.0 * (double)ptq_tensor_numel(y) * k;
+    }
+    if (strcmp(op, "ConvTranspose") == 0) {
+        double k = 1;
+        for (int d = 1; d < w->rank; d++) k *= (double)w->dims[d];
+        return 2.0 * (double)ptq_tensor_numel(s->in[0]) * k;
+    }
+    if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
+        const ptq_tensor *a = s->in[0];
+        int64_t kdim = a->rank ? a->dims[a->rank - 1] : 1;
+        if (strcmp(op, "Gemm") == 0 && ptq_attr_int(&p->g->nodes[s->node], "transA", 0)) kdim = a->dims[0];
+        return 2.0 * (double)ptq_tensor_numel(y) * (double)kdim;
+    }
+    return 0;
+}
+
+ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, int n_shapes,
+                           const ptq_plan_options *opt, ptq_plan **out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_plan *p = NULL;
+    int *order = NULL;
+    size_t *offsets = NULL;
+    *out = NULL;
+    TRY(ptq_graph_check_ops(g));
+    p = calloc(1, sizeof *p);
+    CHECK_ALLOC(p);
+    p->g = g;
+    p->opt = opt ? *opt : ptq_plan_defaults();
+    p->nthreads = p->opt.nthreads > 0 ? p->opt.nthreads : omp_get_max_threads();
+    p->cap_vals = g->n_values + 2 * g->n_nodes + 1;
+    p->vals = calloc((size_t)p->cap_vals, sizeof *p->vals);
+    p->is_const = calloc((size_t)p->cap_vals, 1);
+    p->owned = calloc((size_t)p->cap_vals, 1);
+    p->last_use = malloc(sizeof(int) * (size_t)p->cap_vals);
+    order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    p->steps = calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
+    p->output_vals = malloc(sizeof(int) * ((size_t)g->n_outputs + 1));
+    CHECK_ALLOC(p->vals);
+    CHECK_ALLOC(p->is_const);
+    CHECK_ALLOC(p->owned);
+    CHECK_ALLOC(p->last_use);
+    CHECK_ALLOC(order);
+    CHECK_ALLOC(p->steps);
+    CHECK_ALLOC(p->output_vals);
+    p->n_vals = g->n_values;
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        p->vals[v].rank = 0;
+        if (val->kind == PTQ_VALUE_INITIALIZER) {
+            p->vals[v] = val->t;
+            p->vals[v].owns_data = 0;
+            if (!val->t.data) FAIL(PTQ_ERR_FORMAT, "initializer '%s' has no data", val->name);
+            p->is_const[v] = 1;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) p->output_vals[i] = g->outputs[i];
+    p->n_outputs = g->n_outputs;
+    TRY(bind_inputs(p, shapes, n_shapes));
+    TRY(ptq_graph_toposort(g, order));
+
+    /* infer and fold, in order */
+    int64_t opset = ptq_graph_opset(g, "");
+    for (int k = 0; k < g->n_nodes; k++) {
+        plan_step *s = &p->steps[p->n_steps++];
+        TRY(step_setup(p, s, order[k], opset));
+        TRY(step_infer(p, s));
+        int all_const = 1;
+        for (int i = 0; i < s->ctx.n_in; i++)
+            if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) all_const = 0;
+        if (all_const) TRY(fold_step(p, s));
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        int v = g->outputs[i];
+        if (g->values[v].kind == PTQ_VALUE_INTERMEDIATE && g->values[v].producer < 0)
+            FAIL(PTQ_ERR_FORMAT, "graph output '%s' is produced by no node", g->values[v].name);
+    }
+    if (p->opt.fuse && !p->opt.observer) {
+        TRY(fuse_batchnorm(p));
+        TRY(fuse_activations(p));
+    }
+
+    /* liveness: last step reading each value */
+    for (int v = 0; v < p->n_vals; v++) p->last_use[v] = -1;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        for (int k = 0; k < s->ctx.n_in; k++)
+            if (s->in_vals[k] >= 0) p->last_use[s->in_vals[k]] = i;
+    }
+    offsets = calloc((size_t)p->n_vals + 1, sizeof *offsets);
+    CHECK_ALLOC(offsets);
+    TRY(plan_memory(p, offsets));
+    p->arena = ptq_aligned_alloc(p->arena_bytes ? p->arena_bytes : 64);
+    CHECK_ALLOC(p->arena);
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        for (int o = 0; o < s->ctx.n_out; o++)
+            if (s->out_vals[o] >= 0) p->vals[s->out_vals[o]].data = p->arena + offsets[s->out_vals[o]];
+        if (s->ctx.scratch_bytes > p->scratch_bytes) p->scratch_bytes = s->ctx.scratch_bytes;
+        p->flops += step_flops(p, s);
+    }
+    if (p->scratch_bytes) {
+        p->scratch = ptq_aligned_alloc(p->scratch_bytes);
+        CHECK_ALLOC(p->scratch);
+    }
+    for (int i = 0; i < p->n_steps; i++) p->steps[i].ctx.scratch = p->scratch;
+    *out = p;
+    p = NULL;
+done:
+    free(order);
+    free(offsets);
+    ptq_plan_destroy(p);
+    return st;
+}
+
+static ptq_status observe(ptq_plan *p, int v, int node)
+{
+    const ptq_tensor *t = &p->vals[v];
+    if (t->dtype != PTQ_F32) return PTQ_OK;
+    return p->opt.observer(p->g->values[v].name, node, t, p->opt.observer_user);
+}
+
+ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
+{
+    ptq_status st = PTQ_OK;
+    if (n_inputs != p->n_inputs) FAIL(PTQ_ERR_ARG, "%d inputs given, the model has %d", n_inputs, p->n_inputs);
+    for (int i = 0; i < n_inputs; i++) {
+        ptq_tensor *t = &p->vals[p->input_vals[i]];
+        const char *name = p->g->values[p->input_vals[i]].name;
+        char a[96], b[96];
+        if (inputs[i].dtype != t->dtype)
+            FAIL(PTQ_ERR_SHAPE, "input '%s': dtype %s, the model expects %s", name, ptq_dtype_name(inputs[i].dtype),
+                 ptq_dtype_name(t->dtype));
+        if (!ptq_shape_equal(&inputs[i], t))
+            FAIL(PTQ_ERR_SHAPE, "input '%s': shape %s, the plan expects %s", name, ptq_shape_str(&inputs[i], a, sizeof a),
+                 ptq_shape_str(t, b, sizeof b));
+        if (!inputs[i].data && ptq_tensor_numel(t)) FAIL(PTQ_ERR_ARG, "input '%s' has no data", name);
+        t->data = inputs[i].data;
+    }
+    if (p->opt.observer)
+        for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i], -1));
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        st = s->def->run(&s->ctx);
+        if (st != PTQ_OK) {
+            name_node_in_error(&p->g->nodes[s->node]);
+            goto done;
+        }
+        if (p->opt.observer)
+            for (int o = 0; o < s->ctx.n_out; o++)
+                if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
+    }
+done:
+    return st;
+}
+
+int ptq_plan_n_inputs(const ptq_plan *p)
+{
+    return p->n_inputs;
+}
+
+const ptq_tensor *ptq_plan_input(const ptq_plan *p, int i, const char **name)
+{
+    if (i < 0 || i >= p->n_inputs) return NULL;
+    if (name) *name = p->g->values[p->input_vals[i]].name;
+    return &p->vals[p->input_vals[i]];
+}
+
+int ptq_plan_n_outputs(const ptq_plan *p)
+{
+    return p->n_outputs;
+}
+
+const ptq_tensor *ptq_plan_output(const ptq_plan *p, int i, const char **name)
+{
+    if (i < 0 || i >= p->n_outputs) return NULL;
+    if (name) *name = p->g->values[p->output_vals[i]].name;
+    return &p->vals[p->output_vals[i]];
+}
+
+const ptq_tensor *ptq_plan_value(const ptq_plan *p, int v)
+{
+    if (v < 0 || v >= p->g->n_values) return NULL;
+    if (ptq_dtype_size(p->vals[v].dtype) == 0) return NULL;
+    return &p->vals[v];
+}
+
+size_t ptq_plan_arena_bytes(const ptq_plan *p)
+{
+    return p->arena_bytes;
+}
+
+size_t ptq_plan_scratch_bytes(const ptq_plan *p)
+{
+    return p->scratch_bytes;
+}
+
+double ptq_plan_flops(const ptq_plan *p)
+{
+    return p->flops;
+}

@@ -1,0 +1,356 @@
+/* test_plan.c: the executor: sorting, folding, fusion, memory reuse, observers, errors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/graph.h"
+#include "runtime/op.h"
+#include "runtime/plan.h"
+#include "tests/test.h"
+
+/* --- tiny graph builder --- */
+static int val(ptq_graph *g, const char *name)
+{
+    int v = ptq_graph_find_value(g, name);
+    if (v < 0) ptq_graph_add_value(g, name, &v);
+    return v;
+}
+
+static void input(ptq_graph *g, const char *name, int rank, const int64_t *dims)
+{
+    int v = val(g, name);
+    g->values[v].kind = PTQ_VALUE_INPUT;
+    g->values[v].t.dtype = PTQ_F32;
+    g->values[v].t.rank = rank;
+    for (int d = 0; d < rank; d++) g->values[v].t.dims[d] = dims[d];
+    g->inputs = realloc(g->inputs, sizeof(int) * (size_t)(g->n_inputs + 1));
+    g->inputs[g->n_inputs++] = v;
+}
+
+static void output(ptq_graph *g, const char *name)
+{
+    int v = val(g, name);
+    g->values[v].is_output = 1;
+    g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->n_outputs + 1));
+    g->outputs[g->n_outputs++] = v;
+}
+
+static void init_f32(ptq_graph *g, const char *name, int rank, const int64_t *dims, const float *data)
+{
+    int v = val(g, name);
+    ptq_value *x = &g->values[v];
+    x->kind = PTQ_VALUE_INITIALIZER;
+    x->t.dtype = PTQ_F32;
+    x->t.rank = rank;
+    for (int d = 0; d < rank; d++) x->t.dims[d] = dims[d];
+    ptq_tensor_alloc(&x->t);
+    memcpy(x->t.data, data, ptq_tensor_nbytes(&x->t));
+    g->initializers = realloc(g->initializers, sizeof(int) * (size_t)(g->n_initializers + 1));
+    g->initializers[g->n_initializers++] = v;
+}
+
+static int node(ptq_graph *g, const char *name, const char *op, const char *in0, const char *in1, const char *out)
+{
+    int ins[2], outs[1], n;
+    int n_in = 0;
+    if (in0) ins[n_in++] = val(g, in0);
+    if (in1) ins[n_in++] = val(g, in1);
+    outs[0] = val(g, out);
+    ptq_graph_add_node(g, name, op, "", ins, n_in, outs, 1, &n);
+    return n;
+}
+
+static void attr_ints(ptq_graph *g, int n, const char *name, const int64_t *v, size_t count)
+{
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup(name);
+    a.type = PTQ_ATTR_INTS;
+    a.ints = malloc(sizeof(int64_t) * count);
+    memcpy(a.ints, v, sizeof(int64_t) * count);
+    a.n = count;
+    ptq_node_add_attr(&g->nodes[n], &a);
+}
+
+static ptq_graph *new_graph(void)
+{
+    ptq_graph *g = ptq_graph_create();
+    g->opsets = calloc(1, sizeof *g->opsets);
+    g->opsets[0].domain = ptq_strdup("");
+    g->opsets[0].version = 13;
+    g->n_opsets = 1;
+    return g;
+}
+
+static int have_ops(const char *const *ops, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!ptq_op_get(ptq_op_find("", ops[i]))) return 0;
+    return 1;
+}
+
+/* --- observer that records names --- */
+typedef struct {
+    char names[64][32];
+    int n;
+} seen_log;
+
+static ptq_status record(const char *name, int nd, const ptq_tensor *t, void *user)
+{
+    seen_log *log = user;
+    (void)nd;
+    (void)t;
+    if (log->n < 64) snprintf(log->names[log->n++], 32, "%s", name);
+    return PTQ_OK;
+}
+
+TEST(every_op_in_ops_def_has_a_kernel)
+{
+    for (int i = 0; i < PTQ_OP_COUNT; i++)
+        if (!ptq_op_get(i)) TEST_FAILF("op %s has no kernel linked", ptq_op_name(i));
+}
+
+TEST(toposort_orders_an_unsorted_graph_and_finds_cycles)
+{
+    ptq_graph *g = new_graph();
+    int64_t d[1] = {4};
+    input(g, "x", 1, d);
+    node(g, "second", "Relu", "a", NULL, "b");
+    node(g, "first", "Relu", "x", NULL, "a");
+    output(g, "b");
+    int order[2];
+    EXPECT_EQ_INT(ptq_graph_toposort(g, order), PTQ_OK);
+    EXPECT_EQ_INT(order[0], 1);
+    EXPECT_EQ_INT(order[1], 0);
+    ptq_graph_destroy(g);
+
+    g = new_graph();
+    input(g, "x", 1, d);
+    node(g, "p", "Add", "x", "q_out", "p_out");
+    node(g, "q", "Relu", "p_out", NULL, "q_out");
+    output(g, "q_out");
+    EXPECT_EQ_INT(ptq_graph_toposort(g, order), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "cycle") != NULL);
+    ptq_graph_destroy(g);
+
+    g = new_graph();
+    input(g, "x", 1, d);
+    node(g, "p", "Add", "x", "w_missing", "y");
+    output(g, "y");
+    EXPECT_EQ_INT(ptq_graph_toposort(g, order), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "w_missing") != NULL);
+    ptq_graph_destroy(g);
+}
+
+TEST(unsupported_ops_are_listed_together)
+{
+    ptq_graph *g = new_graph();
+    int64_t d[1] = {4};
+    input(g, "x", 1, d);
+    node(g, "n1", "FancyOp", "x", NULL, "a");
+    node(g, "n2", "Relu", "a", NULL, "b");
+    node(g, "n3", "OtherOp", "b", NULL, "c");
+    output(g, "c");
+    ptq_plan *p = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, NULL, &p), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "FancyOp 'n1'") != NULL);
+    EXPECT(strstr(ptq_last_error(), "OtherOp 'n3'") != NULL);
+    EXPECT(p == NULL);
+    ptq_graph_destroy(g);
+}
+
+TEST(symbolic_dims_must_be_bound)
+{
+    ptq_graph *g = new_graph();
+    int64_t d[2] = {-1, 4};
+    input(g, "x", 2, d);
+    g->values[0].dim_params[0] = ptq_strdup("batch");
+    node(g, "r", "Relu", "x", NULL, "y");
+    output(g, "y");
+    ptq_plan *p = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, NULL, &p), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "batch") != NULL);
+    ptq_input_shape s = {.name = "x", .rank = 3, .dims = {2, 4, 1}};
+    EXPECT_EQ_INT(ptq_plan_create(g, &s, 1, NULL, &p), PTQ_ERR_SHAPE); /* wrong rank */
+    ptq_input_shape s2 = {.name = "x", .rank = 2, .dims = {2, 5}};
+    EXPECT_EQ_INT(ptq_plan_create(g, &s2, 1, NULL, &p), PTQ_ERR_SHAPE); /* fixed dim differs */
+    ptq_input_shape s3 = {.name = "x", .rank = 2, .dims = {3, 4}};
+    if (ptq_op_get(PTQ_OP_RELU)) {
+        EXPECT_EQ_INT(ptq_plan_create(g, &s3, 1, NULL, &p), PTQ_OK);
+        ptq_plan_destroy(p);
+    }
+    ptq_graph_destroy(g);
+}
+
+/* A chain of 8 Relus on 1 MiB tensors needs two buffers, not eight. */
+TEST(arena_reuses_dead_buffers)
+{
+    if (!ptq_op_get(PTQ_OP_RELU)) SKIP("Relu kernel not linked");
+    ptq_graph *g = new_graph();
+    int64_t d[1] = {262144};
+    input(g, "t0", 1, d);
+    char a[8], b[8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(a, sizeof a, "t%d", i);
+        snprintf(b, sizeof b, "t%d", i + 1);
+        node(g, b, "Relu", a, NULL, b);
+    }
+    output(g, "t8");
+    ptq_plan *p = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, NULL, &p), PTQ_OK);
+    if (p) {
+        EXPECT_EQ_INT(ptq_plan_arena_bytes(p), 2 * 262144 * 4);
+        ptq_tensor x = {.dtype = PTQ_F32, .rank = 1, .dims = {262144}};
+        ptq_tensor_alloc(&x);
+        for (int i = 0; i < 262144; i++) ((float *)x.data)[i] = (float)(i % 7) - 3.0f;
+        EXPECT_EQ_INT(ptq_plan_run(p, &x, 1), PTQ_OK);
+        const float *y = ptq_plan_output(p, 0, NULL)->data;
+        EXPECT_NEAR(y[0], 0.0, 0, 0);
+        EXPECT_NEAR(y[6], 3.0, 0, 0);
+        ptq_tensor_free(&x);
+    }
+    ptq_plan_destroy(p);
+    ptq_graph_destroy(g);
+}
+
+/* Conv -> BatchNormalization -> Relu: fused and unfused plans agree; the observer
+ * sees every tensor (so nothing is fused away) in plan order, inputs first. */
+TEST(fusion_matches_unfused_and_observer_sees_all)
+{
+    static const char *const ops[] = {"Conv", "BatchNormalization", "Relu"};
+    if (!have_ops(ops, 3)) SKIP("Conv, BatchNormalization or Relu kernel not linked");
+    ptq_graph *g = new_graph();
+    int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, cd[1] = {3};
+    float w[54], s[3] = {0.5f, 2.0f, -1.0f}, bb[3] = {0.1f, -0.2f, 0.3f}, m[3] = {0.05f, -0.1f, 0.2f},
+                v[3] = {1.0f, 0.25f, 4.0f};
+    for (int i = 0; i < 54; i++) w[i] = (float)((i * 37) % 11 - 5) / 7.0f;
+    input(g, "x", 4, xd);
+    init_f32(g, "w", 4, wd, w);
+    init_f32(g, "s", 1, cd, s);
+    init_f32(g, "b", 1, cd, bb);
+    init_f32(g, "m", 1, cd, m);
+    init_f32(g, "v", 1, cd, v);
+    int c = node(g, "conv", "Conv", "x", "w", "c");
+    int64_t pads[4] = {1, 1, 1, 1};
+    attr_ints(g, c, "pads", pads, 4);
+    int bn_vals[5] = {val(g, "c"), val(g, "s"), val(g, "b"), val(g, "m"), val(g, "v")}, bn_out = val(g, "bn"), bn;
+    ptq_graph_add_node(g, "bn", "BatchNormalization", "", bn_vals, 5, &bn_out, 1, &bn);
+    node(g, "relu", "Relu", "bn", NULL, "y");
+    output(g, "y");
+
+    ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {1, 2, 5, 5}};
+    ptq_tensor_alloc(&x);
+    for (int i = 0; i < 50; i++) ((float *)x.data)[i] = (float)((i * 13) % 9 - 4) / 3.0f;
+
+    ptq_plan_options fused = ptq_plan_defaults(), plain = ptq_plan_defaults();
+    plain.fuse = 0;
+    seen_log log = {0};
+    ptq_plan_options observed = ptq_plan_defaults();
+    observed.observer = record;
+    observed.observer_user = &log;
+    ptq_plan *pf = NULL, *pp = NULL, *po = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &fused, &pf), PTQ_OK);
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &plain, &pp), PTQ_OK);
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &observed, &po), PTQ_OK);
+    if (pf && pp && po) {
+        EXPECT_EQ_INT(ptq_plan_run(pf, &x, 1), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_run(pp, &x, 1), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_run(po, &x, 1), PTQ_OK);
+        const float *yf = ptq_plan_output(pf, 0, NULL)->data, *yp = ptq_plan_output(pp, 0, NULL)->data,
+                    *yo = ptq_plan_output(po, 0, NULL)->data;
+        int nonzero = 0;
+        for (int i = 0; i < 75; i++) {
+            EXPECT_NEAR(yf[i], yp[i], 1e-5, 1e-5);
+            EXPECT_NEAR(yo[i], yp[i], 0, 0);
+            nonzero += yp[i] != 0.0f;
+        }
+        EXPECT(nonzero > 10);
+        EXPECT_EQ_INT(log.n, 4);
+        EXPECT_STR(log.names[0], "x");
+        EXPECT_STR(log.names[1], "c");
+        EXPECT_STR(log.names[2], "bn");
+        EXPECT_STR(log.names[3], "y");
+    }
+    ptq_plan_destroy(pf);
+    ptq_plan_destroy(pp);
+    ptq_plan_destroy(po);
+    ptq_tensor_free(&x);
+    ptq_graph_destroy(g);
+}
+
+/* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds at plan time: the plan
+ * then runs only the Reshape on the activation. */
+TEST(shape_subgraphs_fold)
+{
+    static const char *const ops[] = {"Shape", "Gather", "Unsqueeze", "Concat", "Reshape", "Constant"};
+    if (!have_ops(ops, 6)) SKIP("shape ops not linked");
+    ptq_graph *g = new_graph();
+    int64_t xd[3] = {2, 3, 4}, one = 1;
+    input(g, "x", 3, xd);
+    float minus1 = 0;
+    (void)minus1;
+    node(g, "shape", "Shape", "x", NULL, "s");
+    /* index 0 as an int64 initializer */
+    int iv = val(g, "i0");
+    g->values[iv].kind = PTQ_VALUE_INITIALIZER;
+    g->values[iv].t.dtype = PTQ_I64;
+    g->values[iv].t.rank = 0;
+    ptq_tensor_alloc(&g->values[iv].t);
+    int axes = val(g, "axes0");
+    g->values[axes].kind = PTQ_VALUE_INITIALIZER;
+    g->values[axes].t.dtype = PTQ_I64;
+    g->values[axes].t.rank = 1;
+    g->values[axes].t.dims[0] = 1;
+    ptq_tensor_alloc(&g->values[axes].t);
+    int m1 = val(g, "m1");
+    g->values[m1].kind = PTQ_VALUE_INITIALIZER;
+    g->values[m1].t.dtype = PTQ_I64;
+    g->values[m1].t.rank = 1;
+    g->values[m1].t.dims[0] = 1;
+    ptq_tensor_alloc(&g->values[m1].t);
+    ((int64_t *)g->values[m1].t.data)[0] = -1;
+    node(g, "gather", "Gather", "s", "i0", "n");
+    node(g, "unsq", "Unsqueeze", "n", "axes0", "n1");
+    int cat_in[2] = {val(g, "n1"), m1}, cat_out = val(g, "shape2"), cat;
+    ptq_graph_add_node(g, "concat", "Concat", "", cat_in, 2, &cat_out, 1, &cat);
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup("axis");
+    a.type = PTQ_ATTR_INT;
+    a.i = 0;
+    ptq_node_add_attr(&g->nodes[cat], &a);
+    node(g, "reshape", "Reshape", "x", "shape2", "y");
+    output(g, "y");
+    (void)one;
+    seen_log log = {0};
+    ptq_plan_options o = ptq_plan_defaults();
+    o.observer = record;
+    o.observer_user = &log;
+    ptq_plan *p = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &o, &p), PTQ_OK);
+    if (p) {
+        const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+        EXPECT_EQ_INT(y->rank, 2);
+        EXPECT_EQ_INT(y->dims[0], 2);
+        EXPECT_EQ_INT(y->dims[1], 12);
+        ptq_tensor x = {.dtype = PTQ_F32, .rank = 3, .dims = {2, 3, 4}};
+        ptq_tensor_alloc(&x);
+        EXPECT_EQ_INT(ptq_plan_run(p, &x, 1), PTQ_OK);
+        EXPECT_EQ_INT(log.n, 2); /* x and y: the folded int64 shape tensors are not activations */
+        ptq_tensor_free(&x);
+    }
+    ptq_plan_destroy(p);
+    ptq_graph_destroy(g);
+}
+
+int main(void)
+{
+    RUN(every_op_in_ops_def_has_a_kernel);
+    RUN(toposort_orders_an_unsorted_graph_and_finds_cycles);
+    RUN(unsupported_ops_are_listed_together);
+    RUN(symbolic_dims_must_be_bound);
+    RUN(arena_reuses_dead_buffers);
+    RUN(fusion_matches_unfused_and_observer_sees_all);
+    RUN(shape_subgraphs_fold);
+    return test_summary();
+}
