@@ -1,0 +1,27 @@
+/* graph_edit.h: editing passes over a ptq_graph (used by quant/): sorting nodes
+ * in place, counting consumers, adding initializers, renaming unique names.
+ *
+ *   TRY(ptq_graph_add_initializer(g, "w_scale", &t, &v));   // t's data is moved into g
+ *   TRY(ptq_graph_sort_nodes(g));                            // file order = topological
+ */
+#ifndef PTQ_GRAPH_EDIT_H
+#define PTQ_GRAPH_EDIT_H
+
+#include "graph.h"
+
+/* Reorders g->nodes topologically (stable: an already sorted graph is unchanged)
+ * and recomputes producers. */
+ptq_status ptq_graph_sort_nodes(ptq_graph *g);
+/* Number of node inputs (over all nodes) reading value v, plus 1 if it is a graph output. */
+int ptq_graph_count_uses(const ptq_graph *g, int v);
+/* Adds an initializer named `name` holding *t (data ownership moves into the graph;
+ * *t is cleared). Fails if the name exists. */
+ptq_status ptq_graph_add_initializer(ptq_graph *g, const char *name, ptq_tensor *t, int *out);
+/* Removes initializer v from g->initializers (and g->inputs if listed) when nothing
+ * reads it anymore; its value entry stays (unreferenced values are not written). */
+void ptq_graph_drop_initializer_if_unused(ptq_graph *g, int v);
+/* Writes into buf `base` or, if a value or node already has that name, `base_<k>` for
+ * the smallest k >= 1 that is free. */
+void ptq_graph_unique_name(const ptq_graph *g, const char *base, char *buf, size_t cap);
+
+#endif
