@@ -1,13 +1,47 @@
-/* main.c: the ptq binary: dispatches to subcommands (cli/cmd_*.c). Temporary stub. */
+/* main.c: the ptq binary: `ptq <command> [options]`, one file per command in cli/. */
 #include <stdio.h>
 #include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"inspect", cmd_inspect, "inputs, outputs, ops, parameters and memory of an ONNX model"},
+    {"run", cmd_run, "run an FP32 (or QDQ) ONNX model on .npy or random inputs"},
+    {"convert", cmd_convert, "load and save an ONNX model (round trip)"},
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: ptq <command> [options]   (ptq <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: ptq <command> [options]\n");
-        return 2;
+        usage(stderr);
+        return CLI_EXIT_USAGE;
     }
-    fprintf(stderr, "ptq: unknown command '%s'\n", argv[1]);
-    return 2;
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ptq 0.1\n");
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            cli_install_signal_handlers();
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "ptq: unknown command '%s' (see 'ptq --help')\n", argv[1]);
+    return CLI_EXIT_USAGE;
 }

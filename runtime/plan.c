@@ -60,18 +60,27 @@ ptq_plan_options ptq_plan_defaults(void)
 
 ptq_status ptq_graph_check_ops(const ptq_graph *g)
 {
+    /* one entry per unsupported op type: count and the first node's name */
     char msg[900];
     size_t len = 0;
-    int bad = 0;
+    int bad = 0, types = 0;
     msg[0] = 0;
     for (int n = 0; n < g->n_nodes; n++) {
         const ptq_node *node = &g->nodes[n];
         int id = ptq_op_find(node->domain, node->op_type);
         if (id >= 0 && ptq_op_get(id)) continue;
         bad++;
-        if (len < sizeof msg - 80) {
-            int w = snprintf(msg + len, sizeof msg - len, "%s%s%s%s '%s'", bad > 1 ? ", " : "",
-                             node->domain[0] ? node->domain : "", node->domain[0] ? "." : "", node->op_type,
+        int seen = 0;
+        for (int m = 0; m < n && !seen; m++)
+            seen = strcmp(g->nodes[m].op_type, node->op_type) == 0 && strcmp(g->nodes[m].domain, node->domain) == 0;
+        if (seen) continue;
+        int count = 0;
+        for (int m = n; m < g->n_nodes; m++)
+            count += strcmp(g->nodes[m].op_type, node->op_type) == 0 && strcmp(g->nodes[m].domain, node->domain) == 0;
+        types++;
+        if (len < sizeof msg - 120) {
+            int w = snprintf(msg + len, sizeof msg - len, "%s%s%s%s (%d node%s, first '%s')", types > 1 ? ", " : "",
+                             node->domain, node->domain[0] ? "." : "", node->op_type, count, count > 1 ? "s" : "",
                              node->name);
             if (w > 0) len += (size_t)w;
         } else if (len < sizeof msg - 8) {

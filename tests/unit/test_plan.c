@@ -153,8 +153,8 @@ TEST(unsupported_ops_are_listed_together)
     output(g, "c");
     ptq_plan *p = NULL;
     EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, NULL, &p), PTQ_ERR_UNSUPPORTED);
-    EXPECT(strstr(ptq_last_error(), "FancyOp 'n1'") != NULL);
-    EXPECT(strstr(ptq_last_error(), "OtherOp 'n3'") != NULL);
+    EXPECT(strstr(ptq_last_error(), "FancyOp (1 node, first 'n1')") != NULL);
+    EXPECT(strstr(ptq_last_error(), "OtherOp (1 node, first 'n3')") != NULL);
     EXPECT(p == NULL);
     ptq_graph_destroy(g);
 }

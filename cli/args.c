@@ -1,0 +1,101 @@
+/* args.c: option helpers shared by the subcommands. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "io/file.h"
+#include "runtime/graph.h"
+
+int cli_fail(ptq_status st)
+{
+    fprintf(stderr, "ptq: %s\n", ptq_last_error());
+    return st == PTQ_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ptq %s: %s (see 'ptq %s --help')\n", cmd, msg, cmd);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", opt);
+    return cli_usage_error(cmd, "unknown option '%s'", opt);
+}
+
+int cli_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage)
+{
+    const char *colon = strrchr(arg, ':');
+    const char *dims = colon ? colon + 1 : arg;
+    memset(out, 0, sizeof *out);
+    *name_storage = NULL;
+    if (colon) {
+        size_t n = (size_t)(colon - arg);
+        if (n == 0) return -1;
+        *name_storage = malloc(n + 1);
+        if (!*name_storage) return -1;
+        memcpy(*name_storage, arg, n);
+        (*name_storage)[n] = 0;
+        out->name = *name_storage;
+    }
+    if (!*dims) return -1;
+    const char *p = dims;
+    while (*p) {
+        char *end;
+        if (out->rank == PTQ_MAX_RANK || *p < '0' || *p > '9') return -1;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v < 0 || v > (1LL << 40)) return -1;
+        out->dims[out->rank++] = v;
+        if (*end == 'x' || *end == 'X' || *end == ',') {
+            if (!end[1]) return -1;
+            p = end + 1;
+        } else if (*end == 0) {
+            p = end;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void on_signal(int sig)
+{
+    io_atomic_abort_all();
+    static const char msg[] = "ptq: interrupted; no output written\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(sig == SIGINT ? CLI_EXIT_INTERRUPTED : 128 + sig);
+}
+
+void cli_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}

@@ -1,0 +1,37 @@
+/* cli.h: what the subcommands share: option helpers, error printing, exit codes.
+ * Only cli/ calls exit(); library calls return a ptq_status that cli_fail() prints
+ * as one line "ptq: <message>" and maps to an exit code. */
+#ifndef PTQ_CLI_H
+#define PTQ_CLI_H
+
+#include <getopt.h>
+
+#include "runtime/plan.h"
+#include "runtime/status.h"
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
+
+int cmd_inspect(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+/* Prints "ptq: <last error>" and returns the exit code for st. */
+int cli_fail(ptq_status st);
+/* Prints "ptq <cmd>: <message>" for a usage problem; returns CLI_EXIT_USAGE. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* Message for getopt's '?' / ':' results (unknown option, missing argument). */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* "x:1x3x640x640" or "1x3x640x640" (name NULL: the single input). The name part
+ * is everything before the LAST ':' so names may contain ':'. Returns 0 or -1. */
+int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage);
+/* Non-negative integer in [lo, hi]; returns 0 or -1. */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+
+/* Removes temporary output files and exits 130 on SIGINT/SIGTERM. */
+void cli_install_signal_handlers(void);
+
+#endif

@@ -1,0 +1,31 @@
+/* cmd_convert.c: `ptq convert MODEL -o OUT`: load and save (the lossless round trip). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/onnx.h"
+
+int cmd_convert(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    const char *out = NULL;
+    ptq_graph *g = NULL;
+    ptq_status st;
+    int c, rc = CLI_EXIT_OK;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'h': printf("usage: ptq convert MODEL -o OUT.onnx\n"); return CLI_EXIT_OK;
+        default: return cli_bad_option("convert", c, argv);
+        }
+    }
+    if (optind != argc - 1) return cli_usage_error("convert", "expected one model");
+    if (!out) return cli_usage_error("convert", "-o OUT.onnx is required");
+    if ((st = onnx_model_load(argv[optind], &g)) != PTQ_OK || (st = onnx_model_save(g, out)) != PTQ_OK)
+        rc = cli_fail(st);
+    ptq_graph_destroy(g);
+    return rc;
+}

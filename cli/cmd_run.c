@@ -1,0 +1,295 @@
+/* cmd_run.c: `ptq run`: run a model on .npy or seeded random inputs, write .npy outputs, time it. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "io/npy.h"
+#include "io/onnx.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+
+#define MAX_ARGS 64
+
+static void run_usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: ptq run MODEL [options]\n"
+            "  --input-shape NAME:D1xD2x...  bind an input's shape (repeatable; needed for symbolic dims\n"
+            "                                unless --input gives the shape)\n"
+            "  --input [NAME=]FILE.npy       input data (repeatable; without NAME: inputs in order)\n"
+            "  --random-seed N               random inputs instead: uniform [0,1) float32 from seed N\n"
+            "  --save-input FILE.npy         write the (first) input that was used\n"
+            "  --output FILE.npy             write output 0\n"
+            "  --output-dir DIR              write every output as DIR/<name>.npy\n"
+            "  --repeat N                    after one warm-up run, time N runs and print the median\n"
+            "  --threads N                   threads (default: all cores)\n"
+            "  --no-fuse                     do not fuse BatchNormalization or activations\n");
+}
+
+/* splitmix64: a documented, portable stream for reproducible random inputs */
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill_random(ptq_tensor *t, uint64_t *seed)
+{
+    size_t n = ptq_tensor_numel(t);
+    if (t->dtype == PTQ_F32) {
+        float *x = t->data;
+        for (size_t i = 0; i < n; i++) x[i] = (float)(splitmix64(seed) >> 40) * (1.0f / 16777216.0f);
+    }
+    /* other dtypes stay zero */
+}
+
+static void sanitize(const char *name, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; name[i] && i + 1 < cap; i++) {
+        char c = name[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
+        out[i] = ok ? c : '_';
+    }
+    out[i] = 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"input-shape", required_argument, 0, 's'}, {"input", required_argument, 0, 'i'},
+        {"random-seed", required_argument, 0, 'r'}, {"save-input", required_argument, 0, 'S'},
+        {"output", required_argument, 0, 'o'},      {"output-dir", required_argument, 0, 'O'},
+        {"repeat", required_argument, 0, 'n'},      {"threads", required_argument, 0, 't'},
+        {"no-fuse", no_argument, 0, 'F'},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    ptq_status st = PTQ_OK;
+    int rc = CLI_EXIT_OK;
+    ptq_input_shape shapes[MAX_ARGS];
+    char *shape_names[MAX_ARGS] = {0};
+    const char *input_args[MAX_ARGS];
+    int n_shapes = 0, n_input_args = 0, have_seed = 0, fuse = 1;
+    long seed = 0, repeat = 0, threads = 0;
+    const char *save_input = NULL, *output = NULL, *output_dir = NULL;
+    ptq_graph *g = NULL;
+    ptq_plan *plan = NULL;
+    ptq_tensor *inputs = NULL;
+    int n_inputs = 0;
+    double *times = NULL;
+
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (n_shapes == MAX_ARGS) {
+                rc = cli_usage_error("run", "too many --input-shape options");
+                goto out;
+            }
+            if (cli_parse_shape(optarg, &shapes[n_shapes], &shape_names[n_shapes]) != 0 || !shapes[n_shapes].name) {
+                rc = cli_usage_error("run", "bad --input-shape '%s' (expected NAME:D1xD2x..., e.g. x:1x3x640x640)",
+                                     optarg);
+                goto out;
+            }
+            n_shapes++;
+            break;
+        case 'i':
+            if (n_input_args == MAX_ARGS) {
+                rc = cli_usage_error("run", "too many --input options");
+                goto out;
+            }
+            input_args[n_input_args++] = optarg;
+            break;
+        case 'r':
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &seed) != 0) {
+                rc = cli_usage_error("run", "bad --random-seed '%s'", optarg);
+                goto out;
+            }
+            have_seed = 1;
+            break;
+        case 'S': save_input = optarg; break;
+        case 'o': output = optarg; break;
+        case 'O': output_dir = optarg; break;
+        case 'n':
+            if (cli_parse_long(optarg, 1, 100000, &repeat) != 0) {
+                rc = cli_usage_error("run", "bad --repeat '%s'", optarg);
+                goto out;
+            }
+            break;
+        case 't':
+            if (cli_parse_long(optarg, 1, 1024, &threads) != 0) {
+                rc = cli_usage_error("run", "bad --threads '%s'", optarg);
+                goto out;
+            }
+            break;
+        case 'F': fuse = 0; break;
+        case 'h': run_usage(stdout); goto out;
+        default: rc = cli_bad_option("run", c, argv); goto out;
+        }
+    }
+    if (optind != argc - 1) {
+        rc = optind >= argc ? cli_usage_error("run", "no model given") : cli_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
+        goto out;
+    }
+    if (n_input_args && have_seed) {
+        rc = cli_usage_error("run", "--input and --random-seed exclude each other");
+        goto out;
+    }
+    if (!n_input_args && !have_seed) have_seed = 1; /* seed 0 */
+    if (threads) {
+        omp_set_num_threads((int)threads);
+        openblas_set_num_threads((int)threads);
+    }
+
+    const char *model = argv[optind];
+    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+
+    /* the model's runtime inputs, in order */
+    int *in_vals = malloc(sizeof(int) * ((size_t)g->n_inputs + 1));
+    if (!in_vals) {
+        st = PTQ_ERR_NOMEM;
+        ptq_error("out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) in_vals[n_inputs++] = g->inputs[i];
+    inputs = calloc((size_t)n_inputs + 1, sizeof *inputs);
+    if (!inputs) {
+        free(in_vals);
+        st = PTQ_ERR_NOMEM;
+        ptq_error("out of memory");
+        goto fail;
+    }
+    /* load .npy inputs; their shapes bind symbolic dims unless --input-shape did */
+    for (int k = 0; k < n_input_args; k++) {
+        const char *arg = input_args[k], *eq = strchr(arg, '='), *path = eq ? eq + 1 : arg;
+        int slot = -1;
+        if (eq) {
+            for (int i = 0; i < n_inputs; i++)
+                if (strlen(g->values[in_vals[i]].name) == (size_t)(eq - arg) &&
+                    strncmp(g->values[in_vals[i]].name, arg, (size_t)(eq - arg)) == 0)
+                    slot = i;
+            if (slot < 0) {
+                ptq_error("%s: --input '%.*s' is not an input of the model", model, (int)(eq - arg), arg);
+                st = PTQ_ERR_ARG;
+                free(in_vals);
+                goto fail;
+            }
+        } else {
+            slot = k;
+            if (slot >= n_inputs) {
+                ptq_error("%s: %d --input files for %d model inputs", model, n_input_args, n_inputs);
+                st = PTQ_ERR_ARG;
+                free(in_vals);
+                goto fail;
+            }
+        }
+        if ((st = npy_load(path, &inputs[slot])) != PTQ_OK) {
+            free(in_vals);
+            goto fail;
+        }
+        int bound = 0;
+        for (int s = 0; s < n_shapes; s++)
+            if (strcmp(shapes[s].name, g->values[in_vals[slot]].name) == 0) bound = 1;
+        if (!bound && n_shapes < MAX_ARGS) {
+            ptq_input_shape *b = &shapes[n_shapes++];
+            b->name = g->values[in_vals[slot]].name;
+            b->rank = inputs[slot].rank;
+            memcpy(b->dims, inputs[slot].dims, sizeof b->dims);
+        }
+    }
+    free(in_vals);
+
+    ptq_plan_options opt = ptq_plan_defaults();
+    opt.nthreads = (int)threads;
+    opt.fuse = fuse;
+    if ((st = ptq_plan_create(g, shapes, n_shapes, &opt, &plan)) != PTQ_OK) {
+        ptq_error_prefix("%s: ", model);
+        goto fail;
+    }
+    uint64_t state = (uint64_t)seed;
+    for (int i = 0; i < n_inputs; i++) {
+        const char *name;
+        const ptq_tensor *want = ptq_plan_input(plan, i, &name);
+        if (inputs[i].data) continue; /* from --input: ptq_plan_run checks dtype and shape */
+        if (n_input_args) {
+            ptq_error("%s: no --input for model input '%s'", model, name);
+            st = PTQ_ERR_ARG;
+            goto fail;
+        }
+        inputs[i] = *want;
+        inputs[i].data = NULL;
+        if ((st = ptq_tensor_alloc(&inputs[i])) != PTQ_OK) goto fail;
+        fill_random(&inputs[i], &state);
+    }
+    if (save_input && n_inputs > 0 && (st = npy_save(save_input, &inputs[0])) != PTQ_OK) goto fail;
+
+    if ((st = ptq_plan_run(plan, inputs, n_inputs)) != PTQ_OK) {
+        ptq_error_prefix("%s: ", model);
+        goto fail;
+    }
+    if (repeat) {
+        times = malloc(sizeof(double) * (size_t)repeat);
+        if (!times) {
+            st = PTQ_ERR_NOMEM;
+            ptq_error("out of memory");
+            goto fail;
+        }
+        for (long r = 0; r < repeat; r++) {
+            double t0 = now_ms();
+            if ((st = ptq_plan_run(plan, inputs, n_inputs)) != PTQ_OK) goto fail;
+            times[r] = now_ms() - t0;
+        }
+        qsort(times, (size_t)repeat, sizeof *times, cmp_double);
+        double median = repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+        printf("ptq run: median %.3f ms, min %.3f ms over %ld runs, %.2f GFLOP/s\n", median, times[0], repeat,
+               ptq_plan_flops(plan) / (median * 1e6));
+    }
+    if (output && ptq_plan_n_outputs(plan) > 0) {
+        if ((st = npy_save(output, ptq_plan_output(plan, 0, NULL))) != PTQ_OK) goto fail;
+    }
+    if (output_dir) {
+        mkdir(output_dir, 0777);
+        for (int i = 0; i < ptq_plan_n_outputs(plan); i++) {
+            const char *name;
+            const ptq_tensor *y = ptq_plan_output(plan, i, &name);
+            char clean[256], path[4096];
+            sanitize(name, clean, sizeof clean);
+            snprintf(path, sizeof path, "%s/%s.npy", output_dir, clean);
+            if ((st = npy_save(path, y)) != PTQ_OK) goto fail;
+        }
+    }
+    goto out;
+fail:
+    rc = cli_fail(st);
+out:
+    for (int i = 0; i < n_inputs; i++) ptq_tensor_free(&inputs[i]);
+    free(inputs);
+    free(times);
+    ptq_plan_destroy(plan);
+    ptq_graph_destroy(g);
+    for (int i = 0; i < MAX_ARGS; i++) free(shape_names[i]);
+    return rc;
+}
