@@ -78,3 +78,72 @@ void ptq_graph_unique_name(const ptq_graph *g, const char *base, char *buf, size
     snprintf(buf, cap, "%s", base);
     for (int k = 1; name_taken(g, buf); k++) snprintf(buf, cap, "%s_%d", base, k);
 }
+
+/* The tensor a Constant node holds, built into *t (owned); 0 if it holds something else. */
+static int constant_tensor(const ptq_node *n, ptq_tensor *t, ptq_status *st)
+{
+    const ptq_attr *a = n->n_attrs == 1 ? &n->attrs[0] : NULL;
+    memset(t, 0, sizeof *t);
+    *st = PTQ_OK;
+    if (!a) return 0;
+    if (strcmp(a->name, "value") == 0 && a->type == PTQ_ATTR_TENSOR) {
+        *st = ptq_tensor_copy(t, &a->tensor);
+        return 1;
+    }
+    int is_f = strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_floats") == 0;
+    int is_i = strcmp(a->name, "value_int") == 0 || strcmp(a->name, "value_ints") == 0;
+    if (!is_f && !is_i) return 0;
+    int list = a->type == PTQ_ATTR_FLOATS || a->type == PTQ_ATTR_INTS;
+    t->dtype = is_f ? PTQ_F32 : PTQ_I64;
+    t->rank = list ? 1 : 0;
+    t->dims[0] = list ? (int64_t)a->n : 1;
+    if ((*st = ptq_tensor_alloc(t)) != PTQ_OK) return 1;
+    size_t count = list ? a->n : 1;
+    for (size_t i = 0; i < count; i++) {
+        if (is_f) ((float *)t->data)[i] = list ? a->floats[i] : a->f;
+        else ((int64_t *)t->data)[i] = list ? a->ints[i] : a->i;
+    }
+    return 1;
+}
+
+ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
+{
+    ptq_status st = PTQ_OK;
+    int k = 0;
+    *n_converted = 0;
+    int *list = realloc(g->initializers, sizeof(int) * ((size_t)g->n_initializers + (size_t)g->n_nodes + 1));
+    CHECK_ALLOC(list);
+    g->initializers = list;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ptq_node *n = &g->nodes[i];
+        ptq_tensor t;
+        int out = n->n_outputs == 1 ? n->outputs[0] : -1;
+        if (strcmp(n->op_type, "Constant") != 0 || n->domain[0] || out < 0 || g->values[out].is_output ||
+            !constant_tensor(n, &t, &st)) {
+            g->nodes[k++] = *n;
+            continue;
+        }
+        TRY(st);
+        ptq_value *v = &g->values[out];
+        ptq_tensor_free(&v->t);
+        v->t = t;
+        v->t.owns_data = 1;
+        v->kind = PTQ_VALUE_INITIALIZER;
+        v->producer = -1;
+        g->initializers[g->n_initializers++] = out;
+        /* release the node */
+        free(n->name);
+        free(n->op_type);
+        free(n->domain);
+        free(n->doc_string);
+        free(n->inputs);
+        free(n->outputs);
+        for (int a = 0; a < n->n_attrs; a++) ptq_attr_clear(&n->attrs[a]);
+        free(n->attrs);
+        (*n_converted)++;
+    }
+    g->n_nodes = k;
+    TRY(ptq_graph_link(g));
+done:
+    return st;
+}

@@ -24,4 +24,10 @@ void ptq_graph_drop_initializer_if_unused(ptq_graph *g, int v);
  * the smallest k >= 1 that is free. */
 void ptq_graph_unique_name(const ptq_graph *g, const char *base, char *buf, size_t cap);
 
+/* Turns every Constant node holding a tensor (`value`, or value_float(s)/value_int(s))
+ * into an initializer named after its output, and removes the node: weights stored as
+ * Constant nodes (paddle2onnx does that) become initializers quantization can rewrite.
+ * Sets *n_converted. */
+ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted);
+
 #endif
