@@ -38,12 +38,10 @@ all: ptq
 ptq: $(BUILD)/ptq
 	@ln -sf $(BUILD)/ptq ptq
 
-$(BUILD)/ptq: $(CLI_OBJ) $(BUILD)/libptq.a
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libptq.a $(LIBS)
-
-$(BUILD)/libptq.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+# Objects are linked whole (not through an archive): ops.c refers to each op's
+# definition weakly, and a weak reference does not pull a member out of an archive.
+$(BUILD)/ptq: $(CLI_OBJ) $(LIB_OBJ)
+	$(CC) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LIBS)
 
 # ONNX bindings generated from the schema Debian's python3-onnx ships; never committed.
 $(BUILD)/gen/onnx.pb-c.c $(GEN_H): $(ONNX_PROTO)
@@ -60,9 +58,9 @@ $(BUILD)/obj/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(WARN) -c $< -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libptq.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(BUILD)/libptq.a $(LIBS)
+	$(CC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
 tests: $(TEST_BIN)
 
