@@ -606,9 +606,14 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         plan_step *s = &p->steps[p->n_steps++];
         TRY(step_setup(p, s, order[k], opset));
         TRY(step_infer(p, s));
-        int all_const = 1;
-        for (int i = 0; i < s->ctx.n_in; i++)
-            if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) all_const = 0;
+        /* Shape and Size only read the (known) input shape: always foldable */
+        const char *op = g->nodes[order[k]].op_type;
+        int all_const = strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0;
+        if (!all_const) {
+            all_const = 1;
+            for (int i = 0; i < s->ctx.n_in; i++)
+                if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) all_const = 0;
+        }
         if (all_const) TRY(fold_step(p, s));
     }
     for (int i = 0; i < g->n_outputs; i++) {

@@ -1,0 +1,1323 @@
+/* basic.c: the lead's first versions of the ops the PaddleOCR models need, defined
+ * weak: a family file (elementwise.c, movement.c, conv.c, ...) that defines the same
+ * op replaces it at link time. Float32 unless said otherwise. */
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/op.h"
+#include "runtime/shape.h"
+
+#define WEAK __attribute__((weak))
+
+static void copy_shape(ptq_tensor *dst, const ptq_tensor *src)
+{
+    dst->rank = src->rank;
+    for (int i = 0; i < src->rank; i++) dst->dims[i] = src->dims[i];
+}
+
+static ptq_status need_f32(const ptq_op_ctx *ctx, int i)
+{
+    if (ctx->in[i] && ctx->in[i]->dtype != PTQ_F32)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d is %s, only float32 is supported", i, ptq_dtype_name(ctx->in[i]->dtype));
+    return PTQ_OK;
+}
+
+/* ------------------------------------------------------------ Constant */
+
+static ptq_status constant_infer(ptq_op_ctx *ctx)
+{
+    const ptq_node *n = ctx->node;
+    if (ctx->n_in != 0) OP_FAIL(ctx, PTQ_ERR_FORMAT, "Constant takes no inputs");
+    if (n->n_attrs != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "Constant needs exactly one value attribute, has %d", n->n_attrs);
+    const ptq_attr *a = &n->attrs[0];
+    ptq_tensor *y = ctx->out[0];
+    if (strcmp(a->name, "value") == 0 && a->type == PTQ_ATTR_TENSOR) {
+        y->dtype = a->tensor.dtype;
+        copy_shape(y, &a->tensor);
+    } else if (strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_int") == 0) {
+        y->dtype = a->name[6] == 'f' ? PTQ_F32 : PTQ_I64;
+        y->rank = 0;
+    } else if (strcmp(a->name, "value_floats") == 0 || strcmp(a->name, "value_ints") == 0) {
+        y->dtype = a->name[6] == 'f' ? PTQ_F32 : PTQ_I64;
+        y->rank = 1;
+        y->dims[0] = (int64_t)a->n;
+    } else {
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "attribute '%s' is not supported", a->name);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status constant_run(ptq_op_ctx *ctx)
+{
+    const ptq_attr *a = &ctx->node->attrs[0];
+    ptq_tensor *y = ctx->out[0];
+    if (a->type == PTQ_ATTR_TENSOR) {
+        memcpy(y->data, a->tensor.data, ptq_tensor_nbytes(y));
+    } else if (a->type == PTQ_ATTR_FLOAT) {
+        *(float *)y->data = a->f;
+    } else if (a->type == PTQ_ATTR_INT) {
+        *(int64_t *)y->data = a->i;
+    } else if (a->type == PTQ_ATTR_FLOATS) {
+        memcpy(y->data, a->floats, sizeof(float) * a->n);
+    } else {
+        memcpy(y->data, a->ints, sizeof(int64_t) * a->n);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_constant = {constant_infer, constant_run, NULL, 0};
+
+/* ------------------------------------------------------------ unary activations */
+
+static ptq_status unary_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 3);
+    if (st != PTQ_OK) return st;
+    if ((st = need_f32(ctx, 0)) != PTQ_OK) return st;
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+#define UNARY(sym, expr, pre)                                                                    \
+    static ptq_status sym##_run(ptq_op_ctx *ctx)                                                  \
+    {                                                                                            \
+        const float *x = ctx->in[0]->data;                                                       \
+        float *y = ctx->out[0]->data;                                                            \
+        size_t n = ptq_tensor_numel(ctx->out[0]);                                                \
+        pre;                                                                                     \
+        _Pragma("omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)") \
+        for (size_t i = 0; i < n; i++) {                                                         \
+            float v = x[i];                                                                      \
+            y[i] = (expr);                                                                       \
+        }                                                                                        \
+        return PTQ_OK;                                                                           \
+    }                                                                                            \
+    WEAK const ptq_op_def op_##sym = {unary_infer, sym##_run, NULL, 0};
+
+UNARY(relu, v > 0.0f ? v : 0.0f, (void)0)
+UNARY(sigmoid, 1.0f / (1.0f + expf(-v)), (void)0)
+UNARY(sqrt, sqrtf(v), (void)0)
+UNARY(tanh, tanhf(v), (void)0)
+UNARY(exp, expf(v), (void)0)
+UNARY(neg, -v, (void)0)
+UNARY(abs, fabsf(v), (void)0)
+UNARY(reciprocal, 1.0f / v, (void)0)
+UNARY(hard_swish, v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f)), (void)0)
+UNARY(hard_sigmoid, fmaxf(0.0f, fminf(1.0f, alpha * v + beta)),
+      float alpha = ptq_attr_float(ctx->node, "alpha", 0.2f);
+      float beta = ptq_attr_float(ctx->node, "beta", 0.5f))
+UNARY(leaky_relu, v >= 0.0f ? v : v * alpha, float alpha = ptq_attr_float(ctx->node, "alpha", 0.01f))
+
+static ptq_status clip_run(ptq_op_ctx *ctx)
+{
+    const float *x = ctx->in[0]->data;
+    float *y = ctx->out[0]->data;
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    float lo = -INFINITY, hi = INFINITY;
+    if (ctx->opset < 11) {
+        lo = ptq_attr_float(ctx->node, "min", -INFINITY);
+        hi = ptq_attr_float(ctx->node, "max", INFINITY);
+    } else {
+        if (ctx->n_in > 1 && ctx->in[1]) lo = *(const float *)ctx->in[1]->data;
+        if (ctx->n_in > 2 && ctx->in[2]) hi = *(const float *)ctx->in[2]->data;
+    }
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i] < lo ? lo : x[i];
+        y[i] = v > hi ? hi : v;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_clip = {unary_infer, clip_run, NULL, 0};
+
+/* ------------------------------------------------------------ binary arithmetic */
+
+static ptq_status binary_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    if (a->dtype != b->dtype)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "input dtypes differ (%s, %s)", ptq_dtype_name(a->dtype), ptq_dtype_name(b->dtype));
+    if (a->dtype != PTQ_F32 && a->dtype != PTQ_I64 && a->dtype != PTQ_I32)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(a->dtype));
+    if ((st = ptq_broadcast(a, b, ctx->out[0])) != PTQ_OK) {
+        ptq_error_prefix("%s '%s': ", ctx->node->op_type, ctx->node->name);
+        return st;
+    }
+    ctx->out[0]->dtype = a->dtype;
+    return PTQ_OK;
+}
+
+typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW } bin_kind;
+
+static inline float bin_f(bin_kind k, float a, float b)
+{
+    switch (k) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+    case BIN_DIV: return a / b;
+    default: return powf(a, b);
+    }
+}
+
+static inline int64_t bin_i(bin_kind k, int64_t a, int64_t b)
+{
+    switch (k) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+    case BIN_DIV: return b ? a / b : 0;
+    default: {
+        int64_t r = 1;
+        for (int64_t i = 0; i < b && i < 64; i++) r *= a;
+        return r;
+    }
+    }
+}
+
+/* Generic broadcast walk over the output with per-input strides. */
+static ptq_status binary_run_kind(ptq_op_ctx *ctx, bin_kind k)
+{
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ptq_tensor *y = ctx->out[0];
+    size_t n = ptq_tensor_numel(y);
+    int r = y->rank;
+    int64_t sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    ptq_broadcast_strides(a, y, sa);
+    ptq_broadcast_strides(b, y, sb);
+    size_t na = ptq_tensor_numel(a), nb = ptq_tensor_numel(b);
+    if (y->dtype == PTQ_F32) {
+        const float *x0 = a->data, *x1 = b->data;
+        float *out = y->data;
+        if (na == n && nb == n) {
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, x0[i], x1[i]);
+            return PTQ_OK;
+        }
+        if (nb == 1 && na == n) {
+            float c = x1[0];
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, x0[i], c);
+            return PTQ_OK;
+        }
+        if (na == 1 && nb == n) {
+            float c = x0[0];
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, c, x1[i]);
+            return PTQ_OK;
+        }
+        /* rows: split the output into the innermost dim; each row's inputs are contiguous or broadcast */
+        int64_t inner = r ? y->dims[r - 1] : 1;
+        size_t rows = inner ? n / (size_t)inner : 0;
+        int64_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+        for (size_t row = 0; row < rows; row++) {
+            size_t rem = row;
+            int64_t oa = 0, ob = 0;
+            for (int d = r - 2; d >= 0; d--) {
+                int64_t idx = (int64_t)(rem % (size_t)y->dims[d]);
+                rem /= (size_t)y->dims[d];
+                oa += idx * sa[d];
+                ob += idx * sb[d];
+            }
+            float *o = out + row * (size_t)inner;
+            const float *p = x0 + oa, *q = x1 + ob;
+            for (int64_t i = 0; i < inner; i++) o[i] = bin_f(k, p[i * ia], q[i * ib]);
+        }
+        return PTQ_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i;
+        int64_t oa = 0, ob = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            int64_t idx = (int64_t)(rem % (size_t)y->dims[d]);
+            rem /= (size_t)y->dims[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        int64_t va = ptq_tensor_get_i64(a, (size_t)oa), vb = ptq_tensor_get_i64(b, (size_t)ob), v = bin_i(k, va, vb);
+        if (y->dtype == PTQ_I64) ((int64_t *)y->data)[i] = v;
+        else ((int32_t *)y->data)[i] = (int32_t)v;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status add_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_ADD); }
+static ptq_status sub_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_SUB); }
+static ptq_status mul_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_MUL); }
+static ptq_status div_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_DIV); }
+
+static ptq_status pow_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    if ((st = need_f32(ctx, 0)) != PTQ_OK || (st = need_f32(ctx, 1)) != PTQ_OK) return st;
+    if ((st = ptq_broadcast(ctx->in[0], ctx->in[1], ctx->out[0])) != PTQ_OK) return st;
+    ctx->out[0]->dtype = PTQ_F32;
+    return PTQ_OK;
+}
+
+static ptq_status pow_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_POW); }
+
+WEAK const ptq_op_def op_add = {binary_infer, add_run, NULL, 0};
+WEAK const ptq_op_def op_sub = {binary_infer, sub_run, NULL, 0};
+WEAK const ptq_op_def op_mul = {binary_infer, mul_run, NULL, 0};
+WEAK const ptq_op_def op_div = {binary_infer, div_run, NULL, 0};
+WEAK const ptq_op_def op_pow = {pow_infer, pow_run, NULL, 0};
+
+/* ------------------------------------------------------------ Cast */
+
+static ptq_status cast_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    int64_t to = ptq_attr_int(ctx->node, "to", 0);
+    if (ptq_dtype_size((ptq_dtype)to) == 0 || ptq_dtype_size(ctx->in[0]->dtype) == 0)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "cast from %s to type %lld", ptq_dtype_name(ctx->in[0]->dtype), (long long)to);
+    ctx->out[0]->dtype = (ptq_dtype)to;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status cast_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    size_t n = ptq_tensor_numel(y);
+    if (x->dtype == y->dtype) {
+        memcpy(y->data, x->data, ptq_tensor_nbytes(y));
+        return PTQ_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double v = ptq_tensor_get_f64(x, i);
+        switch (y->dtype) {
+        case PTQ_F32: ((float *)y->data)[i] = (float)v; break;
+        case PTQ_F64: ((double *)y->data)[i] = v; break;
+        case PTQ_F16: ((uint16_t *)y->data)[i] = ptq_f32_to_f16((float)v); break;
+        case PTQ_I64: ((int64_t *)y->data)[i] = (int64_t)v; break;
+        case PTQ_I32: ((int32_t *)y->data)[i] = (int32_t)v; break;
+        case PTQ_I16: ((int16_t *)y->data)[i] = (int16_t)v; break;
+        case PTQ_I8: ((int8_t *)y->data)[i] = (int8_t)v; break;
+        case PTQ_U8: ((uint8_t *)y->data)[i] = (uint8_t)v; break;
+        case PTQ_U16: ((uint16_t *)y->data)[i] = (uint16_t)v; break;
+        case PTQ_U32: ((uint32_t *)y->data)[i] = (uint32_t)v; break;
+        case PTQ_U64: ((uint64_t *)y->data)[i] = (uint64_t)v; break;
+        case PTQ_BOOL: ((uint8_t *)y->data)[i] = v != 0.0; break;
+        default: break;
+        }
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_cast = {cast_infer, cast_run, NULL, 0};
+
+/* ------------------------------------------------------------ Shape, Reshape, Squeeze, Unsqueeze, Flatten */
+
+static ptq_status shape_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    int r = ctx->in[0]->rank;
+    int64_t start = ptq_attr_int(ctx->node, "start", 0), end = ptq_attr_int(ctx->node, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : (start > r ? r : start);
+    end = end < 0 ? 0 : (end > r ? r : end);
+    ctx->out[0]->dtype = PTQ_I64;
+    ctx->out[0]->rank = 1;
+    ctx->out[0]->dims[0] = end > start ? end - start : 0;
+    ctx->state = (void *)(intptr_t)start;
+    return PTQ_OK;
+}
+
+static ptq_status shape_run(ptq_op_ctx *ctx)
+{
+    int64_t start = (int64_t)(intptr_t)ctx->state;
+    for (int64_t i = 0; i < ctx->out[0]->dims[0]; i++) ((int64_t *)ctx->out[0]->data)[i] = ctx->in[0]->dims[start + i];
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_shape = {shape_infer, shape_run, NULL, 0};
+
+static ptq_status copy_run(ptq_op_ctx *ctx)
+{
+    memcpy(ctx->out[0]->data, ctx->in[0]->data, ptq_tensor_nbytes(ctx->in[0]));
+    return PTQ_OK;
+}
+
+static ptq_status reshape_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *s = ctx->in[1];
+    if (!s->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "shape input is not constant");
+    if (s->rank != 1 || s->dims[0] > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape input must be 1-D of at most %d", PTQ_MAX_RANK);
+    int allowzero = (int)ptq_attr_int(ctx->node, "allowzero", 0), infer_at = -1;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = (int)s->dims[0];
+    int64_t known = 1;
+    for (int i = 0; i < y->rank; i++) {
+        int64_t d = ptq_tensor_get_i64(s, (size_t)i);
+        if (d == 0 && !allowzero) {
+            if (i >= x->rank) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape[%d] = 0 copies a dim the input does not have", i);
+            d = x->dims[i];
+        }
+        if (d == -1) {
+            if (infer_at >= 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "more than one -1 in shape");
+            infer_at = i;
+            continue;
+        }
+        if (d < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "negative dim %lld in shape", (long long)d);
+        y->dims[i] = d;
+        known *= d;
+    }
+    int64_t total = (int64_t)ptq_tensor_numel(x);
+    if (infer_at >= 0) {
+        if (known == 0 || total % known) OP_FAIL(ctx, PTQ_ERR_SHAPE, "cannot infer -1: %lld elements into %lld", (long long)total, (long long)known);
+        y->dims[infer_at] = total / known;
+    } else if (known != total) {
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "%lld elements cannot be reshaped to %lld", (long long)total, (long long)known);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_reshape = {reshape_infer, copy_run, NULL, 0};
+
+/* axes from the attribute (opset < 13) or input 1 */
+static ptq_status read_axes(const ptq_op_ctx *ctx, int64_t *axes, int *n)
+{
+    size_t cnt = 0;
+    *n = 0;
+    if (ctx->opset < 13) {
+        const int64_t *a = ptq_attr_ints(ctx->node, "axes", &cnt);
+        if (cnt > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+        for (size_t i = 0; i < cnt; i++) axes[i] = a[i];
+        *n = (int)cnt;
+        return PTQ_OK;
+    }
+    if (ctx->n_in < 2 || !ctx->in[1]) return PTQ_OK;
+    if (!ctx->in[1]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "axes input is not constant");
+    cnt = ptq_tensor_numel(ctx->in[1]);
+    if (cnt > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+    for (size_t i = 0; i < cnt; i++) axes[i] = ptq_tensor_get_i64(ctx->in[1], i);
+    *n = (int)cnt;
+    return PTQ_OK;
+}
+
+static ptq_status squeeze_infer(ptq_op_ctx *ctx)
+{
+    int64_t axes[PTQ_MAX_RANK];
+    int na;
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 2);
+    if (st != PTQ_OK || (st = read_axes(ctx, axes, &na)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int drop[PTQ_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int64_t a;
+        if (ptq_norm_axis(axes[i], x->rank, &a)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range", (long long)axes[i]);
+        if (x->dims[a] != 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "cannot squeeze axis %lld of size %lld", (long long)a, (long long)x->dims[a]);
+        drop[a] = 1;
+    }
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!(na ? drop[d] : x->dims[d] == 1)) y->dims[y->rank++] = x->dims[d];
+    return PTQ_OK;
+}
+
+static ptq_status unsqueeze_infer(ptq_op_ctx *ctx)
+{
+    int64_t axes[PTQ_MAX_RANK];
+    int na;
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 2);
+    if (st != PTQ_OK || (st = read_axes(ctx, axes, &na)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int r = x->rank + na, ins[PTQ_MAX_RANK] = {0};
+    if (r > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "rank %d too large", r);
+    for (int i = 0; i < na; i++) {
+        int64_t a;
+        if (ptq_norm_axis(axes[i], r, &a) || ins[a]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "bad axis %lld", (long long)axes[i]);
+        ins[a] = 1;
+    }
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = r;
+    for (int d = 0, k = 0; d < r; d++) y->dims[d] = ins[d] ? 1 : x->dims[k++];
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_squeeze = {squeeze_infer, copy_run, NULL, 0};
+WEAK const ptq_op_def op_unsqueeze = {unsqueeze_infer, copy_run, NULL, 0};
+
+/* ------------------------------------------------------------ Transpose */
+
+static ptq_status transpose_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    size_t n;
+    const int64_t *perm = ptq_attr_ints(ctx->node, "perm", &n);
+    if (perm && (int)n != x->rank) OP_FAIL(ctx, PTQ_ERR_SHAPE, "perm has %zu entries for rank %d", n, x->rank);
+    int64_t *p = malloc(sizeof(int64_t) * PTQ_MAX_RANK);
+    if (!p) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    int seen[PTQ_MAX_RANK] = {0};
+    for (int i = 0; i < x->rank; i++) {
+        p[i] = perm ? perm[i] : x->rank - 1 - i;
+        if (p[i] < 0 || p[i] >= x->rank || seen[p[i]]) {
+            free(p);
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "bad perm");
+        }
+        seen[p[i]] = 1;
+        ctx->out[0]->dims[i] = x->dims[p[i]];
+    }
+    ctx->out[0]->rank = x->rank;
+    ctx->out[0]->dtype = x->dtype;
+    ctx->state = p;
+    return PTQ_OK;
+}
+
+static ptq_status transpose_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    const int64_t *p = ctx->state;
+    int64_t xs[PTQ_MAX_RANK], st[PTQ_MAX_RANK];
+    ptq_strides(x, xs);
+    for (int i = 0; i < y->rank; i++) st[i] = xs[p[i]];
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    int r = y->rank;
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i;
+        int64_t off = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            off += (int64_t)(rem % (size_t)y->dims[d]) * st[d];
+            rem /= (size_t)y->dims[d];
+        }
+        memcpy((char *)y->data + i * es, (const char *)x->data + (size_t)off * es, es);
+    }
+    return PTQ_OK;
+}
+
+static void free_ptr(void *p) { free(p); }
+
+WEAK const ptq_op_def op_transpose = {transpose_infer, transpose_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ Concat */
+
+static ptq_status concat_infer(ptq_op_ctx *ctx)
+{
+    if (ctx->n_in < 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no inputs");
+    const ptq_tensor *x0 = ctx->in[0];
+    int64_t axis;
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 0), x0->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    ptq_tensor *y = ctx->out[0];
+    *y = (ptq_tensor){0};
+    y->dtype = x0->dtype;
+    copy_shape(y, x0);
+    y->dims[axis] = 0;
+    for (int i = 0; i < ctx->n_in; i++) {
+        const ptq_tensor *x = ctx->in[i];
+        if (!x || x->rank != x0->rank || x->dtype != x0->dtype) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input %d rank or dtype differs", i);
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && x->dims[d] != x0->dims[d]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input %d dim %d differs", i, d);
+        y->dims[axis] += x->dims[axis];
+    }
+    ctx->state = (void *)(intptr_t)axis;
+    return PTQ_OK;
+}
+
+static ptq_status concat_run(ptq_op_ctx *ctx)
+{
+    int axis = (int)(intptr_t)ctx->state;
+    ptq_tensor *y = ctx->out[0];
+    size_t es = ptq_dtype_size(y->dtype), outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= (size_t)y->dims[d];
+    for (int d = axis + 1; d < y->rank; d++) inner *= (size_t)y->dims[d];
+    size_t yrow = (size_t)y->dims[axis] * inner * es, off = 0;
+    for (int i = 0; i < ctx->n_in; i++) {
+        size_t row = (size_t)ctx->in[i]->dims[axis] * inner * es;
+        for (size_t o = 0; o < outer; o++)
+            memcpy((char *)y->data + o * yrow + off, (const char *)ctx->in[i]->data + o * row, row);
+        off += row;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_concat = {concat_infer, concat_run, NULL, 0};
+
+/* ------------------------------------------------------------ Slice (opset 10+ inputs, or < 10 attributes) */
+
+typedef struct {
+    int64_t start[PTQ_MAX_RANK], step[PTQ_MAX_RANK];
+} slice_state;
+
+static ptq_status slice_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    int64_t starts[PTQ_MAX_RANK], ends[PTQ_MAX_RANK], axes[PTQ_MAX_RANK], steps[PTQ_MAX_RANK];
+    int n = 0;
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no data input");
+    if (ctx->opset < 10) {
+        size_t ns, ne, na;
+        const int64_t *s = ptq_attr_ints(ctx->node, "starts", &ns), *e = ptq_attr_ints(ctx->node, "ends", &ne),
+                      *a = ptq_attr_ints(ctx->node, "axes", &na);
+        if (!s || !e || ns != ne || ns > PTQ_MAX_RANK || (a && na != ns)) OP_FAIL(ctx, PTQ_ERR_FORMAT, "bad starts/ends/axes");
+        n = (int)ns;
+        for (int i = 0; i < n; i++) {
+            starts[i] = s[i];
+            ends[i] = e[i];
+            axes[i] = a ? a[i] : i;
+            steps[i] = 1;
+        }
+    } else {
+        if (ctx->n_in < 3) OP_FAIL(ctx, PTQ_ERR_FORMAT, "needs starts and ends");
+        for (int i = 1; i < ctx->n_in; i++)
+            if (ctx->in[i] && !ctx->in[i]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d is not constant", i);
+        n = (int)ptq_tensor_numel(ctx->in[1]);
+        if (n > PTQ_MAX_RANK || (int)ptq_tensor_numel(ctx->in[2]) != n) OP_FAIL(ctx, PTQ_ERR_SHAPE, "starts/ends sizes differ");
+        for (int i = 0; i < n; i++) {
+            starts[i] = ptq_tensor_get_i64(ctx->in[1], (size_t)i);
+            ends[i] = ptq_tensor_get_i64(ctx->in[2], (size_t)i);
+            axes[i] = ctx->n_in > 3 && ctx->in[3] ? ptq_tensor_get_i64(ctx->in[3], (size_t)i) : i;
+            steps[i] = ctx->n_in > 4 && ctx->in[4] ? ptq_tensor_get_i64(ctx->in[4], (size_t)i) : 1;
+        }
+    }
+    slice_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    copy_shape(y, x);
+    for (int d = 0; d < x->rank; d++) s->step[d] = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t a;
+        if (ptq_norm_axis(axes[i], x->rank, &a)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+        int64_t dim = x->dims[a], st = starts[i], en = ends[i], sp = steps[i];
+        if (sp == 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "step 0");
+        if (st < 0) st += dim;
+        if (en < 0) en += dim;
+        if (sp > 0) {
+            st = st < 0 ? 0 : (st > dim ? dim : st);
+            en = en < 0 ? 0 : (en > dim ? dim : en);
+            y->dims[a] = en > st ? (en - st + sp - 1) / sp : 0;
+        } else {
+            st = st < 0 ? -1 : (st > dim - 1 ? dim - 1 : st);
+            en = en < -1 ? -1 : (en > dim - 1 ? dim - 1 : en);
+            y->dims[a] = st > en ? (st - en + (-sp) - 1) / (-sp) : 0;
+        }
+        s->start[a] = st;
+        s->step[a] = sp;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status slice_run(ptq_op_ctx *ctx)
+{
+    const slice_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    int64_t xs[PTQ_MAX_RANK];
+    ptq_strides(x, xs);
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i;
+        int64_t off = 0;
+        for (int d = y->rank - 1; d >= 0; d--) {
+            int64_t idx = (int64_t)(rem % (size_t)y->dims[d]);
+            rem /= (size_t)y->dims[d];
+            off += (s->start[d] + idx * s->step[d]) * xs[d];
+        }
+        memcpy((char *)y->data + i * es, (const char *)x->data + (size_t)off * es, es);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_slice = {slice_infer, slice_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ Gather (axis, int64/int32 indices) */
+
+static ptq_status gather_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *ix = ctx->in[1];
+    int64_t axis;
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 0), x->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    if (x->rank + ix->rank - 1 > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "rank too large");
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = 0;
+    for (int d = 0; d < axis; d++) y->dims[y->rank++] = x->dims[d];
+    for (int d = 0; d < ix->rank; d++) y->dims[y->rank++] = ix->dims[d];
+    for (int d = (int)axis + 1; d < x->rank; d++) y->dims[y->rank++] = x->dims[d];
+    ctx->state = (void *)(intptr_t)axis;
+    return PTQ_OK;
+}
+
+static ptq_status gather_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0], *ix = ctx->in[1];
+    int axis = (int)(intptr_t)ctx->state;
+    size_t outer = 1, inner = 1, es = ptq_dtype_size(x->dtype), ni = ptq_tensor_numel(ix);
+    for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    int64_t dim = x->dims[axis];
+    for (size_t o = 0; o < outer; o++)
+        for (size_t k = 0; k < ni; k++) {
+            int64_t j = ptq_tensor_get_i64(ix, k);
+            if (j < 0) j += dim;
+            if (j < 0 || j >= dim) OP_FAIL(ctx, PTQ_ERR_SHAPE, "index %lld out of range [0, %lld)", (long long)j, (long long)dim);
+            memcpy((char *)ctx->out[0]->data + ((o * ni + k) * inner) * es,
+                   (const char *)x->data + ((o * (size_t)dim + (size_t)j) * inner) * es, inner * es);
+        }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_gather = {gather_infer, gather_run, NULL, 0};
+
+/* ------------------------------------------------------------ BatchNormalization (inference) */
+
+static ptq_status bn_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 5, 5);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    if (x->rank < 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d", x->rank);
+    for (int i = 0; i < 5; i++)
+        if ((st = need_f32(ctx, i)) != PTQ_OK) return st;
+    for (int i = 1; i < 5; i++)
+        if ((int64_t)ptq_tensor_numel(ctx->in[i]) != x->dims[1]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input %d has the wrong size", i);
+    if (ptq_attr_int(ctx->node, "training_mode", 0)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1");
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    return PTQ_OK;
+}
+
+static ptq_status bn_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    const float *sc = ctx->in[1]->data, *b = ctx->in[2]->data, *m = ctx->in[3]->data, *v = ctx->in[4]->data;
+    float eps = ptq_attr_float(ctx->node, "epsilon", 1e-5f);
+    int64_t N = x->dims[0], C = x->dims[1];
+    size_t inner = ptq_tensor_numel(x) / (size_t)(N * C);
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (int64_t nc = 0; nc < N * C; nc++) {
+        int64_t c = nc % C;
+        float a = sc[c] / sqrtf(v[c] + eps), bb = b[c] - m[c] * a;
+        for (size_t i = 0; i < inner; i++) yd[(size_t)nc * inner + i] = xd[(size_t)nc * inner + i] * a + bb;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_batch_normalization = {bn_infer, bn_run, NULL, 0};
+
+/* ------------------------------------------------------------ GlobalAveragePool, AveragePool, MaxPool (2-D) */
+
+static ptq_status gap_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK || (st = need_f32(ctx, 0)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    if (x->rank < 3) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d", x->rank);
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    for (int d = 2; d < x->rank; d++) ctx->out[0]->dims[d] = 1;
+    return PTQ_OK;
+}
+
+static ptq_status gap_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]), inner = ptq_tensor_numel(x) / (planes ? planes : 1);
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (size_t p = 0; p < planes; p++) {
+        float s = 0.0f;
+        for (size_t i = 0; i < inner; i++) s += xd[p * inner + i];
+        yd[p] = s / (float)inner;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_global_average_pool = {gap_infer, gap_run, NULL, 0};
+
+typedef struct {
+    ptq_spatial sp;
+    int is_max, count_include_pad;
+} pool_state;
+
+static ptq_status pool_infer_kind(ptq_op_ctx *ctx, int is_max)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK || (st = need_f32(ctx, 0)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    if (x->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 2-D pooling in this version (rank %d)", x->rank);
+    if (ctx->n_out > 1 && ctx->out[1]) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "the Indices output is not supported");
+    pool_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    if ((st = ptq_spatial_resolve(ctx, 2, &x->dims[2], NULL, &s->sp)) != PTQ_OK) return st;
+    s->is_max = is_max;
+    s->count_include_pad = (int)ptq_attr_int(ctx->node, "count_include_pad", 0);
+    ctx->out[0]->dtype = PTQ_F32;
+    ctx->out[0]->rank = 4;
+    ctx->out[0]->dims[0] = x->dims[0];
+    ctx->out[0]->dims[1] = x->dims[1];
+    ctx->out[0]->dims[2] = s->sp.out[0];
+    ctx->out[0]->dims[3] = s->sp.out[1];
+    return PTQ_OK;
+}
+
+static ptq_status maxpool_infer(ptq_op_ctx *ctx) { return pool_infer_kind(ctx, 1); }
+static ptq_status avgpool_infer(ptq_op_ctx *ctx) { return pool_infer_kind(ctx, 0); }
+
+static ptq_status pool_run(ptq_op_ctx *ctx)
+{
+    const pool_state *s = ctx->state;
+    const ptq_spatial *sp = &s->sp;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (size_t p = 0; p < planes; p++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float acc = s->is_max ? -INFINITY : 0.0f;
+                int64_t cnt = 0;
+                int64_t h0 = oh * sp->stride[0] - sp->pad_begin[0], w0 = ow * sp->stride[1] - sp->pad_begin[1];
+                for (int64_t kh = 0; kh < sp->kernel[0]; kh++) {
+                    int64_t h = h0 + kh * sp->dilation[0];
+                    for (int64_t kw = 0; kw < sp->kernel[1]; kw++) {
+                        int64_t w = w0 + kw * sp->dilation[1];
+                        if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                        float v = xd[p * (size_t)(H * W) + (size_t)(h * W + w)];
+                        if (s->is_max) acc = v > acc ? v : acc;
+                        else acc += v;
+                        cnt++;
+                    }
+                }
+                if (!s->is_max) {
+                    int64_t div = cnt;
+                    if (s->count_include_pad) {
+                        int64_t he = h0 + (sp->kernel[0] - 1) * sp->dilation[0] + 1, we = w0 + (sp->kernel[1] - 1) * sp->dilation[1] + 1;
+                        int64_t hs = h0 < -sp->pad_begin[0] ? -sp->pad_begin[0] : h0;
+                        int64_t ws = w0 < -sp->pad_begin[1] ? -sp->pad_begin[1] : w0;
+                        he = he > H + sp->pad_end[0] ? H + sp->pad_end[0] : he;
+                        we = we > W + sp->pad_end[1] ? W + sp->pad_end[1] : we;
+                        div = (he - hs) * (we - ws);
+                    }
+                    acc = div ? acc / (float)div : 0.0f;
+                }
+                yd[p * (size_t)(OH * OW) + (size_t)(oh * OW + ow)] = acc;
+            }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_max_pool = {maxpool_infer, pool_run, free_ptr, 0};
+WEAK const ptq_op_def op_average_pool = {avgpool_infer, pool_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ Softmax, ReduceMean (last axes) */
+
+static ptq_status softmax_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK || (st = need_f32(ctx, 0)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t axis;
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", ctx->opset < 13 ? 1 : -1), x->rank, &axis))
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    ctx->state = (void *)(intptr_t)axis;
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    return PTQ_OK;
+}
+
+static ptq_status softmax_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    int axis = (int)(intptr_t)ctx->state;
+    size_t outer = 1, len = 1, inner = 1;
+    if (ctx->opset < 13) { /* coerced 2-D: softmax over everything from axis on */
+        for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+        for (int d = axis; d < x->rank; d++) len *= (size_t)x->dims[d];
+    } else {
+        for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+        len = (size_t)x->dims[axis];
+        for (int d = axis + 1; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    }
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+    int log = strcmp(ctx->node->op_type, "LogSoftmax") == 0;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (size_t oi = 0; oi < outer * inner; oi++) {
+        size_t o = oi / inner, i = oi % inner;
+        const float *p = xd + o * len * inner + i;
+        float *q = yd + o * len * inner + i;
+        float m = -INFINITY, s = 0.0f;
+        for (size_t k = 0; k < len; k++) m = p[k * inner] > m ? p[k * inner] : m;
+        for (size_t k = 0; k < len; k++) {
+            float e = expf(p[k * inner] - m);
+            q[k * inner] = e;
+            s += e;
+        }
+        if (log) {
+            float ls = logf(s);
+            for (size_t k = 0; k < len; k++) q[k * inner] = p[k * inner] - m - ls;
+        } else {
+            for (size_t k = 0; k < len; k++) q[k * inner] /= s;
+        }
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_softmax = {softmax_infer, softmax_run, NULL, 0};
+WEAK const ptq_op_def op_log_softmax = {softmax_infer, softmax_run, NULL, 0};
+
+typedef struct {
+    int reduce[PTQ_MAX_RANK];
+} reduce_state;
+
+static ptq_status reduce_mean_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    ptq_status st = need_f32(ctx, 0);
+    if (st != PTQ_OK) return st;
+    size_t n = 0;
+    const int64_t *axes = ptq_attr_ints(ctx->node, "axes", &n);
+    reduce_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    int64_t in_axes[PTQ_MAX_RANK];
+    if (!axes && ctx->n_in > 1 && ctx->in[1]) {
+        if (!ctx->in[1]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "axes input is not constant");
+        n = ptq_tensor_numel(ctx->in[1]);
+        if (n > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+        for (size_t i = 0; i < n; i++) in_axes[i] = ptq_tensor_get_i64(ctx->in[1], i);
+        axes = in_axes;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t a;
+        if (ptq_norm_axis(axes[i], x->rank, &a)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+        s->reduce[a] = 1;
+    }
+    if (n == 0)
+        for (int d = 0; d < x->rank; d++) s->reduce[d] = 1;
+    int keep = (int)ptq_attr_int(ctx->node, "keepdims", 1);
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!s->reduce[d]) y->dims[y->rank++] = x->dims[d];
+        else if (keep) y->dims[y->rank++] = 1;
+    return PTQ_OK;
+}
+
+static ptq_status reduce_mean_run(ptq_op_ctx *ctx)
+{
+    const reduce_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    float *yd = ctx->out[0]->data;
+    size_t ny = ptq_tensor_numel(ctx->out[0]), nx = ptq_tensor_numel(x), count = ny ? nx / ny : 0;
+    /* output index of each input element; sum in input order (fixed) */
+    double *acc = calloc(ny ? ny : 1, sizeof *acc);
+    if (!acc) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    float *accf = (float *)yd;
+    for (size_t j = 0; j < ny; j++) accf[j] = 0.0f;
+    const float *xd = x->data;
+    for (size_t i = 0; i < nx; i++) {
+        size_t rem = i, oi = 0, mul = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            size_t idx = rem % (size_t)x->dims[d];
+            rem /= (size_t)x->dims[d];
+            if (!s->reduce[d]) {
+                oi += idx * mul;
+                mul *= (size_t)x->dims[d];
+            }
+        }
+        accf[oi] += xd[i];
+    }
+    free(acc);
+    for (size_t j = 0; j < ny; j++) yd[j] = accf[j] / (float)count;
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_reduce_mean = {reduce_mean_infer, reduce_mean_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ Resize (nearest, linear 2-D) */
+
+typedef struct {
+    int mode_linear;
+    int64_t in_h, in_w, out_h, out_w;
+    float scale_h, scale_w;
+    int coord; /* 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel */
+    int nearest; /* 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+} resize_state;
+
+static ptq_status resize_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    if (!x || x->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 4-D inputs in this version");
+    ptq_status st = need_f32(ctx, 0);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *scales = NULL, *sizes = NULL;
+    int si = ctx->opset < 11 ? 1 : 2;
+    if (ctx->n_in > si && ctx->in[si] && ptq_tensor_numel(ctx->in[si])) scales = ctx->in[si];
+    if (ctx->opset >= 11 && ctx->n_in > 3 && ctx->in[3] && ptq_tensor_numel(ctx->in[3])) sizes = ctx->in[3];
+    if ((scales && !scales->data) || (sizes && !sizes->data)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "scales/sizes are not constant");
+    if (!scales && !sizes) OP_FAIL(ctx, PTQ_ERR_FORMAT, "neither scales nor sizes");
+    resize_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = 4;
+    for (int d = 0; d < 4; d++) {
+        if (sizes) {
+            y->dims[d] = ptq_tensor_get_i64(sizes, (size_t)d);
+        } else {
+            float sc = (float)ptq_tensor_get_f64(scales, (size_t)d);
+            y->dims[d] = (int64_t)floorf((float)x->dims[d] * sc);
+        }
+    }
+    if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "resizing N or C");
+    s->in_h = x->dims[2];
+    s->in_w = x->dims[3];
+    s->out_h = y->dims[2];
+    s->out_w = y->dims[3];
+    s->scale_h = sizes ? (float)s->out_h / (float)s->in_h : (float)ptq_tensor_get_f64(scales, 2);
+    s->scale_w = sizes ? (float)s->out_w / (float)s->in_w : (float)ptq_tensor_get_f64(scales, 3);
+    const char *mode = ptq_attr_string(ctx->node, "mode", "nearest");
+    if (strcmp(mode, "nearest") == 0) s->mode_linear = 0;
+    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) s->mode_linear = 1;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "mode %s", mode);
+    const char *ct = ptq_attr_string(ctx->node, "coordinate_transformation_mode", ctx->opset < 11 ? "asymmetric" : "half_pixel");
+    if (strcmp(ct, "half_pixel") == 0) s->coord = 0;
+    else if (strcmp(ct, "asymmetric") == 0) s->coord = 1;
+    else if (strcmp(ct, "align_corners") == 0) s->coord = 2;
+    else if (strcmp(ct, "pytorch_half_pixel") == 0) s->coord = 3;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "coordinate_transformation_mode %s", ct);
+    const char *nm = ptq_attr_string(ctx->node, "nearest_mode", ctx->opset < 11 ? "floor" : "round_prefer_floor");
+    if (strcmp(nm, "round_prefer_floor") == 0) s->nearest = 0;
+    else if (strcmp(nm, "round_prefer_ceil") == 0) s->nearest = 1;
+    else if (strcmp(nm, "floor") == 0) s->nearest = 2;
+    else if (strcmp(nm, "ceil") == 0) s->nearest = 3;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "nearest_mode %s", nm);
+    return PTQ_OK;
+}
+
+static float resize_coord(const resize_state *s, int64_t o, float scale, int64_t in_len, int64_t out_len)
+{
+    switch (s->coord) {
+    case 0: return ((float)o + 0.5f) / scale - 0.5f;
+    case 1: return (float)o / scale;
+    case 2: return out_len > 1 ? (float)o * (float)(in_len - 1) / (float)(out_len - 1) : 0.0f;
+    default: return out_len > 1 ? ((float)o + 0.5f) / scale - 0.5f : 0.0f;
+    }
+}
+
+static int64_t nearest_index(const resize_state *s, float c, int64_t len)
+{
+    int64_t i;
+    switch (s->nearest) {
+    case 0: i = (c == floorf(c) + 0.5f) ? (int64_t)floorf(c) : (int64_t)roundf(c); break;
+    case 1: i = (c == floorf(c) + 0.5f) ? (int64_t)ceilf(c) : (int64_t)roundf(c); break;
+    case 2: i = (int64_t)floorf(c); break;
+    default: i = (int64_t)ceilf(c); break;
+    }
+    return i < 0 ? 0 : (i >= len ? len - 1 : i);
+}
+
+static ptq_status resize_run(ptq_op_ctx *ctx)
+{
+    const resize_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+    int64_t IH = s->in_h, IW = s->in_w, OH = s->out_h, OW = s->out_w;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (size_t p = 0; p < planes; p++) {
+        const float *src = xd + p * (size_t)(IH * IW);
+        float *dst = yd + p * (size_t)(OH * OW);
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float ch = resize_coord(s, oh, s->scale_h, IH, OH);
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float cw = resize_coord(s, ow, s->scale_w, IW, OW);
+                if (!s->mode_linear) {
+                    dst[oh * OW + ow] = src[nearest_index(s, ch, IH) * IW + nearest_index(s, cw, IW)];
+                    continue;
+                }
+                float fh = ch < 0 ? 0 : (ch > (float)(IH - 1) ? (float)(IH - 1) : ch);
+                float fw = cw < 0 ? 0 : (cw > (float)(IW - 1) ? (float)(IW - 1) : cw);
+                int64_t h0 = (int64_t)fh, w0 = (int64_t)fw, h1 = h0 + 1 < IH ? h0 + 1 : h0, w1 = w0 + 1 < IW ? w0 + 1 : w0;
+                float dh = fh - (float)h0, dw = fw - (float)w0;
+                float v = src[h0 * IW + w0] * (1 - dh) * (1 - dw) + src[h0 * IW + w1] * (1 - dh) * dw +
+                          src[h1 * IW + w0] * dh * (1 - dw) + src[h1 * IW + w1] * dh * dw;
+                dst[oh * OW + ow] = v;
+            }
+        }
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_resize = {resize_infer, resize_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ Conv (im2col + sgemm, depthwise direct) */
+
+typedef struct {
+    ptq_spatial sp;
+    int64_t group, cin, cout, kh, kw;
+    int depthwise, pointwise;
+} conv_state;
+
+static ptq_status conv_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < ctx->n_in; i++)
+        if ((st = need_f32(ctx, i)) != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *w = ctx->in[1];
+    if (x->rank != 4 || w->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 2-D convolution in this version (input rank %d, weight rank %d)", x->rank, w->rank);
+    conv_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->group = ptq_attr_int(ctx->node, "group", 1);
+    s->cin = x->dims[1];
+    s->cout = w->dims[0];
+    s->kh = w->dims[2];
+    s->kw = w->dims[3];
+    if (s->group < 1 || s->cin % s->group || s->cout % s->group || w->dims[1] != s->cin / s->group)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "weight %lldx%lld for %lld input channels in %lld groups", (long long)w->dims[0],
+                (long long)w->dims[1], (long long)s->cin, (long long)s->group);
+    if (ctx->n_in > 2 && ctx->in[2] && (int64_t)ptq_tensor_numel(ctx->in[2]) != s->cout)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "bias has %zu values for %lld output channels", ptq_tensor_numel(ctx->in[2]), (long long)s->cout);
+    if ((st = ptq_spatial_resolve(ctx, 2, &x->dims[2], &w->dims[2], &s->sp)) != PTQ_OK) return st;
+    s->depthwise = s->group == s->cin && s->group == s->cout;
+    s->pointwise = s->kh == 1 && s->kw == 1 && s->sp.stride[0] == 1 && s->sp.stride[1] == 1 && !s->sp.pad_begin[0] &&
+                   !s->sp.pad_begin[1] && !s->sp.pad_end[0] && !s->sp.pad_end[1];
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = 4;
+    y->dims[0] = x->dims[0];
+    y->dims[1] = s->cout;
+    y->dims[2] = s->sp.out[0];
+    y->dims[3] = s->sp.out[1];
+    if (!s->depthwise && !s->pointwise)
+        ctx->scratch_bytes = sizeof(float) * (size_t)(s->cin / s->group * s->kh * s->kw) * (size_t)(s->sp.out[0] * s->sp.out[1]);
+    return PTQ_OK;
+}
+
+static ptq_status conv_run(ptq_op_ctx *ctx)
+{
+    const conv_state *s = ctx->state;
+    const ptq_spatial *sp = &s->sp;
+    const ptq_tensor *x = ctx->in[0];
+    const float *w = ctx->in[1]->data, *bias = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
+    int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
+    int64_t cg = s->cin / s->group, og = s->cout / s->group, K = cg * s->kh * s->kw, P = OH * OW;
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+    for (int64_t n = 0; n < N; n++) {
+        if (s->depthwise) {
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+            for (int64_t c = 0; c < s->cin; c++) {
+                const float *src = xd + (n * s->cin + c) * H * W, *k = w + c * s->kh * s->kw;
+                float *dst = yd + (n * s->cout + c) * P;
+                float b = bias ? bias[c] : 0.0f;
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    int64_t h0 = oh * sp->stride[0] - sp->pad_begin[0];
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        int64_t w0 = ow * sp->stride[1] - sp->pad_begin[1];
+                        float acc = 0.0f;
+                        for (int64_t kh = 0; kh < s->kh; kh++) {
+                            int64_t h = h0 + kh * sp->dilation[0];
+                            if (h < 0 || h >= H) continue;
+                            for (int64_t kw = 0; kw < s->kw; kw++) {
+                                int64_t ww = w0 + kw * sp->dilation[1];
+                                if (ww < 0 || ww >= W) continue;
+                                acc += src[h * W + ww] * k[kh * s->kw + kw];
+                            }
+                        }
+                        dst[oh * OW + ow] = acc + b;
+                    }
+                }
+                ptq_activation_apply(&ctx->act, dst, (size_t)P);
+            }
+            continue;
+        }
+        for (int64_t gi = 0; gi < s->group; gi++) {
+            const float *src = xd + (n * s->cin + gi * cg) * H * W;
+            const float *col = src;
+            if (!s->pointwise) {
+                float *buf = ctx->scratch;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+                for (int64_t r = 0; r < K; r++) {
+                    int64_t c = r / (s->kh * s->kw), kh = (r / s->kw) % s->kh, kw = r % s->kw;
+                    float *row = buf + r * P;
+                    for (int64_t oh = 0; oh < OH; oh++) {
+                        int64_t h = oh * sp->stride[0] - sp->pad_begin[0] + kh * sp->dilation[0];
+                        for (int64_t ow = 0; ow < OW; ow++) {
+                            int64_t ww = ow * sp->stride[1] - sp->pad_begin[1] + kw * sp->dilation[1];
+                            row[oh * OW + ow] = (h >= 0 && h < H && ww >= 0 && ww < W) ? src[(c * H + h) * W + ww] : 0.0f;
+                        }
+                    }
+                }
+                col = buf;
+            }
+            float *dst = yd + (n * s->cout + gi * og) * P;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)P, (int)K, 1.0f, w + gi * og * K,
+                        (int)K, col, (int)P, 0.0f, dst, (int)P);
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+            for (int64_t o = 0; o < og; o++) {
+                float b = bias ? bias[gi * og + o] : 0.0f, *row = dst + o * P;
+                if (b != 0.0f)
+                    for (int64_t i = 0; i < P; i++) row[i] += b;
+                ptq_activation_apply(&ctx->act, row, (size_t)P);
+            }
+        }
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_conv = {conv_infer, conv_run, free_ptr, PTQ_OP_FUSE_ACT};
+
+/* ------------------------------------------------------------ ConvTranspose (2-D, via sgemm + col2im) */
+
+static ptq_status convt_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *w = ctx->in[1];
+    if (x->rank != 4 || w->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 2-D in this version");
+    conv_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->group = ptq_attr_int(ctx->node, "group", 1);
+    s->cin = x->dims[1];
+    s->cout = w->dims[1] * s->group;
+    s->kh = w->dims[2];
+    s->kw = w->dims[3];
+    if (w->dims[0] != s->cin || s->cin % s->group) OP_FAIL(ctx, PTQ_ERR_SHAPE, "weight does not match the input channels");
+    if ((st = ptq_spatial_resolve_transposed(ctx, 2, &x->dims[2], &w->dims[2], &s->sp)) != PTQ_OK) return st;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = 4;
+    y->dims[0] = x->dims[0];
+    y->dims[1] = s->cout;
+    y->dims[2] = s->sp.out[0];
+    y->dims[3] = s->sp.out[1];
+    ctx->scratch_bytes = sizeof(float) * (size_t)(w->dims[1] * s->kh * s->kw) * (size_t)(x->dims[2] * x->dims[3]);
+    return PTQ_OK;
+}
+
+static ptq_status convt_run(ptq_op_ctx *ctx)
+{
+    const conv_state *s = ctx->state;
+    const ptq_spatial *sp = &s->sp;
+    const ptq_tensor *x = ctx->in[0];
+    const float *w = ctx->in[1]->data, *bias = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
+    int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
+    int64_t cg = s->cin / s->group, og = s->cout / s->group, K = og * s->kh * s->kw, P = H * W;
+    float *col = ctx->scratch, *yd = ctx->out[0]->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < s->group; gi++) {
+            const float *src = (const float *)x->data + (n * s->cin + gi * cg) * P;
+            /* col[K, P] = W_g^T [K, cg] x X_g [cg, P] */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)cg, 1.0f, w + gi * cg * K, (int)K,
+                        src, (int)P, 0.0f, col, (int)P);
+            float *dst = yd + (n * s->cout + gi * og) * OH * OW;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+            for (int64_t o = 0; o < og; o++) {
+                float *plane = dst + o * OH * OW;
+                float b = bias ? bias[gi * og + o] : 0.0f;
+                for (int64_t i = 0; i < OH * OW; i++) plane[i] = b;
+                for (int64_t kh = 0; kh < s->kh; kh++)
+                    for (int64_t kw = 0; kw < s->kw; kw++) {
+                        const float *row = col + ((o * s->kh + kh) * s->kw + kw) * P;
+                        for (int64_t h = 0; h < H; h++) {
+                            int64_t oh = h * sp->stride[0] - sp->pad_begin[0] + kh * sp->dilation[0];
+                            if (oh < 0 || oh >= OH) continue;
+                            for (int64_t ww = 0; ww < W; ww++) {
+                                int64_t ow = ww * sp->stride[1] - sp->pad_begin[1] + kw * sp->dilation[1];
+                                if (ow < 0 || ow >= OW) continue;
+                                plane[oh * OW + ow] += row[h * W + ww];
+                            }
+                        }
+                    }
+                ptq_activation_apply(&ctx->act, plane, (size_t)(OH * OW));
+            }
+        }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_conv_transpose = {convt_infer, convt_run, free_ptr, PTQ_OP_FUSE_ACT};
+
+/* ------------------------------------------------------------ MatMul (batched, broadcast batch dims) */
+
+static ptq_status matmul_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK || (st = need_f32(ctx, 0)) != PTQ_OK || (st = need_f32(ctx, 1)) != PTQ_OK) return st;
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    if (a->rank < 2 || b->rank < 2) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "1-D operands are not supported in this version");
+    if (a->dims[a->rank - 1] != b->dims[b->rank - 2]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "inner dims %lld and %lld differ", (long long)a->dims[a->rank - 1], (long long)b->dims[b->rank - 2]);
+    ptq_tensor ba = *a, bb = *b, bo;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    if ((st = ptq_broadcast(&ba, &bb, &bo)) != PTQ_OK) return st;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = bo.rank + 2;
+    for (int d = 0; d < bo.rank; d++) y->dims[d] = bo.dims[d];
+    y->dims[bo.rank] = a->dims[a->rank - 2];
+    y->dims[bo.rank + 1] = b->dims[b->rank - 1];
+    return PTQ_OK;
+}
+
+static ptq_status matmul_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ptq_tensor *y = ctx->out[0];
+    int64_t M = a->dims[a->rank - 2], K = a->dims[a->rank - 1], N = b->dims[b->rank - 1];
+    ptq_tensor ba = *a, bb = *b, by = *y;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    by.rank -= 2;
+    int64_t sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    ptq_broadcast_strides(&ba, &by, sa);
+    ptq_broadcast_strides(&bb, &by, sb);
+    size_t batches = ptq_tensor_numel(&by);
+    for (size_t i = 0; i < batches; i++) {
+        size_t rem = i;
+        int64_t oa = 0, ob = 0;
+        for (int d = by.rank - 1; d >= 0; d--) {
+            int64_t idx = (int64_t)(rem % (size_t)by.dims[d]);
+            rem /= (size_t)by.dims[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
+                    (const float *)a->data + oa * M * K, (int)K, (const float *)b->data + ob * K * N, (int)N, 0.0f,
+                    (float *)y->data + i * (size_t)(M * N), (int)N);
+    }
+    ptq_activation_apply(&ctx->act, y->data, ptq_tensor_numel(y));
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_matmul = {matmul_infer, matmul_run, NULL, PTQ_OP_FUSE_ACT};
