@@ -48,6 +48,7 @@ struct ptq_plan {
     void *scratch;
     size_t scratch_bytes;
     double flops;
+    double *prof_ms;          /* per step, when PTQ_PROFILE is set */
 };
 
 ptq_plan_options ptq_plan_defaults(void)
@@ -94,6 +95,8 @@ ptq_status ptq_graph_check_ops(const ptq_graph *g)
     return PTQ_OK;
 }
 
+static void print_profile(const ptq_plan *p);
+
 static void step_clear(plan_step *s)
 {
     if (s->has_state && s->def && s->def->free_state) s->def->free_state(s->ctx.state);
@@ -108,6 +111,8 @@ static void step_clear(plan_step *s)
 void ptq_plan_destroy(ptq_plan *p)
 {
     if (!p) return;
+    if (p->prof_ms) print_profile(p);
+    free(p->prof_ms);
     for (int i = 0; i < p->n_steps; i++) step_clear(&p->steps[i]);
     free(p->steps);
     for (int v = 0; v < p->n_vals; v++)
@@ -652,6 +657,10 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         CHECK_ALLOC(p->scratch);
     }
     for (int i = 0; i < p->n_steps; i++) p->steps[i].ctx.scratch = p->scratch;
+    if (getenv("PTQ_PROFILE")) {
+        p->prof_ms = calloc((size_t)p->n_steps + 1, sizeof *p->prof_ms);
+        CHECK_ALLOC(p->prof_ms);
+    }
     *out = p;
     p = NULL;
 done:
@@ -659,6 +668,37 @@ done:
     free(offsets);
     ptq_plan_destroy(p);
     return st;
+}
+
+/* PTQ_PROFILE=1: time per op type, printed to stderr when the plan is destroyed. */
+static void print_profile(const ptq_plan *p)
+{
+    double total = 0;
+    for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
+    fprintf(stderr, "profile: %.1f ms in all\n", total);
+    for (int i = 0; i < p->n_steps; i++) {
+        const char *op = p->g->nodes[p->steps[i].node].op_type;
+        int first = 1;
+        for (int j = 0; j < i && first; j++) first = strcmp(p->g->nodes[p->steps[j].node].op_type, op) != 0;
+        if (!first) continue;
+        double t = 0;
+        int n = 0;
+        for (int j = i; j < p->n_steps; j++)
+            if (strcmp(p->g->nodes[p->steps[j].node].op_type, op) == 0 && !p->steps[j].skip) {
+                t += p->prof_ms[j];
+                n++;
+            }
+        if (n) fprintf(stderr, "  %-22s %4d nodes %9.1f ms %5.1f%%\n", op, n, t, 100 * t / (total > 0 ? total : 1));
+    }
+    if (!getenv("PTQ_PROFILE_NODES")) return;
+    for (int i = 0; i < p->n_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        char shape[96];
+        ptq_shape_str(s->out[0], shape, sizeof shape);
+        fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
+                shape, p->prof_ms[i]);
+    }
 }
 
 static ptq_status observe(ptq_plan *p, int v, int node)
@@ -690,7 +730,9 @@ ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
+        double t0 = p->prof_ms ? omp_get_wtime() : 0;
         st = s->def->run(&s->ctx);
+        if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
         if (st != PTQ_OK) {
             name_node_in_error(&p->g->nodes[s->node]);
             goto done;

@@ -156,17 +156,6 @@ static ptq_status binary_infer(ptq_op_ctx *ctx)
 
 typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW } bin_kind;
 
-static inline float bin_f(bin_kind k, float a, float b)
-{
-    switch (k) {
-    case BIN_ADD: return a + b;
-    case BIN_SUB: return a - b;
-    case BIN_MUL: return a * b;
-    case BIN_DIV: return a / b;
-    default: return powf(a, b);
-    }
-}
-
 static inline int64_t bin_i(bin_kind k, int64_t a, int64_t b)
 {
     switch (k) {
@@ -182,57 +171,121 @@ static inline int64_t bin_i(bin_kind k, int64_t a, int64_t b)
     }
 }
 
-/* Generic broadcast walk over the output with per-input strides. */
+/* The output is walked as rows of `inner` elements over which each input is either
+ * contiguous (step 1) or constant (step 0); trailing dims with the same pattern merge. */
+typedef struct {
+    size_t rows, inner;
+    int outer_rank;
+    int64_t dims[PTQ_MAX_RANK], sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    int step_a, step_b;
+} bin_layout;
+
+static void bin_layout_make(const ptq_tensor *a, const ptq_tensor *b, const ptq_tensor *y, bin_layout *L)
+{
+    int64_t sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    int r = y->rank;
+    ptq_broadcast_strides(a, y, sa);
+    ptq_broadcast_strides(b, y, sb);
+    L->inner = 1;
+    int d = r - 1;
+    /* skip trailing dims of size 1 */
+    while (d >= 0 && y->dims[d] == 1) d--;
+    L->step_a = d >= 0 && sa[d] != 0;
+    L->step_b = d >= 0 && sb[d] != 0;
+    int64_t expect_a = 1, expect_b = 1;
+    for (; d >= 0; d--) {
+        if (y->dims[d] == 1) continue;
+        int ca = sa[d] != 0, cb = sb[d] != 0;
+        if (ca != L->step_a || cb != L->step_b) break;
+        if ((ca && sa[d] != expect_a) || (cb && sb[d] != expect_b)) break;
+        L->inner *= (size_t)y->dims[d];
+        expect_a *= ca ? y->dims[d] : 1;
+        expect_b *= cb ? y->dims[d] : 1;
+    }
+    L->outer_rank = d + 1;
+    L->rows = 1;
+    for (int k = 0; k < L->outer_rank; k++) {
+        L->dims[k] = y->dims[k];
+        L->sa[k] = sa[k];
+        L->sb[k] = sb[k];
+        L->rows *= (size_t)y->dims[k];
+    }
+}
+
+static inline void bin_row_offsets(const bin_layout *L, size_t row, int64_t *oa, int64_t *ob)
+{
+    size_t rem = row;
+    *oa = 0;
+    *ob = 0;
+    for (int d = L->outer_rank - 1; d >= 0; d--) {
+        int64_t idx = (int64_t)(rem % (size_t)L->dims[d]);
+        rem /= (size_t)L->dims[d];
+        *oa += idx * L->sa[d];
+        *ob += idx * L->sb[d];
+    }
+}
+
+#define BIN_F32(name, EXPR)                                                                        \
+    static void name(const bin_layout *L, const float *x0, const float *x1, float *out, int nt)    \
+    {                                                                                              \
+        size_t inner = L->inner;                                                                   \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (L->rows * inner > 65536)") \
+        for (size_t row = 0; row < L->rows; row++) {                                               \
+            int64_t oa, ob;                                                                        \
+            bin_row_offsets(L, row, &oa, &ob);                                                     \
+            const float *restrict p = x0 + oa, *restrict q = x1 + ob;                              \
+            float *restrict o = out + row * inner;                                                 \
+            if (L->step_a && L->step_b) {                                                          \
+                for (size_t i = 0; i < inner; i++) {                                               \
+                    float a = p[i], b = q[i];                                                      \
+                    o[i] = (EXPR);                                                                 \
+                }                                                                                  \
+            } else if (L->step_a) {                                                                \
+                float b = q[0];                                                                    \
+                for (size_t i = 0; i < inner; i++) {                                               \
+                    float a = p[i];                                                                \
+                    o[i] = (EXPR);                                                                 \
+                }                                                                                  \
+            } else if (L->step_b) {                                                                \
+                float a = p[0];                                                                    \
+                for (size_t i = 0; i < inner; i++) {                                               \
+                    float b = q[i];                                                                \
+                    o[i] = (EXPR);                                                                 \
+                }                                                                                  \
+            } else {                                                                               \
+                float a = p[0], b = q[0];                                                          \
+                for (size_t i = 0; i < inner; i++) o[i] = (EXPR);                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+BIN_F32(bin_add_f32, a + b)
+BIN_F32(bin_sub_f32, a - b)
+BIN_F32(bin_mul_f32, a * b)
+BIN_F32(bin_div_f32, a / b)
+BIN_F32(bin_pow_f32, powf(a, b))
+
 static ptq_status binary_run_kind(ptq_op_ctx *ctx, bin_kind k)
 {
     const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
     ptq_tensor *y = ctx->out[0];
     size_t n = ptq_tensor_numel(y);
+    if (y->dtype == PTQ_F32) {
+        bin_layout L;
+        bin_layout_make(a, b, y, &L);
+        switch (k) {
+        case BIN_ADD: bin_add_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        case BIN_SUB: bin_sub_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        case BIN_MUL: bin_mul_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        case BIN_DIV: bin_div_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        default: bin_pow_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        }
+        return PTQ_OK;
+    }
     int r = y->rank;
     int64_t sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
     ptq_broadcast_strides(a, y, sa);
     ptq_broadcast_strides(b, y, sb);
-    size_t na = ptq_tensor_numel(a), nb = ptq_tensor_numel(b);
-    if (y->dtype == PTQ_F32) {
-        const float *x0 = a->data, *x1 = b->data;
-        float *out = y->data;
-        if (na == n && nb == n) {
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, x0[i], x1[i]);
-            return PTQ_OK;
-        }
-        if (nb == 1 && na == n) {
-            float c = x1[0];
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, x0[i], c);
-            return PTQ_OK;
-        }
-        if (na == 1 && nb == n) {
-            float c = x0[0];
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-            for (size_t i = 0; i < n; i++) out[i] = bin_f(k, c, x1[i]);
-            return PTQ_OK;
-        }
-        /* rows: split the output into the innermost dim; each row's inputs are contiguous or broadcast */
-        int64_t inner = r ? y->dims[r - 1] : 1;
-        size_t rows = inner ? n / (size_t)inner : 0;
-        int64_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-        for (size_t row = 0; row < rows; row++) {
-            size_t rem = row;
-            int64_t oa = 0, ob = 0;
-            for (int d = r - 2; d >= 0; d--) {
-                int64_t idx = (int64_t)(rem % (size_t)y->dims[d]);
-                rem /= (size_t)y->dims[d];
-                oa += idx * sa[d];
-                ob += idx * sb[d];
-            }
-            float *o = out + row * (size_t)inner;
-            const float *p = x0 + oa, *q = x1 + ob;
-            for (int64_t i = 0; i < inner; i++) o[i] = bin_f(k, p[i * ia], q[i * ib]);
-        }
-        return PTQ_OK;
-    }
     for (size_t i = 0; i < n; i++) {
         size_t rem = i;
         int64_t oa = 0, ob = 0;
@@ -1084,6 +1137,7 @@ typedef struct {
     ptq_spatial sp;
     int64_t group, cin, cout, kh, kw;
     int depthwise, pointwise;
+    int64_t band; /* output rows per im2col band */
 } conv_state;
 
 static ptq_status conv_infer(ptq_op_ctx *ctx)
@@ -1118,9 +1172,81 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
     y->dims[1] = s->cout;
     y->dims[2] = s->sp.out[0];
     y->dims[3] = s->sp.out[1];
-    if (!s->depthwise && !s->pointwise)
-        ctx->scratch_bytes = sizeof(float) * (size_t)(s->cin / s->group * s->kh * s->kw) * (size_t)(s->sp.out[0] * s->sp.out[1]);
+    if (!s->depthwise && !s->pointwise) {
+        /* a band of output rows whose column buffer is about 2 MiB, half the L2 (at least one row) */
+        size_t row_bytes = sizeof(float) * (size_t)(s->cin / s->group * s->kh * s->kw) * (size_t)s->sp.out[1];
+        s->band = (int64_t)((1u << 21) / (row_bytes ? row_bytes : 1));
+        if (s->band < 1) s->band = 1;
+        if (s->band > s->sp.out[0]) s->band = s->sp.out[0];
+        ctx->scratch_bytes = row_bytes * (size_t)s->band;
+    }
     return PTQ_OK;
+}
+
+/* One depthwise plane: every output row is the sum over taps of a shifted source
+ * row times a weight; the columns whose taps are all inside the input run without
+ * bounds checks (vectorised for stride 1), the borders with them. */
+static void depthwise_plane(const float *src, int64_t H, int64_t W, const float *k, float bias, const ptq_spatial *sp,
+                            int64_t KH, int64_t KW, float *dst, int64_t OH, int64_t OW)
+{
+    int64_t sh = sp->stride[0], sw = sp->stride[1], dh = sp->dilation[0], dw = sp->dilation[1];
+    int64_t ph = sp->pad_begin[0], pw = sp->pad_begin[1];
+    /* interior columns: ow*sw - pw >= 0 and ow*sw - pw + (KW-1)*dw < W */
+    int64_t lo = (pw + sw - 1) / sw, hi = W - 1 - (KW - 1) * dw + pw;
+    hi = hi < 0 ? 0 : hi / sw + 1;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *restrict out = dst + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) out[ow] = bias;
+        for (int64_t kh = 0; kh < KH; kh++) {
+            int64_t h = oh * sh - ph + kh * dh;
+            if (h < 0 || h >= H) continue;
+            const float *row = src + h * W;
+            for (int64_t kw = 0; kw < KW; kw++) {
+                float wv = k[kh * KW + kw];
+                int64_t off = kw * dw - pw;
+                for (int64_t ow = 0; ow < lo; ow++) {
+                    int64_t x = ow * sw + off;
+                    if (x >= 0 && x < W) out[ow] += wv * row[x];
+                }
+                if (sw == 1) {
+                    const float *restrict r = row + off;
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow] += wv * r[ow];
+                } else {
+                    for (int64_t ow = lo; ow < hi; ow++) out[ow] += wv * row[ow * sw + off];
+                }
+                for (int64_t ow = hi; ow < OW; ow++) {
+                    int64_t x = ow * sw + off;
+                    if (x >= 0 && x < W) out[ow] += wv * row[x];
+                }
+            }
+        }
+    }
+}
+
+/* im2col row r = (c, kh, kw): row[oh*OW + ow] = src[c, h(oh), w(ow)] or 0 outside. */
+static void im2col_row(const float *src, int64_t H, int64_t W, const ptq_spatial *sp, int64_t c, int64_t kh, int64_t kw,
+                       float *row, int64_t oh0, int64_t oh1, int64_t OW)
+{
+    int64_t sw = sp->stride[1], off = kw * sp->dilation[1] - sp->pad_begin[1];
+    int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        int64_t h = oh * sp->stride[0] - sp->pad_begin[0] + kh * sp->dilation[0];
+        float *out = row + (oh - oh0) * OW;
+        if (h < 0 || h >= H) {
+            memset(out, 0, sizeof(float) * (size_t)OW);
+            continue;
+        }
+        const float *in = src + (c * H + h) * W;
+        for (int64_t ow = 0; ow < lo; ow++) out[ow] = 0.0f;
+        if (sw == 1) memcpy(out + lo, in + lo + off, sizeof(float) * (size_t)(hi - lo));
+        else
+            for (int64_t ow = lo; ow < hi; ow++) out[ow] = in[ow * sw + off];
+        for (int64_t ow = hi; ow < OW; ow++) out[ow] = 0.0f;
+    }
 }
 
 static ptq_status conv_run(ptq_op_ctx *ctx)
@@ -1139,50 +1265,30 @@ static ptq_status conv_run(ptq_op_ctx *ctx)
             for (int64_t c = 0; c < s->cin; c++) {
                 const float *src = xd + (n * s->cin + c) * H * W, *k = w + c * s->kh * s->kw;
                 float *dst = yd + (n * s->cout + c) * P;
-                float b = bias ? bias[c] : 0.0f;
-                for (int64_t oh = 0; oh < OH; oh++) {
-                    int64_t h0 = oh * sp->stride[0] - sp->pad_begin[0];
-                    for (int64_t ow = 0; ow < OW; ow++) {
-                        int64_t w0 = ow * sp->stride[1] - sp->pad_begin[1];
-                        float acc = 0.0f;
-                        for (int64_t kh = 0; kh < s->kh; kh++) {
-                            int64_t h = h0 + kh * sp->dilation[0];
-                            if (h < 0 || h >= H) continue;
-                            for (int64_t kw = 0; kw < s->kw; kw++) {
-                                int64_t ww = w0 + kw * sp->dilation[1];
-                                if (ww < 0 || ww >= W) continue;
-                                acc += src[h * W + ww] * k[kh * s->kw + kw];
-                            }
-                        }
-                        dst[oh * OW + ow] = acc + b;
-                    }
-                }
+                depthwise_plane(src, H, W, k, bias ? bias[c] : 0.0f, sp, s->kh, s->kw, dst, OH, OW);
                 ptq_activation_apply(&ctx->act, dst, (size_t)P);
             }
             continue;
         }
         for (int64_t gi = 0; gi < s->group; gi++) {
             const float *src = xd + (n * s->cin + gi * cg) * H * W;
-            const float *col = src;
-            if (!s->pointwise) {
-                float *buf = ctx->scratch;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-                for (int64_t r = 0; r < K; r++) {
-                    int64_t c = r / (s->kh * s->kw), kh = (r / s->kw) % s->kh, kw = r % s->kw;
-                    float *row = buf + r * P;
-                    for (int64_t oh = 0; oh < OH; oh++) {
-                        int64_t h = oh * sp->stride[0] - sp->pad_begin[0] + kh * sp->dilation[0];
-                        for (int64_t ow = 0; ow < OW; ow++) {
-                            int64_t ww = ow * sp->stride[1] - sp->pad_begin[1] + kw * sp->dilation[1];
-                            row[oh * OW + ow] = (h >= 0 && h < H && ww >= 0 && ww < W) ? src[(c * H + h) * W + ww] : 0.0f;
-                        }
-                    }
-                }
-                col = buf;
-            }
             float *dst = yd + (n * s->cout + gi * og) * P;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)P, (int)K, 1.0f, w + gi * og * K,
-                        (int)K, col, (int)P, 0.0f, dst, (int)P);
+            if (s->pointwise) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)P, (int)K, 1.0f, w + gi * og * K,
+                            (int)K, src, (int)P, 0.0f, dst, (int)P);
+            } else {
+                /* im2col in bands of output rows so the column buffer stays in cache */
+                float *buf = ctx->scratch;
+                for (int64_t oh0 = 0; oh0 < OH; oh0 += s->band) {
+                    int64_t oh1 = oh0 + s->band < OH ? oh0 + s->band : OH, cols = (oh1 - oh0) * OW;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+                    for (int64_t r = 0; r < K; r++)
+                        im2col_row(src, H, W, sp, r / (s->kh * s->kw), (r / s->kw) % s->kh, r % s->kw, buf + r * cols, oh0,
+                                   oh1, OW);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)cols, (int)K, 1.0f,
+                                w + gi * og * K, (int)K, buf, (int)cols, 0.0f, dst + oh0 * OW, (int)P);
+                }
+            }
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
             for (int64_t o = 0; o < og; o++) {
                 float b = bias ? bias[gi * og + o] : 0.0f, *row = dst + o * P;
