@@ -500,7 +500,7 @@ static Onnx__TensorProto *tensor_to_proto(pool *p, const ptq_tensor *t, const ch
     tp->data_type = (int32_t)t->dtype;
     tp->name = (char *)name;
     tp->doc_string = (char *)doc;
-    tp->has_raw_data = 1;
+    tp->has_raw_data = ptq_tensor_nbytes(t) > 0; /* an empty tensor has no data field */
     tp->raw_data.len = ptq_tensor_nbytes(t);
     tp->raw_data.data = t->data;
     return tp;
@@ -663,9 +663,9 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
         np->input = ins;
         np->n_output = (size_t)n->n_outputs;
         np->output = outs;
-        np->name = n->name;
+        np->name = n->name[0] ? n->name : NULL; /* "" and absent mean the same; keep the file's form */
         np->op_type = n->op_type;
-        np->domain = n->domain;
+        np->domain = n->domain[0] ? n->domain : NULL;
         np->doc_string = n->doc_string;
         for (int k = 0; k < n->n_attrs; k++) {
             Onnx__AttributeProto *up = NULL;

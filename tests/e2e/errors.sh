@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Bad input: each case must exit non-zero without crashing (status < 128) and print
+# exactly one line on stderr that names the file or option and the problem.
+. "$(dirname "$0")/lib.sh"
+
+# expect_error "name" "pattern" command... : one stderr line matching pattern, 0 < status < 128
+expect_error() {
+  local name=$1 pat=$2; shift 2
+  check "$name" bash -c '
+    err=$("$@" 2>&1 >/dev/null); rc=$?
+    lines=$(printf "%s\n" "$err" | grep -c .)
+    echo "status $rc: $err"
+    [ $rc -gt 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] && printf "%s" "$err" | grep -qE "$0"' "$pat" "$@"
+}
+
+DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
+head -c 1000 "$DET" > "$TMP/truncated.onnx"
+head -c 4096 /dev/urandom > "$TMP/random.onnx"
+: > "$TMP/empty.onnx"
+$PY - "$TMP" <<'PYEOF'
+import sys, onnx
+from onnx import helper, TensorProto as T
+d = sys.argv[1]
+def save(name, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, f"{d}/{name}.onnx")
+x = helper.make_tensor_value_info("x", T.FLOAT, [1, 3, 4, 4])
+y = helper.make_tensor_value_info("y", T.FLOAT, [1, 3, 4, 4])
+save("unknown_op", [helper.make_node("FancyOp", ["x"], ["y"], name="fancy")], [x], [y])
+save("cycle", [helper.make_node("Add", ["x", "b"], ["a"], name="add"), helper.make_node("Relu", ["a"], ["b"], name="relu"),
+               helper.make_node("Relu", ["a"], ["y"], name="out")], [x], [y])
+save("missing_init", [helper.make_node("Add", ["x", "w"], ["y"], name="add_w")], [x], [y])
+save("relu", [helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y])
+bad = helper.make_tensor("w", T.FLOAT, [4, 4], [1.0] * 16)
+bad.raw_data = b"\0" * 12; del bad.float_data[:]
+save("bad_raw", [helper.make_node("Add", ["x", "w"], ["y"])], [x], [y], [bad])
+PYEOF
+$PY -c "import numpy as np; np.save('$TMP/rank3.npy', np.zeros((3, 4, 4), np.float32))"
+printf 'not an image model' > "$TMP/text.onnx"
+
+expect_error "truncated model"        "truncated.onnx.*(truncated|corrupt)"  "$PTQ" inspect "$TMP/truncated.onnx"
+expect_error "random bytes"           "random.onnx.*(not an ONNX|corrupt)"   "$PTQ" inspect "$TMP/random.onnx"
+expect_error "text file"              "text.onnx.*(not an ONNX|corrupt)"     "$PTQ" inspect "$TMP/text.onnx"
+expect_error "empty file"             "empty.onnx.*empty"                    "$PTQ" run "$TMP/empty.onnx"
+expect_error "missing file"           "nope.onnx.*No such file"              "$PTQ" run "$TMP/nope.onnx"
+expect_error "unknown op"             "unknown_op.onnx.*FancyOp.*fancy"      "$PTQ" run "$TMP/unknown_op.onnx"
+expect_error "cycle"                  "cycle.onnx.*cycle"                    "$PTQ" run "$TMP/cycle.onnx"
+expect_error "missing initializer"    "missing_init.onnx.*'w'"               "$PTQ" run "$TMP/missing_init.onnx"
+expect_error "bad raw_data length"    "bad_raw.onnx.*'w'.*12 bytes"          "$PTQ" run "$TMP/bad_raw.onnx"
+expect_error "wrong input rank"       "relu.onnx.*'x'.*rank 3.*rank 4"       "$PTQ" run "$TMP/relu.onnx" --input "$TMP/rank3.npy"
+expect_error "unbound symbolic dim"   "input 'x'.*DynamicDimension.*--input-shape" "$PTQ" run "$DET"
+expect_error "malformed --input-shape" "bad --input-shape 'x:1x3xx4'"        "$PTQ" run "$DET" --input-shape x:1x3xx4
+expect_error "unknown option"         "unknown option '--frobnicate'"        "$PTQ" run "$DET" --frobnicate
+expect_error "--input-shape for a missing input" "'y'.*not an input"         "$PTQ" run "$TMP/relu.onnx" --input-shape y:1x3x4x4
+expect_error "unknown command"        "unknown command 'frob'"               "$PTQ" frob
+finish

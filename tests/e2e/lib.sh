@@ -1,0 +1,31 @@
+# lib.sh: shared helpers for the end-to-end scripts (sourced).
+#   check "name" command...   runs the command; counts a pass or a failure (output shown on failure)
+#   finish                    prints "N passed, N failed" and exits non-zero on failure
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-build}
+PTQ=${PTQ:-$ROOT/$BUILD/ptq}
+PY=/usr/bin/python3
+MODELS=$ROOT/build/models
+TMP=$ROOT/$BUILD/tmp/$(basename "$0" .sh)
+mkdir -p "$TMP"
+PASSED=0; FAILED=0
+
+check() {
+  local name=$1; shift
+  local out
+  if out=$("$@" 2>&1); then
+    PASSED=$((PASSED + 1)); echo "ok   $name${out:+: $(echo "$out" | tail -n 1)}"
+  else
+    FAILED=$((FAILED + 1)); echo "FAIL $name"; echo "$out" | tail -n 15 | sed 's/^/     /'
+  fi
+}
+
+finish() {
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+  exit $?
+}
+
+# ptq's name sanitising for output files
+sanitise() { echo "$1" | sed 's/[^A-Za-z0-9._-]/_/g'; }
