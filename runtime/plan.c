@@ -201,6 +201,11 @@ static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_
                 t->dims[d] = val->t.dims[d];
             }
         }
+        if (b && b->data) { /* bound to data: a constant from here on */
+            t->data = (void *)b->data;
+            p->is_const[v] = 1;
+            continue;
+        }
         p->input_vals[p->n_inputs++] = v;
     }
 done:

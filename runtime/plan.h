@@ -33,11 +33,15 @@ typedef struct {
     void *observer_user;
 } ptq_plan_options;
 
-/* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim). */
+/* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
+ * data: when set, the input is a constant of the input's declared dtype (borrowed,
+ * must outlive the plan): it folds at plan time like an initializer and is no
+ * longer passed to ptq_plan_run (shape, axes or scales tensors given as inputs). */
 typedef struct {
     const char *name;
     int rank;
     int64_t dims[PTQ_MAX_RANK];
+    const void *data;
 } ptq_input_shape;
 
 typedef struct ptq_plan ptq_plan;
