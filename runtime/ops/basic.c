@@ -1033,6 +1033,18 @@ static ptq_status resize_infer(ptq_op_ctx *ctx)
     if (ctx->n_in > si && ctx->in[si] && ptq_tensor_numel(ctx->in[si])) scales = ctx->in[si];
     if (ctx->opset >= 11 && ctx->n_in > 3 && ctx->in[3] && ptq_tensor_numel(ctx->in[3])) sizes = ctx->in[3];
     if ((scales && !scales->data) || (sizes && !sizes->data)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "scales/sizes are not constant");
+    ptq_tensor attr_scales = {0}; /* Upsample-7: scales attribute */
+    if (!scales && !sizes && strcmp(ctx->node->op_type, "Upsample") == 0) {
+        size_t na;
+        const float *as = ptq_attr_floats(ctx->node, "scales", &na);
+        if (as && na == 4) {
+            attr_scales.dtype = PTQ_F32;
+            attr_scales.rank = 1;
+            attr_scales.dims[0] = 4;
+            attr_scales.data = (void *)as;
+            scales = &attr_scales;
+        }
+    }
     if (!scales && !sizes) OP_FAIL(ctx, PTQ_ERR_FORMAT, "neither scales nor sizes");
     resize_state *s = calloc(1, sizeof *s);
     if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
@@ -1130,6 +1142,7 @@ static ptq_status resize_run(ptq_op_ctx *ctx)
 }
 
 WEAK const ptq_op_def op_resize = {resize_infer, resize_run, free_ptr, 0};
+WEAK const ptq_op_def op_upsample = {resize_infer, resize_run, free_ptr, 0};
 
 /* ------------------------------------------------------------ Conv (im2col + sgemm, depthwise direct) */
 

@@ -1,0 +1,1031 @@
+/* more.c: the rest of ptq's op list, first versions (weak, like basic.c: a family
+ * file defining the same op replaces it). Correctness first; the hot ops of real
+ * image models live in basic.c. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/op.h"
+#include "runtime/shape.h"
+
+#define WEAK __attribute__((weak))
+
+static void copy_shape(ptq_tensor *dst, const ptq_tensor *src)
+{
+    dst->rank = src->rank;
+    for (int i = 0; i < src->rank; i++) dst->dims[i] = src->dims[i];
+}
+
+static void free_ptr(void *p)
+{
+    free(p);
+}
+
+/* Output element i's offset in t broadcast to y. */
+static size_t bcast_offset(const int64_t *strides, const ptq_tensor *y, size_t i)
+{
+    size_t off = 0;
+    for (int d = y->rank - 1; d >= 0; d--) {
+        off += (i % (size_t)y->dims[d]) * (size_t)strides[d];
+        i /= (size_t)y->dims[d];
+    }
+    return off;
+}
+
+static void set_f64(ptq_tensor *t, size_t i, double v)
+{
+    switch (t->dtype) {
+    case PTQ_F32: ((float *)t->data)[i] = (float)v; break;
+    case PTQ_F64: ((double *)t->data)[i] = v; break;
+    case PTQ_F16: ((uint16_t *)t->data)[i] = ptq_f32_to_f16((float)v); break;
+    case PTQ_I64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+    case PTQ_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+    case PTQ_I16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+    case PTQ_I8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+    case PTQ_U8: case PTQ_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case PTQ_U16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case PTQ_U32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+    case PTQ_U64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    default: break;
+    }
+}
+
+static void set_i64(ptq_tensor *t, size_t i, int64_t v)
+{
+    switch (t->dtype) {
+    case PTQ_I64: ((int64_t *)t->data)[i] = v; break;
+    case PTQ_U64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    default: set_f64(t, i, (double)v); break;
+    }
+}
+
+static int is_float(ptq_dtype d)
+{
+    return d == PTQ_F32 || d == PTQ_F64 || d == PTQ_F16;
+}
+
+/* ------------------------------------------------------------ unary float ops */
+
+static ptq_status funary_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    if (!is_float(ctx->in[0]->dtype))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, a float type is required", ptq_dtype_name(ctx->in[0]->dtype));
+    ctx->out[0]->dtype = ctx->in[0]->dtype;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+typedef double (*fun1)(const ptq_op_ctx *ctx, double x);
+
+static ptq_status funary_run_with(ptq_op_ctx *ctx, fun1 f)
+{
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    if (ctx->in[0]->dtype == PTQ_F32) {
+        const float *x = ctx->in[0]->data;
+        float *y = ctx->out[0]->data;
+        for (size_t i = 0; i < n; i++) y[i] = (float)f(ctx, x[i]);
+        return PTQ_OK;
+    }
+    for (size_t i = 0; i < n; i++) set_f64(ctx->out[0], i, f(ctx, ptq_tensor_get_f64(ctx->in[0], i)));
+    return PTQ_OK;
+}
+
+#define FUNARY(sym, EXPR)                                                   \
+    static double sym##_f(const ptq_op_ctx *ctx, double x)                  \
+    {                                                                       \
+        (void)ctx;                                                          \
+        return (EXPR);                                                      \
+    }                                                                       \
+    static ptq_status sym##_run(ptq_op_ctx *ctx)                            \
+    {                                                                       \
+        return funary_run_with(ctx, sym##_f);                               \
+    }                                                                       \
+    WEAK const ptq_op_def op_##sym = {funary_infer, sym##_run, NULL, 0};
+
+FUNARY(elu, x >= 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.0f) * (exp(x) - 1))
+FUNARY(selu, (double)ptq_attr_float(ctx->node, "gamma", 1.05070102214813232421875f) *
+                 (x > 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.67326319217681884765625f) * (exp(x) - 1)))
+FUNARY(softplus, log1p(exp(-fabs(x))) + (x > 0 ? x : 0))
+FUNARY(erf, erf(x))
+FUNARY(log, log(x))
+FUNARY(floor, floor(x))
+FUNARY(ceil, ceil(x))
+FUNARY(gelu, strcmp(ptq_attr_string(ctx->node, "approximate", "none"), "tanh") == 0
+                 ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+                 : 0.5 * x * (1 + erf(x / sqrt(2.0))))
+
+/* ------------------------------------------------------------ broadcasting generic n-ary (double math) */
+
+static ptq_status nary_infer_common(ptq_op_ctx *ctx, int lo, int hi, ptq_dtype out_dt)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, lo, hi);
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < ctx->n_in; i++)
+        if (!ctx->in[i] || ptq_dtype_size(ctx->in[i]->dtype) == 0)
+            OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d: unsupported dtype", i);
+    if ((st = ptq_broadcast_n(ctx->in, ctx->n_in, ctx->out[0])) != PTQ_OK) {
+        ptq_error_prefix("%s '%s': ", ctx->node->op_type, ctx->node->name);
+        return st;
+    }
+    ctx->out[0]->dtype = out_dt == PTQ_UNDEFINED ? ctx->in[0]->dtype : out_dt;
+    return PTQ_OK;
+}
+
+typedef enum { NARY_MIN, NARY_MAX, NARY_SUM, NARY_MEAN, NARY_EQ, NARY_LT, NARY_GT, NARY_PRELU } nary_kind;
+
+static ptq_status nary_run(ptq_op_ctx *ctx, nary_kind k)
+{
+    ptq_tensor *y = ctx->out[0];
+    size_t n = ptq_tensor_numel(y);
+    int64_t strides[16][PTQ_MAX_RANK];
+    int m = ctx->n_in > 16 ? 16 : ctx->n_in;
+    for (int j = 0; j < m; j++) ptq_broadcast_strides(ctx->in[j], y, strides[j]);
+    int integer = !is_float(ctx->in[0]->dtype);
+    for (size_t i = 0; i < n; i++) {
+        if (integer && (k == NARY_MIN || k == NARY_MAX || k == NARY_SUM || k == NARY_EQ || k == NARY_LT || k == NARY_GT)) {
+            int64_t acc = ptq_tensor_get_i64(ctx->in[0], bcast_offset(strides[0], y, i));
+            if (k == NARY_EQ || k == NARY_LT || k == NARY_GT) {
+                int64_t b = ptq_tensor_get_i64(ctx->in[1], bcast_offset(strides[1], y, i));
+                ((uint8_t *)y->data)[i] = k == NARY_EQ ? acc == b : (k == NARY_LT ? acc < b : acc > b);
+                continue;
+            }
+            for (int j = 1; j < m; j++) {
+                int64_t v = ptq_tensor_get_i64(ctx->in[j], bcast_offset(strides[j], y, i));
+                acc = k == NARY_MIN ? (v < acc ? v : acc) : k == NARY_MAX ? (v > acc ? v : acc) : acc + v;
+            }
+            set_i64(y, i, acc);
+            continue;
+        }
+        double acc = ptq_tensor_get_f64(ctx->in[0], bcast_offset(strides[0], y, i));
+        if (k == NARY_EQ || k == NARY_LT || k == NARY_GT) {
+            double b = ptq_tensor_get_f64(ctx->in[1], bcast_offset(strides[1], y, i));
+            ((uint8_t *)y->data)[i] = k == NARY_EQ ? acc == b : (k == NARY_LT ? acc < b : acc > b);
+            continue;
+        }
+        if (k == NARY_PRELU) {
+            double s = ptq_tensor_get_f64(ctx->in[1], bcast_offset(strides[1], y, i));
+            set_f64(y, i, acc < 0 ? (double)((float)acc * (float)s) : acc);
+            continue;
+        }
+        if (y->dtype == PTQ_F32) { /* float math in input order, as ONNX Runtime does */
+            float f = (float)acc;
+            for (int j = 1; j < m; j++) {
+                float v = (float)ptq_tensor_get_f64(ctx->in[j], bcast_offset(strides[j], y, i));
+                if (k == NARY_MIN) f = isnan(v) || v < f ? v : f;
+                else if (k == NARY_MAX) f = isnan(v) || v > f ? v : f;
+                else f += v;
+            }
+            if (k == NARY_MEAN) f /= (float)m;
+            ((float *)y->data)[i] = f;
+            continue;
+        }
+        for (int j = 1; j < m; j++) {
+            double v = ptq_tensor_get_f64(ctx->in[j], bcast_offset(strides[j], y, i));
+            if (k == NARY_MIN) acc = isnan(v) || v < acc ? v : acc;
+            else if (k == NARY_MAX) acc = isnan(v) || v > acc ? v : acc;
+            else acc += v;
+        }
+        if (k == NARY_MEAN) acc /= m;
+        set_f64(y, i, acc);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status variadic_infer(ptq_op_ctx *ctx) { return nary_infer_common(ctx, 1, 16, PTQ_UNDEFINED); }
+static ptq_status compare_infer(ptq_op_ctx *ctx) { return nary_infer_common(ctx, 2, 2, PTQ_BOOL); }
+static ptq_status prelu_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = nary_infer_common(ctx, 2, 2, PTQ_UNDEFINED);
+    if (st == PTQ_OK && !ptq_shape_equal(ctx->out[0], ctx->in[0]))
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "slope does not broadcast to the input");
+    return st;
+}
+static ptq_status min_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MIN); }
+static ptq_status max_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MAX); }
+static ptq_status sum_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_SUM); }
+static ptq_status mean_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MEAN); }
+static ptq_status equal_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_EQ); }
+static ptq_status less_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_LT); }
+static ptq_status greater_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_GT); }
+static ptq_status prelu_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_PRELU); }
+
+WEAK const ptq_op_def op_min = {variadic_infer, min_run, NULL, 0};
+WEAK const ptq_op_def op_max = {variadic_infer, max_run, NULL, 0};
+WEAK const ptq_op_def op_sum = {variadic_infer, sum_run, NULL, 0};
+WEAK const ptq_op_def op_mean = {variadic_infer, mean_run, NULL, 0};
+WEAK const ptq_op_def op_equal = {compare_infer, equal_run, NULL, 0};
+WEAK const ptq_op_def op_less = {compare_infer, less_run, NULL, 0};
+WEAK const ptq_op_def op_greater = {compare_infer, greater_run, NULL, 0};
+WEAK const ptq_op_def op_prelu = {prelu_infer, prelu_run, NULL, 0};
+
+/* Where(cond, x, y) */
+static ptq_status where_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
+    if (st != PTQ_OK) return st;
+    if (ctx->in[1]->dtype != ctx->in[2]->dtype) OP_FAIL(ctx, PTQ_ERR_SHAPE, "x and y dtypes differ");
+    if ((st = ptq_broadcast_n(ctx->in, 3, ctx->out[0])) != PTQ_OK) return st;
+    ctx->out[0]->dtype = ctx->in[1]->dtype;
+    return PTQ_OK;
+}
+
+static ptq_status where_run(ptq_op_ctx *ctx)
+{
+    ptq_tensor *y = ctx->out[0];
+    int64_t s[3][PTQ_MAX_RANK];
+    for (int j = 0; j < 3; j++) ptq_broadcast_strides(ctx->in[j], y, s[j]);
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++) {
+        int c = ptq_tensor_get_i64(ctx->in[0], bcast_offset(s[0], y, i)) != 0;
+        const ptq_tensor *src = c ? ctx->in[1] : ctx->in[2];
+        memcpy((char *)y->data + i * es, (const char *)src->data + bcast_offset(s[c ? 1 : 2], y, i) * es, es);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_where = {where_infer, where_run, NULL, 0};
+
+static ptq_status not_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    if (ctx->in[0]->dtype != PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input must be bool");
+    ctx->out[0]->dtype = PTQ_BOOL;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status not_run(ptq_op_ctx *ctx)
+{
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    for (size_t i = 0; i < n; i++) ((uint8_t *)ctx->out[0]->data)[i] = !((const uint8_t *)ctx->in[0]->data)[i];
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_not = {not_infer, not_run, NULL, 0};
+
+/* ------------------------------------------------------------ Identity, Dropout, Flatten, Size, Expand, Tile */
+
+static ptq_status identity_infer(ptq_op_ctx *ctx)
+{
+    if (ctx->n_in < 1 || !ctx->in[0]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    ctx->out[0]->dtype = ctx->in[0]->dtype;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    if (strcmp(ctx->node->op_type, "Dropout") == 0) {
+        if (ctx->n_in > 2 && ctx->in[2]) {
+            if (!ctx->in[2]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode input is not constant");
+            if (ptq_tensor_get_i64(ctx->in[2], 0)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1 (inference only)");
+        }
+        if (ctx->n_out > 1 && ctx->out[1]) {
+            ctx->out[1]->dtype = PTQ_BOOL;
+            copy_shape(ctx->out[1], ctx->in[0]);
+        }
+    }
+    return PTQ_OK;
+}
+
+static ptq_status identity_run(ptq_op_ctx *ctx)
+{
+    memcpy(ctx->out[0]->data, ctx->in[0]->data, ptq_tensor_nbytes(ctx->in[0]));
+    if (ctx->n_out > 1 && ctx->out[1]) memset(ctx->out[1]->data, 1, ptq_tensor_nbytes(ctx->out[1]));
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_identity = {identity_infer, identity_run, NULL, 0};
+WEAK const ptq_op_def op_dropout = {identity_infer, identity_run, NULL, 0};
+
+static ptq_status flatten_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t axis = ptq_attr_int(ctx->node, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis > x->rank) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    int64_t a = 1, b = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) a *= x->dims[d];
+        else b *= x->dims[d];
+    }
+    ctx->out[0]->dtype = x->dtype;
+    ctx->out[0]->rank = 2;
+    ctx->out[0]->dims[0] = a;
+    ctx->out[0]->dims[1] = b;
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_flatten = {flatten_infer, identity_run, NULL, 0};
+
+static ptq_status size_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    ctx->out[0]->dtype = PTQ_I64;
+    ctx->out[0]->rank = 0;
+    return PTQ_OK;
+}
+
+static ptq_status size_run(ptq_op_ctx *ctx)
+{
+    *(int64_t *)ctx->out[0]->data = (int64_t)ptq_tensor_numel(ctx->in[0]);
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_size = {size_infer, size_run, NULL, 0};
+
+/* copies x broadcast to y (Expand, and the core of Tile with explicit strides) */
+static void broadcast_copy(const ptq_tensor *x, ptq_tensor *y)
+{
+    int64_t s[PTQ_MAX_RANK];
+    ptq_broadcast_strides(x, y, s);
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++)
+        memcpy((char *)y->data + i * es, (const char *)x->data + bcast_offset(s, y, i) * es, es);
+}
+
+static ptq_status expand_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *sh = ctx->in[1];
+    if (!sh->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "shape input is not constant");
+    if (ptq_tensor_numel(sh) > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape too long");
+    ptq_tensor want = {0};
+    want.rank = (int)ptq_tensor_numel(sh);
+    for (int i = 0; i < want.rank; i++) want.dims[i] = ptq_tensor_get_i64(sh, (size_t)i);
+    if ((st = ptq_broadcast(ctx->in[0], &want, ctx->out[0])) != PTQ_OK) return st;
+    ctx->out[0]->dtype = ctx->in[0]->dtype;
+    return PTQ_OK;
+}
+
+static ptq_status expand_run(ptq_op_ctx *ctx)
+{
+    broadcast_copy(ctx->in[0], ctx->out[0]);
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_expand = {expand_infer, expand_run, NULL, 0};
+
+static ptq_status tile_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *r = ctx->in[1];
+    if (!r->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "repeats input is not constant");
+    if ((int)ptq_tensor_numel(r) != x->rank) OP_FAIL(ctx, PTQ_ERR_SHAPE, "repeats has %zu values for rank %d", ptq_tensor_numel(r), x->rank);
+    ctx->out[0]->dtype = x->dtype;
+    ctx->out[0]->rank = x->rank;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t k = ptq_tensor_get_i64(r, (size_t)d);
+        if (k < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "negative repeat");
+        ctx->out[0]->dims[d] = x->dims[d] * k;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status tile_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    int64_t xs[PTQ_MAX_RANK];
+    ptq_strides(x, xs);
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i, off = 0;
+        for (int d = y->rank - 1; d >= 0; d--) {
+            off += (rem % (size_t)y->dims[d]) % (size_t)x->dims[d] * (size_t)xs[d];
+            rem /= (size_t)y->dims[d];
+        }
+        memcpy((char *)y->data + i * es, (const char *)x->data + off * es, es);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_tile = {tile_infer, tile_run, NULL, 0};
+
+/* ------------------------------------------------------------ ConstantOfShape, Range */
+
+static ptq_status cos_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *sh = ctx->in[0], *v = ptq_attr_tensor(ctx->node, "value");
+    if (!sh->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "shape input is not constant");
+    if (ptq_tensor_numel(sh) > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape too long");
+    if (v && ptq_tensor_numel(v) != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "value must hold one element");
+    ctx->out[0]->dtype = v ? v->dtype : PTQ_F32;
+    ctx->out[0]->rank = (int)ptq_tensor_numel(sh);
+    for (int i = 0; i < ctx->out[0]->rank; i++) {
+        ctx->out[0]->dims[i] = ptq_tensor_get_i64(sh, (size_t)i);
+        if (ctx->out[0]->dims[i] < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "negative dim");
+    }
+    return PTQ_OK;
+}
+
+static ptq_status cos_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *v = ptq_attr_tensor(ctx->node, "value");
+    size_t n = ptq_tensor_numel(ctx->out[0]), es = ptq_dtype_size(ctx->out[0]->dtype);
+    for (size_t i = 0; i < n; i++) {
+        if (v) memcpy((char *)ctx->out[0]->data + i * es, v->data, es);
+        else ((float *)ctx->out[0]->data)[i] = 0.0f;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_constant_of_shape = {cos_infer, cos_run, NULL, 0};
+
+static ptq_status range_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < 3; i++)
+        if (!ctx->in[i]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d is not constant", i);
+    double start = ptq_tensor_get_f64(ctx->in[0], 0), limit = ptq_tensor_get_f64(ctx->in[1], 0),
+           delta = ptq_tensor_get_f64(ctx->in[2], 0);
+    if (delta == 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "delta is 0");
+    double cnt = ceil((limit - start) / delta);
+    ctx->out[0]->dtype = ctx->in[0]->dtype;
+    ctx->out[0]->rank = 1;
+    ctx->out[0]->dims[0] = cnt > 0 ? (int64_t)cnt : 0;
+    return PTQ_OK;
+}
+
+static ptq_status range_run(ptq_op_ctx *ctx)
+{
+    ptq_tensor *y = ctx->out[0];
+    if (is_float(y->dtype)) {
+        double start = ptq_tensor_get_f64(ctx->in[0], 0), delta = ptq_tensor_get_f64(ctx->in[2], 0);
+        float v = (float)start;
+        for (int64_t i = 0; i < y->dims[0]; i++) {
+            set_f64(y, (size_t)i, y->dtype == PTQ_F32 ? (double)v : start + (double)i * delta);
+            v += (float)delta;
+        }
+    } else {
+        int64_t start = ptq_tensor_get_i64(ctx->in[0], 0), delta = ptq_tensor_get_i64(ctx->in[2], 0);
+        for (int64_t i = 0; i < y->dims[0]; i++) set_i64(y, (size_t)i, start + i * delta);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_range = {range_infer, range_run, NULL, 0};
+
+/* ------------------------------------------------------------ Split */
+
+static ptq_status split_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    int64_t axis;
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 0), x->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    int64_t parts[64];
+    int n = ctx->n_out;
+    if (n > 64) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "more than 64 outputs");
+    size_t cnt = 0;
+    const int64_t *sp = ptq_attr_ints(ctx->node, "split", &cnt);
+    if (ctx->n_in > 1 && ctx->in[1]) {
+        if (!ctx->in[1]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "split input is not constant");
+        cnt = ptq_tensor_numel(ctx->in[1]);
+        if ((int)cnt != n) OP_FAIL(ctx, PTQ_ERR_SHAPE, "split has %zu values for %d outputs", cnt, n);
+        for (int i = 0; i < n; i++) parts[i] = ptq_tensor_get_i64(ctx->in[1], (size_t)i);
+    } else if (sp) {
+        if ((int)cnt != n) OP_FAIL(ctx, PTQ_ERR_SHAPE, "split has %zu values for %d outputs", cnt, n);
+        for (int i = 0; i < n; i++) parts[i] = sp[i];
+    } else {
+        int64_t dim = x->dims[axis], chunk = (dim + n - 1) / n;
+        for (int i = 0; i < n; i++) {
+            int64_t left = dim - chunk * i;
+            parts[i] = left < chunk ? (left > 0 ? left : 0) : chunk;
+        }
+    }
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += parts[i];
+    if (total != x->dims[axis]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "split sizes sum to %lld, the axis has %lld", (long long)total, (long long)x->dims[axis]);
+    for (int i = 0; i < n; i++) {
+        if (!ctx->out[i]) continue;
+        ctx->out[i]->dtype = x->dtype;
+        copy_shape(ctx->out[i], x);
+        ctx->out[i]->dims[axis] = parts[i];
+    }
+    ctx->state = (void *)(intptr_t)axis;
+    return PTQ_OK;
+}
+
+static ptq_status split_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    int axis = (int)(intptr_t)ctx->state;
+    size_t outer = 1, inner = 1, es = ptq_dtype_size(x->dtype);
+    for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    size_t xrow = (size_t)x->dims[axis] * inner * es, off = 0;
+    for (int i = 0; i < ctx->n_out; i++) {
+        size_t len = 0;
+        if (ctx->out[i]) {
+            len = (size_t)ctx->out[i]->dims[axis] * inner * es;
+            for (size_t o = 0; o < outer; o++)
+                memcpy((char *)ctx->out[i]->data + o * len, (const char *)x->data + o * xrow + off, len);
+        }
+        off += len;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_split = {split_infer, split_run, NULL, 0};
+
+/* ------------------------------------------------------------ Pad */
+
+typedef struct {
+    int64_t begin[PTQ_MAX_RANK];
+    int mode; /* 0 constant, 1 reflect, 2 edge, 3 wrap */
+    double value;
+} pad_state;
+
+static ptq_status pad_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    int64_t pads[2 * PTQ_MAX_RANK];
+    int r = x->rank;
+    pad_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+    if (ctx->opset < 11) {
+        size_t n;
+        const int64_t *p = ptq_attr_ints(ctx->node, "pads", &n);
+        if (!p || (int)n != 2 * r) OP_FAIL(ctx, PTQ_ERR_FORMAT, "pads must have %d values", 2 * r);
+        for (int i = 0; i < 2 * r; i++) pads[i] = p[i];
+        s->value = ptq_attr_float(ctx->node, "value", 0.0f);
+    } else {
+        if (ctx->n_in < 2 || !ctx->in[1]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "pads input is required");
+        for (int i = 1; i < ctx->n_in; i++)
+            if (ctx->in[i] && !ctx->in[i]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d is not constant", i);
+        int n = (int)ptq_tensor_numel(ctx->in[1]);
+        int64_t axes[PTQ_MAX_RANK];
+        int na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+        if (ctx->n_in > 3 && ctx->in[3]) {
+            na = (int)ptq_tensor_numel(ctx->in[3]);
+            if (na > r) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+            for (int i = 0; i < na; i++)
+                if (ptq_norm_axis(ptq_tensor_get_i64(ctx->in[3], (size_t)i), r, &axes[i])) OP_FAIL(ctx, PTQ_ERR_SHAPE, "bad axis");
+        }
+        if (n != 2 * na) OP_FAIL(ctx, PTQ_ERR_SHAPE, "pads has %d values for %d axes", n, na);
+        for (int i = 0; i < na; i++) {
+            pads[axes[i]] = ptq_tensor_get_i64(ctx->in[1], (size_t)i);
+            pads[axes[i] + r] = ptq_tensor_get_i64(ctx->in[1], (size_t)(i + na));
+        }
+        if (ctx->n_in > 2 && ctx->in[2] && ptq_tensor_numel(ctx->in[2])) s->value = ptq_tensor_get_f64(ctx->in[2], 0);
+    }
+    const char *mode = ptq_attr_string(ctx->node, "mode", "constant");
+    s->mode = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "reflect") == 0 ? 1 : strcmp(mode, "edge") == 0 ? 2 : strcmp(mode, "wrap") == 0 ? 3 : -1;
+    if (s->mode < 0) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "mode %s", mode);
+    ctx->out[0]->dtype = x->dtype;
+    ctx->out[0]->rank = r;
+    for (int d = 0; d < r; d++) {
+        s->begin[d] = pads[d];
+        ctx->out[0]->dims[d] = x->dims[d] + pads[d] + pads[d + r];
+        if (ctx->out[0]->dims[d] < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "negative output dim");
+        if (s->mode == 1 && (pads[d] >= x->dims[d] || pads[d + r] >= x->dims[d]) && (pads[d] > 0 || pads[d + r] > 0))
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "reflect pad larger than the input");
+    }
+    return PTQ_OK;
+}
+
+static ptq_status pad_run(ptq_op_ctx *ctx)
+{
+    const pad_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    int64_t xs[PTQ_MAX_RANK];
+    ptq_strides(x, xs);
+    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i, off = 0;
+        int outside = 0;
+        for (int d = y->rank - 1; d >= 0; d--) {
+            int64_t k = (int64_t)(rem % (size_t)y->dims[d]) - s->begin[d], dim = x->dims[d];
+            rem /= (size_t)y->dims[d];
+            if (k < 0 || k >= dim) {
+                if (s->mode == 0 || dim == 0) {
+                    outside = 1;
+                    continue;
+                }
+                if (s->mode == 1) {
+                    int64_t period = 2 * (dim - 1);
+                    k = period ? ((k % period) + period) % period : 0;
+                    if (k >= dim) k = period - k;
+                } else if (s->mode == 2) {
+                    k = k < 0 ? 0 : dim - 1;
+                } else {
+                    k = ((k % dim) + dim) % dim;
+                }
+            }
+            off += (size_t)k * (size_t)xs[d];
+        }
+        if (outside) set_f64(y, i, s->value);
+        else memcpy((char *)y->data + i * es, (const char *)x->data + off * es, es);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_pad = {pad_infer, pad_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ DepthToSpace, SpaceToDepth */
+
+static ptq_status d2s_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t b = ptq_attr_int(ctx->node, "blocksize", 0);
+    if (x->rank != 4 || b < 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "needs a 4-D input and blocksize >= 1");
+    int to_space = strcmp(ctx->node->op_type, "DepthToSpace") == 0;
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = 4;
+    y->dims[0] = x->dims[0];
+    if (to_space) {
+        if (x->dims[1] % (b * b)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "channels not divisible by blocksize^2");
+        y->dims[1] = x->dims[1] / (b * b);
+        y->dims[2] = x->dims[2] * b;
+        y->dims[3] = x->dims[3] * b;
+    } else {
+        if (x->dims[2] % b || x->dims[3] % b) OP_FAIL(ctx, PTQ_ERR_SHAPE, "spatial dims not divisible by blocksize");
+        y->dims[1] = x->dims[1] * b * b;
+        y->dims[2] = x->dims[2] / b;
+        y->dims[3] = x->dims[3] / b;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status d2s_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    int64_t b = ptq_attr_int(ctx->node, "blocksize", 1);
+    int to_space = strcmp(ctx->node->op_type, "DepthToSpace") == 0;
+    int crd = strcmp(ptq_attr_string(ctx->node, "mode", "DCR"), "CRD") == 0;
+    size_t es = ptq_dtype_size(x->dtype);
+    int64_t N = y->dims[0], C = y->dims[1], H = y->dims[2], W = y->dims[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++) {
+                    int64_t src;
+                    if (to_space) {
+                        int64_t bh = h % b, bw = w % b, ic = crd ? c * b * b + bh * b + bw : (bh * b + bw) * C + c;
+                        src = ((n * x->dims[1] + ic) * x->dims[2] + h / b) * x->dims[3] + w / b;
+                    } else {
+                        int64_t ic = c % x->dims[1], blk = c / x->dims[1], bh = blk / b, bw = blk % b;
+                        src = ((n * x->dims[1] + ic) * x->dims[2] + h * b + bh) * x->dims[3] + w * b + bw;
+                    }
+                    memcpy((char *)y->data + (size_t)(((n * C + c) * H + h) * W + w) * es,
+                           (const char *)x->data + (size_t)src * es, es);
+                }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_depth_to_space = {d2s_infer, d2s_run, NULL, 0};
+WEAK const ptq_op_def op_space_to_depth = {d2s_infer, d2s_run, NULL, 0};
+
+/* ------------------------------------------------------------ Gemm */
+
+static ptq_status gemm_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    if (a->dtype != PTQ_F32 || b->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only float32");
+    if (a->rank != 2 || b->rank != 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "A and B must be 2-D");
+    int ta = (int)ptq_attr_int(ctx->node, "transA", 0), tb = (int)ptq_attr_int(ctx->node, "transB", 0);
+    int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
+    int64_t K2 = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
+    if (K != K2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "inner dims %lld and %lld differ", (long long)K, (long long)K2);
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_F32;
+    y->rank = 2;
+    y->dims[0] = M;
+    y->dims[1] = N;
+    if (ctx->n_in > 2 && ctx->in[2]) {
+        ptq_tensor tmp;
+        if (ptq_broadcast(ctx->in[2], y, &tmp) != PTQ_OK || !ptq_shape_equal(&tmp, y))
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "C does not broadcast to %lldx%lld", (long long)M, (long long)N);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status gemm_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ptq_tensor *y = ctx->out[0];
+    int ta = (int)ptq_attr_int(ctx->node, "transA", 0), tb = (int)ptq_attr_int(ctx->node, "transB", 0);
+    float alpha = ptq_attr_float(ctx->node, "alpha", 1.0f), beta = ptq_attr_float(ctx->node, "beta", 1.0f);
+    int64_t M = y->dims[0], N = y->dims[1], K = ta ? a->dims[0] : a->dims[1];
+    float *yd = y->data;
+    if (ctx->n_in > 2 && ctx->in[2]) {
+        int64_t s[PTQ_MAX_RANK];
+        ptq_broadcast_strides(ctx->in[2], y, s);
+        for (size_t i = 0; i < (size_t)(M * N); i++) yd[i] = ((const float *)ctx->in[2]->data)[bcast_offset(s, y, i)];
+    } else {
+        beta = 0.0f;
+        memset(yd, 0, sizeof(float) * (size_t)(M * N));
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                alpha, a->data, (int)a->dims[1], b->data, (int)b->dims[1], beta, yd, (int)N);
+    ptq_activation_apply(&ctx->act, yd, (size_t)(M * N));
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_gemm = {gemm_infer, gemm_run, NULL, PTQ_OP_FUSE_ACT};
+
+/* ------------------------------------------------------------ GlobalMaxPool, InstanceNormalization, LayerNormalization */
+
+static ptq_status gmp_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    if (x->rank < 3 || x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_SHAPE, "needs a float32 input of rank >= 3");
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    for (int d = 2; d < x->rank; d++) ctx->out[0]->dims[d] = 1;
+    return PTQ_OK;
+}
+
+static ptq_status gmp_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]), inner = planes ? ptq_tensor_numel(x) / planes : 0;
+    for (size_t p = 0; p < planes; p++) {
+        float m = -INFINITY;
+        for (size_t i = 0; i < inner; i++) {
+            float v = ((const float *)x->data)[p * inner + i];
+            m = v > m || isnan(v) ? v : m;
+        }
+        ((float *)ctx->out[0]->data)[p] = m;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_global_max_pool = {gmp_infer, gmp_run, NULL, 0};
+
+static ptq_status inorm_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    if (x->rank < 3 || x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_SHAPE, "needs a float32 input of rank >= 3");
+    if ((int64_t)ptq_tensor_numel(ctx->in[1]) != x->dims[1] || (int64_t)ptq_tensor_numel(ctx->in[2]) != x->dims[1])
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale and B need %lld values", (long long)x->dims[1]);
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    return PTQ_OK;
+}
+
+static ptq_status inorm_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    int64_t C = x->dims[1];
+    size_t planes = (size_t)(x->dims[0] * C), inner = ptq_tensor_numel(x) / planes;
+    float eps = ptq_attr_float(ctx->node, "epsilon", 1e-5f);
+    const float *xd = x->data, *sc = ctx->in[1]->data, *b = ctx->in[2]->data;
+    float *yd = ctx->out[0]->data;
+    for (size_t p = 0; p < planes; p++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < inner; i++) mean += (double)xd[p * inner + i];
+        mean /= (double)inner;
+        for (size_t i = 0; i < inner; i++) var += ((double)xd[p * inner + i] - mean) * ((double)xd[p * inner + i] - mean);
+        var /= (double)inner;
+        double inv = 1.0 / sqrt(var + (double)eps);
+        int64_t c = (int64_t)(p % (size_t)C);
+        for (size_t i = 0; i < inner; i++)
+            yd[p * inner + i] = (float)(((double)xd[p * inner + i] - mean) * inv * (double)sc[c] + (double)b[c]);
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_instance_normalization = {inorm_infer, inorm_run, NULL, 0};
+
+static ptq_status lnorm_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t axis;
+    if (x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only float32");
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", -1), x->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+    ctx->out[0]->dtype = PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    for (int o = 1; o < ctx->n_out && o < 3; o++) {
+        if (!ctx->out[o]) continue;
+        ctx->out[o]->dtype = PTQ_F32;
+        copy_shape(ctx->out[o], x);
+        for (int d = (int)axis; d < x->rank; d++) ctx->out[o]->dims[d] = 1;
+    }
+    ctx->state = (void *)(intptr_t)axis;
+    return PTQ_OK;
+}
+
+static ptq_status lnorm_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    int axis = (int)(intptr_t)ctx->state;
+    size_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= (size_t)x->dims[d];
+    for (int d = axis; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    float eps = ptq_attr_float(ctx->node, "epsilon", 1e-5f);
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+    ptq_tensor bshape = {0};
+    bshape.rank = x->rank - axis;
+    for (int d = axis; d < x->rank; d++) bshape.dims[d - axis] = x->dims[d];
+    int64_t ss[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    ptq_broadcast_strides(ctx->in[1], &bshape, ss);
+    if (ctx->n_in > 2 && ctx->in[2]) ptq_broadcast_strides(ctx->in[2], &bshape, sb);
+    for (size_t o = 0; o < outer; o++) {
+        const float *p = xd + o * inner;
+        float mean = 0, var = 0;
+        for (size_t i = 0; i < inner; i++) mean += p[i];
+        mean /= (float)inner;
+        for (size_t i = 0; i < inner; i++) var += (p[i] - mean) * (p[i] - mean);
+        var /= (float)inner;
+        float inv = 1.0f / sqrtf(var + eps);
+        for (size_t i = 0; i < inner; i++) {
+            float v = (p[i] - mean) * inv * ((const float *)ctx->in[1]->data)[bcast_offset(ss, &bshape, i)];
+            if (ctx->n_in > 2 && ctx->in[2]) v += ((const float *)ctx->in[2]->data)[bcast_offset(sb, &bshape, i)];
+            yd[o * inner + i] = v;
+        }
+        if (ctx->n_out > 1 && ctx->out[1]) ((float *)ctx->out[1]->data)[o] = mean;
+        if (ctx->n_out > 2 && ctx->out[2]) ((float *)ctx->out[2]->data)[o] = inv;
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_layer_normalization = {lnorm_infer, lnorm_run, NULL, 0};
+
+/* ------------------------------------------------------------ ReduceSum, ReduceMax, ReduceMin, ReduceL2 */
+
+typedef struct {
+    int reduce[PTQ_MAX_RANK];
+    int noop;
+} red_state;
+
+static ptq_status reduce_infer(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    red_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    int64_t axes[PTQ_MAX_RANK];
+    size_t n = 0;
+    const int64_t *a = ptq_attr_ints(ctx->node, "axes", &n);
+    if (n > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+    for (size_t i = 0; i < n; i++) axes[i] = a[i];
+    if (!a && ctx->n_in > 1 && ctx->in[1]) {
+        if (!ctx->in[1]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "axes input is not constant");
+        n = ptq_tensor_numel(ctx->in[1]);
+        if (n > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "too many axes");
+        for (size_t i = 0; i < n; i++) axes[i] = ptq_tensor_get_i64(ctx->in[1], i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t ax;
+        if (ptq_norm_axis(axes[i], x->rank, &ax)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+        s->reduce[ax] = 1;
+    }
+    if (n == 0) {
+        if (ptq_attr_int(ctx->node, "noop_with_empty_axes", 0)) s->noop = 1;
+        else
+            for (int d = 0; d < x->rank; d++) s->reduce[d] = 1;
+    }
+    int keep = (int)ptq_attr_int(ctx->node, "keepdims", 1);
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!s->reduce[d]) y->dims[y->rank++] = x->dims[d];
+        else if (keep) y->dims[y->rank++] = 1;
+    return PTQ_OK;
+}
+
+typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_L2 } red_kind;
+
+static ptq_status reduce_run(ptq_op_ctx *ctx, red_kind k)
+{
+    const red_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    size_t ny = ptq_tensor_numel(y), nx = ptq_tensor_numel(x);
+    if (s->noop) {
+        memcpy(y->data, x->data, ptq_tensor_nbytes(x));
+        return PTQ_OK;
+    }
+    double *acc = malloc(sizeof(double) * (ny ? ny : 1));
+    if (!acc) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    for (size_t j = 0; j < ny; j++) acc[j] = k == RED_MAX ? -(double)INFINITY : k == RED_MIN ? (double)INFINITY : 0.0;
+    for (size_t i = 0; i < nx; i++) {
+        size_t rem = i, oi = 0, mul = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            size_t idx = rem % (size_t)x->dims[d];
+            rem /= (size_t)x->dims[d];
+            if (!s->reduce[d]) {
+                oi += idx * mul;
+                mul *= (size_t)x->dims[d];
+            }
+        }
+        double v = ptq_tensor_get_f64(x, i);
+        if (k == RED_SUM) acc[oi] += v;
+        else if (k == RED_L2) acc[oi] += v * v;
+        else if (k == RED_MAX) acc[oi] = v > acc[oi] ? v : acc[oi];
+        else acc[oi] = v < acc[oi] ? v : acc[oi];
+    }
+    for (size_t j = 0; j < ny; j++) set_f64(y, j, k == RED_L2 ? sqrt(acc[j]) : acc[j]);
+    free(acc);
+    return PTQ_OK;
+}
+
+static ptq_status reduce_sum_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_SUM); }
+static ptq_status reduce_max_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_MAX); }
+static ptq_status reduce_min_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_MIN); }
+static ptq_status reduce_l2_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_L2); }
+
+WEAK const ptq_op_def op_reduce_sum = {reduce_infer, reduce_sum_run, free_ptr, 0};
+WEAK const ptq_op_def op_reduce_max = {reduce_infer, reduce_max_run, free_ptr, 0};
+WEAK const ptq_op_def op_reduce_min = {reduce_infer, reduce_min_run, free_ptr, 0};
+WEAK const ptq_op_def op_reduce_l2 = {reduce_infer, reduce_l2_run, free_ptr, 0};
+
+/* ------------------------------------------------------------ QuantizeLinear, DequantizeLinear */
+
+typedef struct {
+    int64_t axis; /* -1: per tensor */
+} qdq_state;
+
+static ptq_status qdq_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *sc = ctx->in[1], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    int quant = strcmp(ctx->node->op_type, "QuantizeLinear") == 0;
+    if (sc->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "scale must be float32");
+    if (quant && x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input must be float32");
+    if (!quant && x->dtype != PTQ_I8 && x->dtype != PTQ_U8 && x->dtype != PTQ_I32)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input must be int8, uint8 or int32");
+    if (zp && zp->dtype != (quant ? zp->dtype : x->dtype)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "zero point dtype differs");
+    if (quant && zp && zp->dtype != PTQ_I8 && zp->dtype != PTQ_U8) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "zero point must be int8 or uint8");
+    qdq_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->axis = -1;
+    if (ptq_tensor_numel(sc) != 1 || sc->rank == 1) {
+        if (sc->rank == 1 && ptq_tensor_numel(sc) == 1 && ctx->opset < 13) {
+            s->axis = -1;
+        } else {
+            if (sc->rank != 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale must be a scalar or 1-D");
+            if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 1), x->rank, &s->axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
+            if (sc->dims[0] != x->dims[s->axis])
+                OP_FAIL(ctx, PTQ_ERR_SHAPE, "%lld scales for axis %lld of size %lld", (long long)sc->dims[0], (long long)s->axis, (long long)x->dims[s->axis]);
+            if (sc->dims[0] == 1 && x->dims[s->axis] == 1) s->axis = s->axis;
+        }
+    }
+    if (zp && ptq_tensor_numel(zp) != ptq_tensor_numel(sc)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "zero point and scale sizes differ");
+    ctx->out[0]->dtype = quant ? (zp ? zp->dtype : PTQ_U8) : PTQ_F32;
+    copy_shape(ctx->out[0], x);
+    return PTQ_OK;
+}
+
+static ptq_status qdq_run(ptq_op_ctx *ctx)
+{
+    const qdq_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0], *sc = ctx->in[1], *zp = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    ptq_tensor *y = ctx->out[0];
+    int quant = strcmp(ctx->node->op_type, "QuantizeLinear") == 0;
+    size_t n = ptq_tensor_numel(x), inner = 1, ch = 1;
+    if (s->axis >= 0) {
+        ch = (size_t)x->dims[s->axis];
+        for (int d = (int)s->axis + 1; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    }
+    int lo = y->dtype == PTQ_I8 ? -128 : 0, hi = y->dtype == PTQ_I8 ? 127 : 255;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = s->axis >= 0 ? (i / inner) % ch : 0;
+        float scale = ((const float *)sc->data)[c];
+        int64_t z = zp ? ptq_tensor_get_i64(zp, c) : 0;
+        if (quant) {
+            float v = rintf(((const float *)x->data)[i] / scale) + (float)z;
+            v = v < (float)lo ? (float)lo : (v > (float)hi ? (float)hi : v);
+            if (y->dtype == PTQ_I8) ((int8_t *)y->data)[i] = (int8_t)v;
+            else ((uint8_t *)y->data)[i] = (uint8_t)v;
+        } else {
+            ((float *)y->data)[i] = (float)(ptq_tensor_get_i64(x, i) - z) * scale;
+        }
+    }
+    return PTQ_OK;
+}
+
+WEAK const ptq_op_def op_quantize_linear = {qdq_infer, qdq_run, free_ptr, 0};
+WEAK const ptq_op_def op_dequantize_linear = {qdq_infer, qdq_run, free_ptr, 0};
+
