@@ -103,8 +103,43 @@ UNARY(sigmoid, 1.0f / (1.0f + expf(-v)), (void)0)
 UNARY(sqrt, sqrtf(v), (void)0)
 UNARY(tanh, tanhf(v), (void)0)
 UNARY(exp, expf(v), (void)0)
-UNARY(neg, -v, (void)0)
-UNARY(abs, fabsf(v), (void)0)
+/* Neg and Abs also on integers (shape arithmetic) */
+static ptq_status signed_unary_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    ptq_dtype dt = ctx->in[0]->dtype;
+    if (dt != PTQ_F32 && dt != PTQ_I64 && dt != PTQ_I32 && dt != PTQ_I16 && dt != PTQ_I8 && dt != PTQ_F64)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(dt));
+    ctx->out[0]->dtype = dt;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+#define SIGNED_UNARY(sym, EXPR)                                                          \
+    static ptq_status sym##_run(ptq_op_ctx *ctx)                                         \
+    {                                                                                    \
+        size_t n = ptq_tensor_numel(ctx->out[0]);                                        \
+        switch (ctx->in[0]->dtype) {                                                     \
+        case PTQ_F32: { const float *x = ctx->in[0]->data; float *y = ctx->out[0]->data; \
+            for (size_t i = 0; i < n; i++) { float v = x[i]; y[i] = (EXPR); } break; }    \
+        case PTQ_F64: { const double *x = ctx->in[0]->data; double *y = ctx->out[0]->data; \
+            for (size_t i = 0; i < n; i++) { double v = x[i]; y[i] = (EXPR); } break; }   \
+        case PTQ_I64: { const int64_t *x = ctx->in[0]->data; int64_t *y = ctx->out[0]->data; \
+            for (size_t i = 0; i < n; i++) { int64_t v = x[i]; y[i] = (EXPR); } break; }  \
+        case PTQ_I32: { const int32_t *x = ctx->in[0]->data; int32_t *y = ctx->out[0]->data; \
+            for (size_t i = 0; i < n; i++) { int32_t v = x[i]; y[i] = (EXPR); } break; }  \
+        case PTQ_I16: { const int16_t *x = ctx->in[0]->data; int16_t *y = ctx->out[0]->data; \
+            for (size_t i = 0; i < n; i++) { int16_t v = x[i]; y[i] = (int16_t)(EXPR); } break; } \
+        default: { const int8_t *x = ctx->in[0]->data; int8_t *y = ctx->out[0]->data;    \
+            for (size_t i = 0; i < n; i++) { int8_t v = x[i]; y[i] = (int8_t)(EXPR); } break; } \
+        }                                                                                \
+        return PTQ_OK;                                                                   \
+    }                                                                                    \
+    WEAK const ptq_op_def op_##sym = {signed_unary_infer, sym##_run, NULL, 0};
+
+SIGNED_UNARY(neg, -v)
+SIGNED_UNARY(abs, v < 0 ? -v : v)
 UNARY(reciprocal, 1.0f / v, (void)0)
 UNARY(hard_swish, v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f)), (void)0)
 UNARY(hard_sigmoid, fmaxf(0.0f, fminf(1.0f, alpha * v + beta)),
@@ -307,17 +342,47 @@ static ptq_status sub_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_SUB
 static ptq_status mul_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_MUL); }
 static ptq_status div_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_DIV); }
 
+/* Pow: the output has the base's dtype; the exponent may be any numeric type. */
 static ptq_status pow_infer(ptq_op_ctx *ctx)
 {
     ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
     if (st != PTQ_OK) return st;
-    if ((st = need_f32(ctx, 0)) != PTQ_OK || (st = need_f32(ctx, 1)) != PTQ_OK) return st;
+    ptq_dtype dt = ctx->in[0]->dtype;
+    if (dt != PTQ_F32 && dt != PTQ_F64 && dt != PTQ_I32 && dt != PTQ_I64)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "base dtype %s is not supported", ptq_dtype_name(dt));
+    if (ptq_dtype_size(ctx->in[1]->dtype) == 0) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "exponent dtype");
     if ((st = ptq_broadcast(ctx->in[0], ctx->in[1], ctx->out[0])) != PTQ_OK) return st;
-    ctx->out[0]->dtype = PTQ_F32;
+    ctx->out[0]->dtype = dt;
     return PTQ_OK;
 }
 
-static ptq_status pow_run(ptq_op_ctx *ctx) { return binary_run_kind(ctx, BIN_POW); }
+static ptq_status pow_run(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ptq_tensor *y = ctx->out[0];
+    if (a->dtype == PTQ_F32 && b->dtype == PTQ_F32) return binary_run_kind(ctx, BIN_POW);
+    int64_t sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK];
+    ptq_broadcast_strides(a, y, sa);
+    ptq_broadcast_strides(b, y, sb);
+    size_t n = ptq_tensor_numel(y);
+    for (size_t i = 0; i < n; i++) {
+        size_t rem = i, oa = 0, ob = 0;
+        for (int d = y->rank - 1; d >= 0; d--) {
+            size_t idx = rem % (size_t)y->dims[d];
+            rem /= (size_t)y->dims[d];
+            oa += idx * (size_t)sa[d];
+            ob += idx * (size_t)sb[d];
+        }
+        double v = pow(ptq_tensor_get_f64(a, oa), ptq_tensor_get_f64(b, ob));
+        switch (y->dtype) {
+        case PTQ_F32: ((float *)y->data)[i] = (float)v; break;
+        case PTQ_F64: ((double *)y->data)[i] = v; break;
+        case PTQ_I32: ((int32_t *)y->data)[i] = (int32_t)v; break;
+        default: ((int64_t *)y->data)[i] = (int64_t)v; break;
+        }
+    }
+    return PTQ_OK;
+}
 
 WEAK const ptq_op_def op_add = {binary_infer, add_run, NULL, 0};
 WEAK const ptq_op_def op_sub = {binary_infer, sub_run, NULL, 0};
@@ -1012,137 +1077,298 @@ static ptq_status reduce_mean_run(ptq_op_ctx *ctx)
 
 WEAK const ptq_op_def op_reduce_mean = {reduce_mean_infer, reduce_mean_run, free_ptr, 0};
 
-/* ------------------------------------------------------------ Resize (nearest, linear 2-D) */
+/* ------------------------------------------------------------ Resize / Upsample
+ * Separable: for every axis, each output index reads T taps (1 nearest, 2 linear,
+ * 4 cubic) with weights computed once in infer from the coordinate transformation;
+ * axes are applied one after the other (exact for all three modes, as in the ONNX
+ * reference). Nearest resizes of the last two axes only (the common upsampling in
+ * detectors) gather directly through two index tables. */
 
 typedef struct {
-    int mode_linear;
-    int64_t in_h, in_w, out_h, out_w;
-    float scale_h, scale_w;
-    int coord; /* 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel */
-    int nearest; /* 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+    int64_t out, taps;
+    int64_t *idx;   /* out * taps */
+    float *w;       /* out * taps */
+    uint8_t *outside; /* tf_crop_and_resize: output index maps outside the input */
+} resize_axis;
+
+typedef struct {
+    int rank, mode; /* 0 nearest, 1 linear, 2 cubic */
+    int64_t in_dims[PTQ_MAX_RANK];
+    resize_axis ax[PTQ_MAX_RANK];
+    int active[PTQ_MAX_RANK];
+    int fast2d;
+    float extrapolation;
+    int has_outside;
 } resize_state;
+
+static void resize_free(void *p)
+{
+    resize_state *s = p;
+    if (!s) return;
+    for (int d = 0; d < PTQ_MAX_RANK; d++) {
+        free(s->ax[d].idx);
+        free(s->ax[d].w);
+        free(s->ax[d].outside);
+    }
+    free(s);
+}
+
+static float cubic_w(float t, float A)
+{
+    t = fabsf(t);
+    if (t <= 1.0f) return ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
+    if (t < 2.0f) return ((A * t - 5.0f * A) * t + 8.0f * A) * t - 4.0f * A;
+    return 0.0f;
+}
+
+static int64_t clamp_i(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
 
 static ptq_status resize_infer(ptq_op_ctx *ctx)
 {
     const ptq_tensor *x = ctx->in[0];
-    if (!x || x->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 4-D inputs in this version");
-    ptq_status st = need_f32(ctx, 0);
-    if (st != PTQ_OK) return st;
-    const ptq_tensor *scales = NULL, *sizes = NULL;
-    int si = ctx->opset < 11 ? 1 : 2;
-    if (ctx->n_in > si && ctx->in[si] && ptq_tensor_numel(ctx->in[si])) scales = ctx->in[si];
-    if (ctx->opset >= 11 && ctx->n_in > 3 && ctx->in[3] && ptq_tensor_numel(ctx->in[3])) sizes = ctx->in[3];
-    if ((scales && !scales->data) || (sizes && !sizes->data)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "scales/sizes are not constant");
-    ptq_tensor attr_scales = {0}; /* Upsample-7: scales attribute */
-    if (!scales && !sizes && strcmp(ctx->node->op_type, "Upsample") == 0) {
-        size_t na;
-        const float *as = ptq_attr_floats(ctx->node, "scales", &na);
-        if (as && na == 4) {
-            attr_scales.dtype = PTQ_F32;
-            attr_scales.rank = 1;
-            attr_scales.dims[0] = 4;
-            attr_scales.data = (void *)as;
-            scales = &attr_scales;
-        }
+    const ptq_node *node = ctx->node;
+    int upsample = strcmp(node->op_type, "Upsample") == 0;
+    if (!x) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
+    int r = x->rank;
+    const ptq_tensor *roi = NULL, *scales = NULL, *sizes = NULL;
+    if (upsample || ctx->opset < 11) {
+        if (ctx->n_in > 1 && ctx->in[1] && ptq_tensor_numel(ctx->in[1])) scales = ctx->in[1];
+    } else {
+        if (ctx->n_in > 1 && ctx->in[1] && ptq_tensor_numel(ctx->in[1])) roi = ctx->in[1];
+        if (ctx->n_in > 2 && ctx->in[2] && ptq_tensor_numel(ctx->in[2])) scales = ctx->in[2];
+        if (ctx->n_in > 3 && ctx->in[3] && ptq_tensor_numel(ctx->in[3])) sizes = ctx->in[3];
     }
-    if (!scales && !sizes) OP_FAIL(ctx, PTQ_ERR_FORMAT, "neither scales nor sizes");
+    if ((scales && !scales->data) || (sizes && !sizes->data) || (roi && !roi->data))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "scales/sizes/roi are not constant");
+    float sc[PTQ_MAX_RANK];
+    size_t na = 0;
+    const float *as = upsample && !scales ? ptq_attr_floats(node, "scales", &na) : NULL;
+    if (as && (int)na != r) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scales has %zu values for rank %d", na, r);
+    if (!scales && !sizes && !as) OP_FAIL(ctx, PTQ_ERR_FORMAT, "neither scales nor sizes");
+    if (scales && (int)ptq_tensor_numel(scales) != r) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scales has %zu values for rank %d", ptq_tensor_numel(scales), r);
+    if (sizes && (int)ptq_tensor_numel(sizes) != r) OP_FAIL(ctx, PTQ_ERR_SHAPE, "sizes has %zu values for rank %d", ptq_tensor_numel(sizes), r);
+    if (roi && (int)ptq_tensor_numel(roi) != 2 * r) OP_FAIL(ctx, PTQ_ERR_SHAPE, "roi has %zu values for rank %d", ptq_tensor_numel(roi), r);
+    if (x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, only float32", ptq_dtype_name(x->dtype));
+    const char *mode = ptq_attr_string(node, "mode", "nearest");
+    const char *ct = ptq_attr_string(node, "coordinate_transformation_mode", upsample || ctx->opset < 11 ? "asymmetric" : "half_pixel");
+    const char *nm = ptq_attr_string(node, "nearest_mode", upsample || ctx->opset < 11 ? "floor" : "round_prefer_floor");
+    float A = ptq_attr_float(node, "cubic_coeff_a", -0.75f);
+    int exclude = (int)ptq_attr_int(node, "exclude_outside", 0);
     resize_state *s = calloc(1, sizeof *s);
     if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
     ctx->state = s;
+    s->rank = r;
+    s->extrapolation = ptq_attr_float(node, "extrapolation_value", 0.0f);
+    if (strcmp(mode, "nearest") == 0) s->mode = 0;
+    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) s->mode = 1;
+    else if (strcmp(mode, "cubic") == 0) s->mode = 2;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "mode '%s'", mode);
+    int ctk;
+    if (strcmp(ct, "half_pixel") == 0) ctk = 0;
+    else if (strcmp(ct, "asymmetric") == 0) ctk = 1;
+    else if (strcmp(ct, "align_corners") == 0) ctk = 2;
+    else if (strcmp(ct, "pytorch_half_pixel") == 0) ctk = 3;
+    else if (strcmp(ct, "tf_half_pixel_for_nearest") == 0 || strcmp(ct, "tf_half_pixel_for_nn") == 0) ctk = 4;
+    else if (strcmp(ct, "tf_crop_and_resize") == 0) ctk = 5;
+    else if (strcmp(ct, "half_pixel_symmetric") == 0) ctk = 6;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ct);
+    int nmk;
+    if (strcmp(nm, "round_prefer_floor") == 0) nmk = 0;
+    else if (strcmp(nm, "round_prefer_ceil") == 0) nmk = 1;
+    else if (strcmp(nm, "floor") == 0) nmk = 2;
+    else if (strcmp(nm, "ceil") == 0) nmk = 3;
+    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "nearest_mode '%s'", nm);
     ptq_tensor *y = ctx->out[0];
     y->dtype = PTQ_F32;
-    y->rank = 4;
-    for (int d = 0; d < 4; d++) {
+    y->rank = r;
+    int changed_other = 0;
+    for (int d = 0; d < r; d++) {
+        int64_t in = x->dims[d], out;
+        s->in_dims[d] = in;
         if (sizes) {
-            y->dims[d] = ptq_tensor_get_i64(sizes, (size_t)d);
+            out = ptq_tensor_get_i64(sizes, (size_t)d);
+            sc[d] = in ? (float)out / (float)in : 1.0f;
         } else {
-            float sc = (float)ptq_tensor_get_f64(scales, (size_t)d);
-            y->dims[d] = (int64_t)floorf((float)x->dims[d] * sc);
+            sc[d] = scales ? (float)ptq_tensor_get_f64(scales, (size_t)d) : as[d];
+            if (!(sc[d] > 0.0f)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale %d is not positive", d);
+            out = (int64_t)floorf((float)in * sc[d]);
+        }
+        if (out < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "output dim %d is negative", d);
+        y->dims[d] = out;
+        /* resized length used by the transforms: the unrounded in*scale when scales are given */
+        float len_r = sizes ? (float)out : (float)in * sc[d];
+        float roi_s = roi ? (float)ptq_tensor_get_f64(roi, (size_t)d) : 0.0f;
+        float roi_e = roi ? (float)ptq_tensor_get_f64(roi, (size_t)(d + r)) : 1.0f;
+        int identity = out == in && sc[d] == 1.0f && ctk != 5;
+        s->active[d] = !identity;
+        if (identity) continue;
+        if (d < r - 2) changed_other = 1;
+        resize_axis *ax = &s->ax[d];
+        ax->out = out;
+        ax->taps = s->mode == 0 ? 1 : (s->mode == 1 ? 2 : 4);
+        ax->idx = malloc(sizeof(int64_t) * (size_t)(out * ax->taps + 1));
+        ax->w = malloc(sizeof(float) * (size_t)(out * ax->taps + 1));
+        ax->outside = calloc((size_t)out + 1, 1);
+        if (!ax->idx || !ax->w || !ax->outside) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+        for (int64_t o = 0; o < out; o++) {
+            float c;
+            switch (ctk) {
+            case 0: c = ((float)o + 0.5f) / sc[d] - 0.5f; break;
+            case 1: c = (float)o / sc[d]; break;
+            case 2: c = len_r == 1.0f ? 0.0f : (float)o * (float)(in - 1) / (len_r - 1.0f); break;
+            case 3: c = len_r > 1.0f ? ((float)o + 0.5f) / sc[d] - 0.5f : 0.0f; break;
+            case 4: c = ((float)o + 0.5f) / sc[d]; break;
+            case 5:
+                c = len_r > 1.0f ? roi_s * (float)(in - 1) + (float)o * (roi_e - roi_s) * (float)(in - 1) / (len_r - 1.0f)
+                                 : 0.5f * (roi_s + roi_e) * (float)(in - 1);
+                if (c < 0.0f || c > (float)(in - 1)) {
+                    ax->outside[o] = 1;
+                    s->has_outside = 1;
+                }
+                break;
+            default: {
+                float adj = (float)in * sc[d] / len_r, center = (float)in / 2.0f;
+                c = center * (1.0f - adj) + ((float)o + 0.5f) / sc[d] - 0.5f;
+                break;
+            }
+            }
+            int64_t *ix = ax->idx + o * ax->taps;
+            float *w = ax->w + o * ax->taps;
+            if (s->mode == 0) {
+                float f = floorf(c);
+                int64_t i;
+                if (nmk == 0) i = c - f == 0.5f ? (int64_t)f : (int64_t)roundf(c);
+                else if (nmk == 1) i = c - f == 0.5f ? (int64_t)f + 1 : (int64_t)roundf(c);
+                else if (nmk == 2) i = (int64_t)f;
+                else i = (int64_t)ceilf(c);
+                ix[0] = clamp_i(i, 0, in - 1);
+                w[0] = 1.0f;
+            } else if (s->mode == 1) {
+                float cc = c < 0.0f ? 0.0f : (c > (float)(in - 1) ? (float)(in - 1) : c);
+                int64_t i0 = (int64_t)floorf(cc);
+                float t = cc - (float)i0;
+                ix[0] = clamp_i(i0, 0, in - 1);
+                ix[1] = clamp_i(i0 + 1, 0, in - 1);
+                w[0] = 1.0f - t;
+                w[1] = t;
+            } else {
+                int64_t i0 = (int64_t)floorf(c);
+                float t = c - (float)i0, sum = 0.0f;
+                for (int k = 0; k < 4; k++) {
+                    int64_t i = i0 - 1 + k;
+                    float wk = cubic_w(t - (float)(k - 1), A);
+                    if (exclude && (i < 0 || i >= in)) wk = 0.0f;
+                    ix[k] = clamp_i(i, 0, in - 1);
+                    w[k] = wk;
+                    sum += wk;
+                }
+                if (exclude && sum != 0.0f)
+                    for (int k = 0; k < 4; k++) w[k] /= sum;
+            }
         }
     }
-    if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "resizing N or C");
-    s->in_h = x->dims[2];
-    s->in_w = x->dims[3];
-    s->out_h = y->dims[2];
-    s->out_w = y->dims[3];
-    s->scale_h = sizes ? (float)s->out_h / (float)s->in_h : (float)ptq_tensor_get_f64(scales, 2);
-    s->scale_w = sizes ? (float)s->out_w / (float)s->in_w : (float)ptq_tensor_get_f64(scales, 3);
-    const char *mode = ptq_attr_string(ctx->node, "mode", "nearest");
-    if (strcmp(mode, "nearest") == 0) s->mode_linear = 0;
-    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) s->mode_linear = 1;
-    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "mode %s", mode);
-    const char *ct = ptq_attr_string(ctx->node, "coordinate_transformation_mode", ctx->opset < 11 ? "asymmetric" : "half_pixel");
-    if (strcmp(ct, "half_pixel") == 0) s->coord = 0;
-    else if (strcmp(ct, "asymmetric") == 0) s->coord = 1;
-    else if (strcmp(ct, "align_corners") == 0) s->coord = 2;
-    else if (strcmp(ct, "pytorch_half_pixel") == 0) s->coord = 3;
-    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "coordinate_transformation_mode %s", ct);
-    const char *nm = ptq_attr_string(ctx->node, "nearest_mode", ctx->opset < 11 ? "floor" : "round_prefer_floor");
-    if (strcmp(nm, "round_prefer_floor") == 0) s->nearest = 0;
-    else if (strcmp(nm, "round_prefer_ceil") == 0) s->nearest = 1;
-    else if (strcmp(nm, "floor") == 0) s->nearest = 2;
-    else if (strcmp(nm, "ceil") == 0) s->nearest = 3;
-    else OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "nearest_mode %s", nm);
+    s->fast2d = s->mode == 0 && r >= 2 && !changed_other && !s->has_outside;
+    /* scratch: two ping-pong buffers of the largest intermediate */
+    int64_t cur[PTQ_MAX_RANK];
+    size_t biggest = ptq_tensor_numel(x);
+    for (int d = 0; d < r; d++) cur[d] = x->dims[d];
+    for (int d = 0; d < r; d++) {
+        if (!s->active[d]) continue;
+        cur[d] = y->dims[d];
+        size_t n = 1;
+        for (int k = 0; k < r; k++) n *= (size_t)cur[k];
+        if (n > biggest) biggest = n;
+    }
+    ctx->scratch_bytes = s->fast2d ? 0 : 2 * sizeof(float) * biggest;
     return PTQ_OK;
-}
-
-static float resize_coord(const resize_state *s, int64_t o, float scale, int64_t in_len, int64_t out_len)
-{
-    switch (s->coord) {
-    case 0: return ((float)o + 0.5f) / scale - 0.5f;
-    case 1: return (float)o / scale;
-    case 2: return out_len > 1 ? (float)o * (float)(in_len - 1) / (float)(out_len - 1) : 0.0f;
-    default: return out_len > 1 ? ((float)o + 0.5f) / scale - 0.5f : 0.0f;
-    }
-}
-
-static int64_t nearest_index(const resize_state *s, float c, int64_t len)
-{
-    int64_t i;
-    switch (s->nearest) {
-    case 0: i = (c == floorf(c) + 0.5f) ? (int64_t)floorf(c) : (int64_t)roundf(c); break;
-    case 1: i = (c == floorf(c) + 0.5f) ? (int64_t)ceilf(c) : (int64_t)roundf(c); break;
-    case 2: i = (int64_t)floorf(c); break;
-    default: i = (int64_t)ceilf(c); break;
-    }
-    return i < 0 ? 0 : (i >= len ? len - 1 : i);
 }
 
 static ptq_status resize_run(ptq_op_ctx *ctx)
 {
     const resize_state *s = ctx->state;
     const ptq_tensor *x = ctx->in[0];
-    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
-    const float *xd = x->data;
-    float *yd = ctx->out[0]->data;
-    int64_t IH = s->in_h, IW = s->in_w, OH = s->out_h, OW = s->out_w;
+    ptq_tensor *y = ctx->out[0];
+    int r = s->rank;
+    if (s->fast2d) {
+        const resize_axis *ah = &s->ax[r - 2], *aw = &s->ax[r - 1];
+        int64_t IH = x->dims[r - 2], IW = x->dims[r - 1], OH = y->dims[r - 2], OW = y->dims[r - 1];
+        size_t planes = (IH * IW) != 0 ? ptq_tensor_numel(x) / (size_t)(IH * IW) : 0;
+        const float *xd = x->data;
+        float *yd = y->data;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-    for (size_t p = 0; p < planes; p++) {
-        const float *src = xd + p * (size_t)(IH * IW);
-        float *dst = yd + p * (size_t)(OH * OW);
-        for (int64_t oh = 0; oh < OH; oh++) {
-            float ch = resize_coord(s, oh, s->scale_h, IH, OH);
-            for (int64_t ow = 0; ow < OW; ow++) {
-                float cw = resize_coord(s, ow, s->scale_w, IW, OW);
-                if (!s->mode_linear) {
-                    dst[oh * OW + ow] = src[nearest_index(s, ch, IH) * IW + nearest_index(s, cw, IW)];
-                    continue;
-                }
-                float fh = ch < 0 ? 0 : (ch > (float)(IH - 1) ? (float)(IH - 1) : ch);
-                float fw = cw < 0 ? 0 : (cw > (float)(IW - 1) ? (float)(IW - 1) : cw);
-                int64_t h0 = (int64_t)fh, w0 = (int64_t)fw, h1 = h0 + 1 < IH ? h0 + 1 : h0, w1 = w0 + 1 < IW ? w0 + 1 : w0;
-                float dh = fh - (float)h0, dw = fw - (float)w0;
-                float v = src[h0 * IW + w0] * (1 - dh) * (1 - dw) + src[h0 * IW + w1] * (1 - dh) * dw +
-                          src[h1 * IW + w0] * dh * (1 - dw) + src[h1 * IW + w1] * dh * dw;
-                dst[oh * OW + ow] = v;
+        for (size_t p = 0; p < planes; p++)
+            for (int64_t oh = 0; oh < OH; oh++) {
+                const float *src = xd + p * (size_t)(IH * IW) + (s->active[r - 2] ? ah->idx[oh] : oh) * IW;
+                float *dst = yd + p * (size_t)(OH * OW) + oh * OW;
+                if (s->active[r - 1])
+                    for (int64_t ow = 0; ow < OW; ow++) dst[ow] = src[aw->idx[ow]];
+                else
+                    memcpy(dst, src, sizeof(float) * (size_t)OW);
             }
+        return PTQ_OK;
+    }
+    /* separable: axis by axis through the scratch buffers, last pass into y */
+    int64_t cur[PTQ_MAX_RANK];
+    for (int d = 0; d < r; d++) cur[d] = x->dims[d];
+    const float *src = x->data;
+    float *bufs[2] = {ctx->scratch, (float *)ctx->scratch + ctx->scratch_bytes / sizeof(float) / 2};
+    int last = -1, pass = 0;
+    for (int d = 0; d < r; d++)
+        if (s->active[d]) last = d;
+    if (last < 0) {
+        memcpy(y->data, x->data, ptq_tensor_nbytes(x));
+        return PTQ_OK;
+    }
+    for (int d = 0; d < r; d++) {
+        if (!s->active[d]) continue;
+        const resize_axis *ax = &s->ax[d];
+        size_t outer = 1, inner = 1;
+        for (int k = 0; k < d; k++) outer *= (size_t)cur[k];
+        for (int k = d + 1; k < r; k++) inner *= (size_t)cur[k];
+        int64_t in_len = cur[d];
+        float *dst = d == last ? (float *)y->data : bufs[pass++ & 1];
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+        for (size_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < ax->out; j++) {
+                float *drow = dst + (o * (size_t)ax->out + (size_t)j) * inner;
+                const int64_t *ix = ax->idx + j * ax->taps;
+                const float *w = ax->w + j * ax->taps;
+                for (size_t i = 0; i < inner; i++) drow[i] = 0.0f;
+                for (int64_t t = 0; t < ax->taps; t++) {
+                    const float *srow = src + (o * (size_t)in_len + (size_t)ix[t]) * inner;
+                    float wt = w[t];
+                    if (ax->taps == 1) {
+                        memcpy(drow, srow, sizeof(float) * inner);
+                        break;
+                    }
+                    for (size_t i = 0; i < inner; i++) drow[i] += wt * srow[i];
+                }
+            }
+        cur[d] = ax->out;
+        src = dst;
+    }
+    if (s->has_outside) { /* tf_crop_and_resize: points outside the input get extrapolation_value */
+        size_t n = ptq_tensor_numel(y);
+        float *yd = y->data;
+        for (size_t i = 0; i < n; i++) {
+            size_t rem = i;
+            int out = 0;
+            for (int d = r - 1; d >= 0; d--) {
+                size_t k = rem % (size_t)y->dims[d];
+                rem /= (size_t)y->dims[d];
+                if (s->active[d] && s->ax[d].outside[k]) out = 1;
+            }
+            if (out) yd[i] = s->extrapolation;
         }
     }
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_resize = {resize_infer, resize_run, free_ptr, 0};
-WEAK const ptq_op_def op_upsample = {resize_infer, resize_run, free_ptr, 0};
+WEAK const ptq_op_def op_resize = {resize_infer, resize_run, resize_free, 0};
+WEAK const ptq_op_def op_upsample = {resize_infer, resize_run, resize_free, 0};
 
 /* ------------------------------------------------------------ Conv (im2col + sgemm, depthwise direct) */
 
