@@ -874,7 +874,7 @@ WEAK const ptq_op_def op_global_average_pool = {gap_infer, gap_run, NULL, 0};
 
 typedef struct {
     ptq_spatial sp;
-    int is_max, count_include_pad;
+    int is_max, count_include_pad, storage_order;
 } pool_state;
 
 static ptq_status pool_infer_kind(ptq_op_ctx *ctx, int is_max)
@@ -882,67 +882,113 @@ static ptq_status pool_infer_kind(ptq_op_ctx *ctx, int is_max)
     ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
     if (st != PTQ_OK || (st = need_f32(ctx, 0)) != PTQ_OK) return st;
     const ptq_tensor *x = ctx->in[0];
-    if (x->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 2-D pooling in this version (rank %d)", x->rank);
-    if (ctx->n_out > 1 && ctx->out[1]) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "the Indices output is not supported");
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nsp > 3) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input rank %d (1 to 3 spatial dims supported)", x->rank);
     pool_state *s = calloc(1, sizeof *s);
     if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
     ctx->state = s;
-    if ((st = ptq_spatial_resolve(ctx, 2, &x->dims[2], NULL, &s->sp)) != PTQ_OK) return st;
+    if ((st = ptq_spatial_resolve(ctx, nsp, &x->dims[2], NULL, &s->sp)) != PTQ_OK) return st;
     s->is_max = is_max;
     s->count_include_pad = (int)ptq_attr_int(ctx->node, "count_include_pad", 0);
-    ctx->out[0]->dtype = PTQ_F32;
-    ctx->out[0]->rank = 4;
-    ctx->out[0]->dims[0] = x->dims[0];
-    ctx->out[0]->dims[1] = x->dims[1];
-    ctx->out[0]->dims[2] = s->sp.out[0];
-    ctx->out[0]->dims[3] = s->sp.out[1];
+    s->storage_order = (int)ptq_attr_int(ctx->node, "storage_order", 0);
+    for (int o = 0; o < ctx->n_out && o < 2; o++) {
+        ptq_tensor *y = ctx->out[o];
+        if (!y) continue;
+        if (o == 1 && !is_max) OP_FAIL(ctx, PTQ_ERR_FORMAT, "AveragePool has one output");
+        y->dtype = o ? PTQ_I64 : PTQ_F32;
+        y->rank = x->rank;
+        y->dims[0] = x->dims[0];
+        y->dims[1] = x->dims[1];
+        for (int d = 0; d < nsp; d++) y->dims[2 + d] = s->sp.out[d];
+    }
     return PTQ_OK;
 }
 
 static ptq_status maxpool_infer(ptq_op_ctx *ctx) { return pool_infer_kind(ctx, 1); }
 static ptq_status avgpool_infer(ptq_op_ctx *ctx) { return pool_infer_kind(ctx, 0); }
 
+/* N-D pooling: spatial dims padded to 3 with size-1 dims. Padding never wins a max;
+ * averages divide by the taps inside the input, or by the taps inside the padded
+ * input with count_include_pad. Indices: flat index into X (storage_order 1 =
+ * column-major over the spatial dims). */
 static ptq_status pool_run(ptq_op_ctx *ctx)
 {
     const pool_state *s = ctx->state;
     const ptq_spatial *sp = &s->sp;
     const ptq_tensor *x = ctx->in[0];
-    int64_t H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
-    size_t planes = (size_t)(x->dims[0] * x->dims[1]);
+    int nsp = sp->nsp;
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pb[3] = {0, 0, 0},
+            pe[3] = {0, 0, 0};
+    for (int d = 0; d < nsp; d++) {
+        in[d] = sp->in[d];
+        out[d] = sp->out[d];
+        k[d] = sp->kernel[d];
+        str[d] = sp->stride[d];
+        dil[d] = sp->dilation[d];
+        pb[d] = sp->pad_begin[d];
+        pe[d] = sp->pad_end[d];
+    }
+    size_t planes = (size_t)(x->dims[0] * x->dims[1]), in_sz = (size_t)(in[0] * in[1] * in[2]),
+           out_sz = (size_t)(out[0] * out[1] * out[2]);
     const float *xd = x->data;
     float *yd = ctx->out[0]->data;
+    int64_t *id = ctx->n_out > 1 && ctx->out[1] ? ctx->out[1]->data : NULL;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
     for (size_t p = 0; p < planes; p++)
-        for (int64_t oh = 0; oh < OH; oh++)
-            for (int64_t ow = 0; ow < OW; ow++) {
-                float acc = s->is_max ? -INFINITY : 0.0f;
-                int64_t cnt = 0;
-                int64_t h0 = oh * sp->stride[0] - sp->pad_begin[0], w0 = ow * sp->stride[1] - sp->pad_begin[1];
-                for (int64_t kh = 0; kh < sp->kernel[0]; kh++) {
-                    int64_t h = h0 + kh * sp->dilation[0];
-                    for (int64_t kw = 0; kw < sp->kernel[1]; kw++) {
-                        int64_t w = w0 + kw * sp->dilation[1];
-                        if (h < 0 || h >= H || w < 0 || w >= W) continue;
-                        float v = xd[p * (size_t)(H * W) + (size_t)(h * W + w)];
-                        if (s->is_max) acc = v > acc ? v : acc;
-                        else acc += v;
-                        cnt++;
+        for (int64_t o0 = 0; o0 < out[0]; o0++)
+            for (int64_t o1 = 0; o1 < out[1]; o1++)
+                for (int64_t o2 = 0; o2 < out[2]; o2++) {
+                    float acc = s->is_max ? -INFINITY : 0.0f;
+                    int64_t cnt = 0, best = -1;
+                    int64_t s0 = o0 * str[0] - pb[0], s1 = o1 * str[1] - pb[1], s2 = o2 * str[2] - pb[2];
+                    for (int64_t a = 0; a < k[0]; a++) {
+                        int64_t i0 = s0 + a * dil[0];
+                        if (i0 < 0 || i0 >= in[0]) continue;
+                        for (int64_t b = 0; b < k[1]; b++) {
+                            int64_t i1 = s1 + b * dil[1];
+                            if (i1 < 0 || i1 >= in[1]) continue;
+                            for (int64_t c = 0; c < k[2]; c++) {
+                                int64_t i2 = s2 + c * dil[2];
+                                if (i2 < 0 || i2 >= in[2]) continue;
+                                int64_t flat = (i0 * in[1] + i1) * in[2] + i2;
+                                float v = xd[p * in_sz + (size_t)flat];
+                                if (s->is_max) {
+                                    if (v > acc || best < 0) {
+                                        acc = v;
+                                        best = flat;
+                                    }
+                                } else {
+                                    acc += v;
+                                }
+                                cnt++;
+                            }
+                        }
+                    }
+                    size_t oi = p * out_sz + (size_t)((o0 * out[1] + o1) * out[2] + o2);
+                    if (!s->is_max) {
+                        int64_t div = cnt;
+                        if (s->count_include_pad) {
+                            div = 1;
+                            int64_t st0[3] = {s0, s1, s2};
+                            for (int d = 0; d < 3; d++) {
+                                int64_t lo = st0[d], hi = st0[d] + (k[d] - 1) * dil[d] + 1;
+                                if (lo < -pb[d]) lo = -pb[d];
+                                if (hi > in[d] + pe[d]) hi = in[d] + pe[d];
+                                div *= (hi - lo + dil[d] - 1) / dil[d];
+                            }
+                        }
+                        acc = div ? acc / (float)div : 0.0f;
+                    }
+                    yd[oi] = acc;
+                    if (id) {
+                        int64_t f = best < 0 ? 0 : best;
+                        if (s->storage_order && nsp >= 2) {
+                            int64_t i0 = f / (in[1] * in[2]), i1 = (f / in[2]) % in[1], i2 = f % in[2];
+                            f = nsp == 2 ? i0 + i1 * in[0] : i0 + (i1 + i2 * in[1]) * in[0];
+                        }
+                        id[oi] = (int64_t)(p * in_sz) + f;
                     }
                 }
-                if (!s->is_max) {
-                    int64_t div = cnt;
-                    if (s->count_include_pad) {
-                        int64_t he = h0 + (sp->kernel[0] - 1) * sp->dilation[0] + 1, we = w0 + (sp->kernel[1] - 1) * sp->dilation[1] + 1;
-                        int64_t hs = h0 < -sp->pad_begin[0] ? -sp->pad_begin[0] : h0;
-                        int64_t ws = w0 < -sp->pad_begin[1] ? -sp->pad_begin[1] : w0;
-                        he = he > H + sp->pad_end[0] ? H + sp->pad_end[0] : he;
-                        we = we > W + sp->pad_end[1] ? W + sp->pad_end[1] : we;
-                        div = (he - hs) * (we - ws);
-                    }
-                    acc = div ? acc / (float)div : 0.0f;
-                }
-                yd[p * (size_t)(OH * OW) + (size_t)(oh * OW + ow)] = acc;
-            }
     return PTQ_OK;
 }
 
@@ -1548,64 +1594,87 @@ static ptq_status convt_infer(ptq_op_ctx *ctx)
 {
     ptq_status st = ptq_op_check_inputs(ctx, 2, 3);
     if (st != PTQ_OK) return st;
+    for (int i = 0; i < ctx->n_in; i++)
+        if ((st = need_f32(ctx, i)) != PTQ_OK) return st;
     const ptq_tensor *x = ctx->in[0], *w = ctx->in[1];
-    if (x->rank != 4 || w->rank != 4) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only 2-D in this version");
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nsp > 3 || w->rank != x->rank) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input rank %d, weight rank %d", x->rank, w->rank);
     conv_state *s = calloc(1, sizeof *s);
     if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
     ctx->state = s;
     s->group = ptq_attr_int(ctx->node, "group", 1);
     s->cin = x->dims[1];
     s->cout = w->dims[1] * s->group;
-    s->kh = w->dims[2];
-    s->kw = w->dims[3];
-    if (w->dims[0] != s->cin || s->cin % s->group) OP_FAIL(ctx, PTQ_ERR_SHAPE, "weight does not match the input channels");
-    if ((st = ptq_spatial_resolve_transposed(ctx, 2, &x->dims[2], &w->dims[2], &s->sp)) != PTQ_OK) return st;
+    if (w->dims[0] != s->cin || s->group < 1 || s->cin % s->group)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "weight dim 0 is %lld for %lld input channels", (long long)w->dims[0], (long long)s->cin);
+    if (ctx->n_in > 2 && ctx->in[2] && (int64_t)ptq_tensor_numel(ctx->in[2]) != s->cout)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "bias has %zu values for %lld output channels", ptq_tensor_numel(ctx->in[2]), (long long)s->cout);
+    if ((st = ptq_spatial_resolve_transposed(ctx, nsp, &x->dims[2], &w->dims[2], &s->sp)) != PTQ_OK) return st;
     ptq_tensor *y = ctx->out[0];
     y->dtype = PTQ_F32;
-    y->rank = 4;
+    y->rank = x->rank;
     y->dims[0] = x->dims[0];
     y->dims[1] = s->cout;
-    y->dims[2] = s->sp.out[0];
-    y->dims[3] = s->sp.out[1];
-    ctx->scratch_bytes = sizeof(float) * (size_t)(w->dims[1] * s->kh * s->kw) * (size_t)(x->dims[2] * x->dims[3]);
+    size_t k = 1, p = 1;
+    for (int d = 0; d < nsp; d++) {
+        y->dims[2 + d] = s->sp.out[d];
+        k *= (size_t)w->dims[2 + d];
+        p *= (size_t)x->dims[2 + d];
+    }
+    ctx->scratch_bytes = sizeof(float) * (size_t)w->dims[1] * k * p;
     return PTQ_OK;
 }
 
+/* col = W_g^T X_g (sgemm), then col2im adds each column into the output (N-D, padded to 3). */
 static ptq_status convt_run(ptq_op_ctx *ctx)
 {
     const conv_state *s = ctx->state;
     const ptq_spatial *sp = &s->sp;
     const ptq_tensor *x = ctx->in[0];
     const float *w = ctx->in[1]->data, *bias = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
-    int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
-    int64_t cg = s->cin / s->group, og = s->cout / s->group, K = og * s->kh * s->kw, P = H * W;
+    int nsp = sp->nsp;
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
+    for (int d = 0; d < nsp; d++) {
+        in[d] = sp->in[d];
+        out[d] = sp->out[d];
+        k[d] = sp->kernel[d];
+        str[d] = sp->stride[d];
+        dil[d] = sp->dilation[d];
+        pb[d] = sp->pad_begin[d];
+    }
+    int64_t N = x->dims[0], cg = s->cin / s->group, og = s->cout / s->group, KS = k[0] * k[1] * k[2], K = og * KS;
+    int64_t P = in[0] * in[1] * in[2], OP = out[0] * out[1] * out[2];
     float *col = ctx->scratch, *yd = ctx->out[0]->data;
     for (int64_t n = 0; n < N; n++)
         for (int64_t gi = 0; gi < s->group; gi++) {
             const float *src = (const float *)x->data + (n * s->cin + gi * cg) * P;
-            /* col[K, P] = W_g^T [K, cg] x X_g [cg, P] */
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)cg, 1.0f, w + gi * cg * K, (int)K,
                         src, (int)P, 0.0f, col, (int)P);
-            float *dst = yd + (n * s->cout + gi * og) * OH * OW;
+            float *dst = yd + (n * s->cout + gi * og) * OP;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
             for (int64_t o = 0; o < og; o++) {
-                float *plane = dst + o * OH * OW;
+                float *plane = dst + o * OP;
                 float b = bias ? bias[gi * og + o] : 0.0f;
-                for (int64_t i = 0; i < OH * OW; i++) plane[i] = b;
-                for (int64_t kh = 0; kh < s->kh; kh++)
-                    for (int64_t kw = 0; kw < s->kw; kw++) {
-                        const float *row = col + ((o * s->kh + kh) * s->kw + kw) * P;
-                        for (int64_t h = 0; h < H; h++) {
-                            int64_t oh = h * sp->stride[0] - sp->pad_begin[0] + kh * sp->dilation[0];
-                            if (oh < 0 || oh >= OH) continue;
-                            for (int64_t ww = 0; ww < W; ww++) {
-                                int64_t ow = ww * sp->stride[1] - sp->pad_begin[1] + kw * sp->dilation[1];
-                                if (ow < 0 || ow >= OW) continue;
-                                plane[oh * OW + ow] += row[h * W + ww];
+                for (int64_t i = 0; i < OP; i++) plane[i] = b;
+                for (int64_t ka = 0; ka < k[0]; ka++)
+                    for (int64_t kb = 0; kb < k[1]; kb++)
+                        for (int64_t kc = 0; kc < k[2]; kc++) {
+                            const float *row = col + (o * KS + (ka * k[1] + kb) * k[2] + kc) * P;
+                            for (int64_t a = 0; a < in[0]; a++) {
+                                int64_t oa = a * str[0] - pb[0] + ka * dil[0];
+                                if (oa < 0 || oa >= out[0]) continue;
+                                for (int64_t b2 = 0; b2 < in[1]; b2++) {
+                                    int64_t ob = b2 * str[1] - pb[1] + kb * dil[1];
+                                    if (ob < 0 || ob >= out[1]) continue;
+                                    for (int64_t c = 0; c < in[2]; c++) {
+                                        int64_t oc = c * str[2] - pb[2] + kc * dil[2];
+                                        if (oc < 0 || oc >= out[2]) continue;
+                                        plane[(oa * out[1] + ob) * out[2] + oc] += row[(a * in[1] + b2) * in[2] + c];
+                                    }
+                                }
                             }
                         }
-                    }
-                ptq_activation_apply(&ctx->act, plane, (size_t)(OH * OW));
+                ptq_activation_apply(&ctx->act, plane, (size_t)OP);
             }
         }
     return PTQ_OK;
