@@ -30,13 +30,16 @@ typedef enum {
     PTQ_ACT_LEAKY_RELU,   /* alpha */
     PTQ_ACT_SIGMOID,
     PTQ_ACT_HARD_SIGMOID, /* max(0, min(1, alpha*x + beta)) */
-    PTQ_ACT_HARD_SWISH    /* x * max(0, min(1, x/6 + 0.5)) */
+    PTQ_ACT_HARD_SWISH,   /* x * max(0, min(1, x/6 + 0.5)) */
+    PTQ_ACT_HARD_SWISH_DIV6 /* x * min(max(x + 3, 0), 6) / 6: the Add, Clip, Mul, Div form, bit for bit */
 } ptq_act_kind;
 
 /* An activation fused into the producing op by the planner. */
 typedef struct {
     ptq_act_kind kind;
     float alpha, beta;
+    int has_post;               /* then y = y * post_mul + post_add (a following scalar Mul and Add) */
+    float post_mul, post_add;
 } ptq_activation;
 
 /* Applies act to x[0..n) in place (serial; call it per thread chunk). */

@@ -88,5 +88,16 @@ void ptq_activation_apply(const ptq_activation *act, float *x, size_t n)
             x[i] = x[i] * v;
         }
         break;
+    case PTQ_ACT_HARD_SWISH_DIV6:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] + 3.0f;
+            v = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+            x[i] = x[i] * v / 6.0f;
+        }
+        break;
+    }
+    if (act->has_post) {
+        float m = act->post_mul, a = act->post_add;
+        for (size_t i = 0; i < n; i++) x[i] = x[i] * m + a;
     }
 }

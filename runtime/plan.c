@@ -482,6 +482,207 @@ done:
     return st;
 }
 
+/* The live step producing value v, or -1. */
+static int producer_step(const ptq_plan *p, int v)
+{
+    for (int i = 0; i < p->n_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->skip) continue;
+        for (int o = 0; o < s->ctx.n_out; o++)
+            if (s->out_vals[o] == v) return i;
+    }
+    return -1;
+}
+
+/* A constant float32 usable as a per-channel factor of a [N, C, ...] conv output:
+ * one value (per_channel 0) or C values laid out as [C,1,1] / [1,C,1,1]. */
+static int channel_const(const ptq_plan *p, int v, int64_t cout, int out_rank, const float **vals, int *per_channel)
+{
+    if (v < 0 || !p->is_const[v] || p->vals[v].dtype != PTQ_F32) return 0;
+    const ptq_tensor *t = &p->vals[v];
+    size_t n = ptq_tensor_numel(t);
+    *vals = t->data;
+    if (n == 1 && t->rank <= out_rank) {
+        *per_channel = 0;
+        return 1;
+    }
+    if ((int64_t)n != cout || t->rank > out_rank || t->rank < out_rank - 1) return 0;
+    int c_axis = t->rank - (out_rank - 1); /* position of C in t when right-aligned */
+    for (int d = 0; d < t->rank; d++)
+        if (d != c_axis && t->dims[d] != 1) return 0;
+    *per_channel = 1;
+    return 1;
+}
+
+/* Conv followed by Mul, Add, Sub or Div with a constant (scalar or per channel):
+ * folded into the conv's weights and bias, repeatedly (learnable affine blocks). */
+static ptq_status fold_affine(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *conv = &p->steps[i];
+        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE) continue;
+        int wv = conv->in_vals[1];
+        if (!p->is_const[wv] || p->vals[wv].dtype != PTQ_F32) continue;
+        if (conv->ctx.n_in > 2 && conv->in_vals[2] >= 0 && (!p->is_const[conv->in_vals[2]] || p->vals[conv->in_vals[2]].dtype != PTQ_F32))
+            continue;
+        int64_t cout = p->vals[wv].dims[0];
+        int copied = 0, changed = 0;
+        for (;;) {
+            int y = conv->out_vals[0], j = -1;
+            if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) break;
+            plan_step *c = &p->steps[j];
+            int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
+            if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2) break;
+            int other = c->in_vals[0] == y ? c->in_vals[1] : c->in_vals[0];
+            if ((is_sub || is_div) && c->in_vals[0] != y) break;
+            if (c->in_vals[0] == y && c->in_vals[1] == y) break;
+            const float *k;
+            int per_channel;
+            if (!channel_const(p, other, cout, p->vals[y].rank, &k, &per_channel)) break;
+            if (!ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) break; /* the constant must not broadcast y */
+            if (!copied) { /* private copies of W and B before changing them */
+                ptq_tensor bshape = {0};
+                int nw, nb;
+                bshape.dtype = PTQ_F32;
+                bshape.rank = 1;
+                bshape.dims[0] = cout;
+                TRY(add_const(p, &p->vals[conv->in_vals[1]], &nw));
+                memcpy(p->vals[nw].data, p->vals[conv->in_vals[1]].data, ptq_tensor_nbytes(&p->vals[nw]));
+                TRY(add_const(p, &bshape, &nb));
+                if (conv->ctx.n_in > 2 && conv->in_vals[2] >= 0)
+                    memcpy(p->vals[nb].data, p->vals[conv->in_vals[2]].data, sizeof(float) * (size_t)cout);
+                if (conv->ctx.n_in < 3) {
+                    int *iv = realloc(conv->in_vals, sizeof(int) * 3);
+                    const ptq_tensor **ip = realloc(conv->in, sizeof *ip * 3);
+                    if (iv) conv->in_vals = iv;
+                    if (ip) conv->in = ip;
+                    CHECK_ALLOC(iv);
+                    CHECK_ALLOC(ip);
+                    conv->ctx.in = conv->in;
+                    conv->ctx.n_in = 3;
+                }
+                conv->in_vals[1] = nw;
+                conv->in_vals[2] = nb;
+                conv->in[1] = &p->vals[nw];
+                conv->in[2] = &p->vals[nb];
+                copied = 1;
+            }
+            float *w = p->vals[conv->in_vals[1]].data, *b = p->vals[conv->in_vals[2]].data;
+            size_t per = ptq_tensor_numel(&p->vals[conv->in_vals[1]]) / (size_t)cout;
+            for (int64_t ch = 0; ch < cout; ch++) {
+                float a = k[per_channel ? ch : 0];
+                if (is_mul || is_div) {
+                    for (size_t q = 0; q < per; q++) w[(size_t)ch * per + q] = is_mul ? w[(size_t)ch * per + q] * a : w[(size_t)ch * per + q] / a;
+                    b[ch] = is_mul ? b[ch] * a : b[ch] / a;
+                } else {
+                    b[ch] = is_add ? b[ch] + a : b[ch] - a;
+                }
+            }
+            conv->out_vals[0] = c->out_vals[0];
+            conv->out[0] = &p->vals[c->out_vals[0]];
+            c->skip = 1;
+            changed = 1;
+        }
+        if (changed) TRY(step_infer(p, conv));
+    }
+done:
+    return st;
+}
+
+static int scalar_const_is(const ptq_plan *p, int v, float want)
+{
+    return v >= 0 && p->is_const[v] && p->vals[v].dtype == PTQ_F32 && ptq_tensor_numel(&p->vals[v]) == 1 &&
+           *(const float *)p->vals[v].data == want;
+}
+
+/* x * Clip(x + 3, 0, 6) / 6 (how paddle2onnx writes hard-swish) after a kernel that can
+ * fuse an activation: becomes that kernel's epilogue, bit for bit. */
+static ptq_status fuse_hardswish_pattern(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *d = &p->steps[i];
+        if (d->skip || !op_is(p, d, "Div") || d->ctx.n_in != 2 || !scalar_const_is(p, d->in_vals[1], 6.0f)) continue;
+        int m = d->in_vals[0], jm = producer_step(p, m), dummy;
+        if (jm < 0 || consumers(p, m, &dummy) != 1) continue;
+        plan_step *mul = &p->steps[jm];
+        if (!op_is(p, mul, "Mul") || mul->ctx.n_in != 2) continue;
+        for (int side = 0; side < 2; side++) {
+            int x = mul->in_vals[side], cv = mul->in_vals[1 - side], jc = producer_step(p, cv);
+            if (jc < 0 || consumers(p, cv, &dummy) != 1) continue;
+            plan_step *clip = &p->steps[jc];
+            ptq_activation ca;
+            if (!op_is(p, clip, "Clip") || !activation_of(p, clip, &ca) || ca.alpha != 0.0f || ca.beta != 6.0f) continue;
+            int t = clip->in_vals[0], ja = producer_step(p, t);
+            if (ja < 0 || consumers(p, t, &dummy) != 1) continue;
+            plan_step *add = &p->steps[ja];
+            if (!op_is(p, add, "Add") || add->ctx.n_in != 2) continue;
+            int three = add->in_vals[0] == x ? add->in_vals[1] : (add->in_vals[1] == x ? add->in_vals[0] : -1);
+            if (!scalar_const_is(p, three, 3.0f)) continue;
+            int jx = producer_step(p, x);
+            if (jx < 0 || is_graph_output(p, x) || consumers(p, x, &dummy) != 2) continue;
+            plan_step *prod = &p->steps[jx];
+            if (!(prod->def->flags & PTQ_OP_FUSE_ACT) || prod->ctx.act.kind != PTQ_ACT_NONE || prod->ctx.act.has_post ||
+                prod->out_vals[0] != x || p->vals[x].dtype != PTQ_F32 || !ptq_shape_equal(&p->vals[x], &p->vals[d->out_vals[0]]))
+                continue;
+            prod->out_vals[0] = d->out_vals[0];
+            prod->out[0] = &p->vals[d->out_vals[0]];
+            add->skip = clip->skip = mul->skip = d->skip = 1;
+            TRY(step_infer(p, prod));
+            prod->ctx.act.kind = PTQ_ACT_HARD_SWISH_DIV6;
+            break;
+        }
+    }
+done:
+    return st;
+}
+
+/* A scalar Mul (and an optional scalar Add) after a fused activation: applied in the
+ * same epilogue, in the same order, so the result is unchanged. */
+static ptq_status fuse_post_affine(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
+        int y = s->out_vals[0], j = -1;
+        if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        plan_step *mul = &p->steps[j];
+        if (!op_is(p, mul, "Mul") || mul->ctx.n_in != 2) continue;
+        int kv = mul->in_vals[0] == y ? mul->in_vals[1] : mul->in_vals[0];
+        if (kv < 0 || !p->is_const[kv] || p->vals[kv].dtype != PTQ_F32 || ptq_tensor_numel(&p->vals[kv]) != 1 ||
+            !ptq_shape_equal(&p->vals[mul->out_vals[0]], &p->vals[y]))
+            continue;
+        int z = mul->out_vals[0], ja = -1;
+        plan_step *add = NULL;
+        if (!is_graph_output(p, z) && consumers(p, z, &ja) == 1) {
+            plan_step *c = &p->steps[ja];
+            int bv = c->ctx.n_in == 2 ? (c->in_vals[0] == z ? c->in_vals[1] : c->in_vals[0]) : -1;
+            if (op_is(p, c, "Add") && bv >= 0 && p->is_const[bv] && p->vals[bv].dtype == PTQ_F32 &&
+                ptq_tensor_numel(&p->vals[bv]) == 1 && ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[z]))
+                add = c;
+        }
+        ptq_activation act = s->ctx.act;
+        act.has_post = 1;
+        act.post_mul = *(const float *)p->vals[kv].data;
+        act.post_add = 0.0f;
+        if (add) {
+            int bv = add->in_vals[0] == z ? add->in_vals[1] : add->in_vals[0];
+            act.post_add = *(const float *)p->vals[bv].data;
+        }
+        plan_step *last = add ? add : mul;
+        s->out_vals[0] = last->out_vals[0];
+        s->out[0] = &p->vals[last->out_vals[0]];
+        mul->skip = 1;
+        if (add) add->skip = 1;
+        TRY(step_infer(p, s));
+        s->ctx.act = act;
+    }
+done:
+    return st;
+}
+
 typedef struct {
     size_t off, size;
 } block;
@@ -633,7 +834,10 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     }
     if (p->opt.fuse && !p->opt.observer) {
         TRY(fuse_batchnorm(p));
+        TRY(fold_affine(p));
         TRY(fuse_activations(p));
+        TRY(fuse_hardswish_pattern(p));
+        TRY(fuse_post_affine(p));
     }
 
     /* liveness: last step reading each value */
