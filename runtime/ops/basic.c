@@ -1464,6 +1464,7 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
         if (s->band < 1) s->band = 1;
         if (s->band > s->sp.out[0]) s->band = s->sp.out[0];
         ctx->scratch_bytes = row_bytes * (size_t)s->band;
+        if (x->dims[0] > 1) ctx->scratch_bytes *= (size_t)(ctx->nthreads > 0 ? ctx->nthreads : 1); /* one per thread */
     }
     return PTQ_OK;
 }
@@ -1534,55 +1535,73 @@ static void im2col_row(const float *src, int64_t H, int64_t W, const ptq_spatial
     }
 }
 
+/* One image of a dense (non-depthwise) convolution: per group, a GEMM (straight on
+ * the input for 1x1 stride-1 convs, else on banded im2col columns in buf), then bias
+ * and the fused activation. nt: threads for the loops here (OpenBLAS threads itself
+ * outside a parallel region and runs single-threaded inside one). */
+static void conv_image(const ptq_op_ctx *ctx, const conv_state *s, int64_t n, float *buf, int nt)
+{
+    const ptq_spatial *sp = &s->sp;
+    const ptq_tensor *x = ctx->in[0];
+    const float *w = ctx->in[1]->data, *bias = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
+    int64_t H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
+    int64_t cg = s->cin / s->group, og = s->cout / s->group, K = cg * s->kh * s->kw, P = OH * OW;
+    const float *xd = x->data;
+    float *yd = ctx->out[0]->data;
+    for (int64_t gi = 0; gi < s->group; gi++) {
+        const float *src = xd + (n * s->cin + gi * cg) * H * W;
+        float *dst = yd + (n * s->cout + gi * og) * P;
+        if (s->pointwise) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)P, (int)K, 1.0f, w + gi * og * K, (int)K,
+                        src, (int)P, 0.0f, dst, (int)P);
+        } else {
+            for (int64_t oh0 = 0; oh0 < OH; oh0 += s->band) {
+                int64_t oh1 = oh0 + s->band < OH ? oh0 + s->band : OH, cols = (oh1 - oh0) * OW;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+                for (int64_t r = 0; r < K; r++)
+                    im2col_row(src, H, W, sp, r / (s->kh * s->kw), (r / s->kw) % s->kh, r % s->kw, buf + r * cols, oh0, oh1,
+                               OW);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)cols, (int)K, 1.0f, w + gi * og * K,
+                            (int)K, buf, (int)cols, 0.0f, dst + oh0 * OW, (int)P);
+            }
+        }
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t o = 0; o < og; o++) {
+            float b = bias ? bias[gi * og + o] : 0.0f, *row = dst + o * P;
+            if (b != 0.0f)
+                for (int64_t i = 0; i < P; i++) row[i] += b;
+            ptq_activation_apply(&ctx->act, row, (size_t)P);
+        }
+    }
+}
+
 static ptq_status conv_run(ptq_op_ctx *ctx)
 {
     const conv_state *s = ctx->state;
     const ptq_spatial *sp = &s->sp;
     const ptq_tensor *x = ctx->in[0];
     const float *w = ctx->in[1]->data, *bias = ctx->n_in > 2 && ctx->in[2] ? ctx->in[2]->data : NULL;
-    int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1];
-    int64_t cg = s->cin / s->group, og = s->cout / s->group, K = cg * s->kh * s->kw, P = OH * OW;
+    int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], OH = sp->out[0], OW = sp->out[1], P = OH * OW;
     const float *xd = x->data;
     float *yd = ctx->out[0]->data;
-    for (int64_t n = 0; n < N; n++) {
-        if (s->depthwise) {
+    if (s->depthwise) {
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-            for (int64_t c = 0; c < s->cin; c++) {
-                const float *src = xd + (n * s->cin + c) * H * W, *k = w + c * s->kh * s->kw;
-                float *dst = yd + (n * s->cout + c) * P;
-                depthwise_plane(src, H, W, k, bias ? bias[c] : 0.0f, sp, s->kh, s->kw, dst, OH, OW);
-                ptq_activation_apply(&ctx->act, dst, (size_t)P);
-            }
-            continue;
+        for (int64_t nc = 0; nc < N * s->cin; nc++) {
+            int64_t c = nc % s->cin;
+            const float *src = xd + nc * H * W, *k = w + c * s->kh * s->kw;
+            float *dst = yd + nc * P;
+            depthwise_plane(src, H, W, k, bias ? bias[c] : 0.0f, sp, s->kh, s->kw, dst, OH, OW);
+            ptq_activation_apply(&ctx->act, dst, (size_t)P);
         }
-        for (int64_t gi = 0; gi < s->group; gi++) {
-            const float *src = xd + (n * s->cin + gi * cg) * H * W;
-            float *dst = yd + (n * s->cout + gi * og) * P;
-            if (s->pointwise) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)P, (int)K, 1.0f, w + gi * og * K,
-                            (int)K, src, (int)P, 0.0f, dst, (int)P);
-            } else {
-                /* im2col in bands of output rows so the column buffer stays in cache */
-                float *buf = ctx->scratch;
-                for (int64_t oh0 = 0; oh0 < OH; oh0 += s->band) {
-                    int64_t oh1 = oh0 + s->band < OH ? oh0 + s->band : OH, cols = (oh1 - oh0) * OW;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-                    for (int64_t r = 0; r < K; r++)
-                        im2col_row(src, H, W, sp, r / (s->kh * s->kw), (r / s->kw) % s->kh, r % s->kw, buf + r * cols, oh0,
-                                   oh1, OW);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)cols, (int)K, 1.0f,
-                                w + gi * og * K, (int)K, buf, (int)cols, 0.0f, dst + oh0 * OW, (int)P);
-                }
-            }
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-            for (int64_t o = 0; o < og; o++) {
-                float b = bias ? bias[gi * og + o] : 0.0f, *row = dst + o * P;
-                if (b != 0.0f)
-                    for (int64_t i = 0; i < P; i++) row[i] += b;
-                ptq_activation_apply(&ctx->act, row, (size_t)P);
-            }
-        }
+        return PTQ_OK;
     }
+    if (N > 1 && ctx->nthreads > 1) { /* a batch: one image per thread, each with its own column buffer */
+        size_t per = ctx->scratch_bytes / sizeof(float) / (size_t)ctx->nthreads;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+        for (int64_t n = 0; n < N; n++) conv_image(ctx, s, n, (float *)ctx->scratch + (size_t)omp_get_thread_num() * per, 1);
+        return PTQ_OK;
+    }
+    for (int64_t n = 0; n < N; n++) conv_image(ctx, s, n, ctx->scratch, ctx->nthreads);
     return PTQ_OK;
 }
 
