@@ -215,6 +215,7 @@ int cmd_run(int argc, char **argv)
             if (strcmp(shapes[s].name, g->values[in_vals[slot]].name) == 0) bound = 1;
         if (!bound && n_shapes < MAX_ARGS) {
             ptq_input_shape *b = &shapes[n_shapes++];
+            memset(b, 0, sizeof *b);
             b->name = g->values[in_vals[slot]].name;
             b->rank = inputs[slot].rank;
             memcpy(b->dims, inputs[slot].dims, sizeof b->dims);
