@@ -45,7 +45,7 @@ static void value_clear(ptq_value *v)
     free(v->doc_string);
 }
 
-static void node_clear(ptq_node *n)
+void ptq_node_clear(ptq_node *n)
 {
     free(n->name);
     free(n->op_type);
@@ -61,7 +61,7 @@ void ptq_graph_destroy(ptq_graph *g)
 {
     if (!g) return;
     for (int i = 0; i < g->n_values; i++) value_clear(&g->values[i]);
-    for (int i = 0; i < g->n_nodes; i++) node_clear(&g->nodes[i]);
+    for (int i = 0; i < g->n_nodes; i++) ptq_node_clear(&g->nodes[i]);
     free(g->values);
     free(g->nodes);
     free(g->inputs);
@@ -133,7 +133,7 @@ ptq_status ptq_graph_add_node(ptq_graph *g, const char *name, const char *op_typ
     n->inputs = malloc(sizeof(int) * (size_t)(n_inputs ? n_inputs : 1));
     n->outputs = malloc(sizeof(int) * (size_t)(n_outputs ? n_outputs : 1));
     if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs) {
-        node_clear(n);
+        ptq_node_clear(n);
         FAIL(PTQ_ERR_NOMEM, "out of memory adding node '%s'", name ? name : "");
     }
     if (n_inputs) memcpy(n->inputs, inputs, sizeof(int) * (size_t)n_inputs);

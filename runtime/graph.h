@@ -163,6 +163,7 @@ const int64_t *ptq_attr_ints(const ptq_node *n, const char *name, size_t *count)
 const float *ptq_attr_floats(const ptq_node *n, const char *name, size_t *count);
 const ptq_tensor *ptq_attr_tensor(const ptq_node *n, const char *name);
 void ptq_attr_clear(ptq_attr *a);                  /* frees what the attribute owns */
+void ptq_node_clear(ptq_node *n);                  /* frees what the node owns */
 
 /* Name -> index hash map (open addressing), for graphs with many values. */
 typedef struct ptq_name_index ptq_name_index;

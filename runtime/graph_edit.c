@@ -131,15 +131,7 @@ ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
         v->kind = PTQ_VALUE_INITIALIZER;
         v->producer = -1;
         g->initializers[g->n_initializers++] = out;
-        /* release the node */
-        free(n->name);
-        free(n->op_type);
-        free(n->domain);
-        free(n->doc_string);
-        free(n->inputs);
-        free(n->outputs);
-        for (int a = 0; a < n->n_attrs; a++) ptq_attr_clear(&n->attrs[a]);
-        free(n->attrs);
+        ptq_node_clear(n);
         (*n_converted)++;
     }
     g->n_nodes = k;

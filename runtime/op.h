@@ -94,6 +94,9 @@ const char *ptq_op_name(int id);
         return (code);                                                                       \
     } while (0)
 
+/* free_state for op state allocated with a single malloc. */
+void ptq_op_free_state(void *state);
+
 /* Checks the input count is within [lo, hi] and required inputs are present. */
 ptq_status ptq_op_check_inputs(const ptq_op_ctx *ctx, int lo, int hi);
 

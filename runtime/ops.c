@@ -1,5 +1,6 @@
 /* ops.c: the op table generated from ops.def, lookup by name, shared op helpers. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -42,6 +43,11 @@ const ptq_op_def *ptq_op_get(int id)
 const char *ptq_op_name(int id)
 {
     return id >= 0 && id < PTQ_OP_COUNT ? op_names[id] : "?";
+}
+
+void ptq_op_free_state(void *state)
+{
+    free(state);
 }
 
 ptq_status ptq_op_check_inputs(const ptq_op_ctx *ctx, int lo, int hi)

@@ -350,6 +350,28 @@ static int op_is(const ptq_plan *p, const plan_step *s, const char *type)
     return strcmp(p->g->nodes[s->node].op_type, type) == 0;
 }
 
+/* Points a conv step at weight value w and bias value b (adding the bias slot if absent). */
+static ptq_status set_conv_weights(ptq_plan *p, plan_step *conv, int w, int b)
+{
+    ptq_status st = PTQ_OK;
+    if (conv->ctx.n_in < 3) {
+        int *iv = realloc(conv->in_vals, sizeof(int) * 3);
+        if (iv) conv->in_vals = iv;
+        CHECK_ALLOC(iv);
+        const ptq_tensor **ip = realloc(conv->in, sizeof *ip * 3);
+        if (ip) conv->in = ip;
+        CHECK_ALLOC(ip);
+        conv->ctx.in = conv->in;
+        conv->ctx.n_in = 3;
+    }
+    conv->in_vals[1] = w;
+    conv->in_vals[2] = b;
+    conv->in[1] = &p->vals[w];
+    conv->in[2] = &p->vals[b];
+done:
+    return st;
+}
+
 /* Conv -> BatchNormalization: W' = W * a[c], B' = (B - mean) * a[c] + beta, a = scale / sqrt(var + eps). */
 static ptq_status fuse_batchnorm(ptq_plan *p)
 {
@@ -395,20 +417,7 @@ static ptq_status fuse_batchnorm(ptq_plan *p)
             db[c] = (b - ((const float *)mean->data)[c]) * a + ((const float *)beta->data)[c];
         }
         /* rewire: conv reads W', B' and writes BN's output; BN disappears */
-        if (conv->ctx.n_in < 3) {
-            int *iv = realloc(conv->in_vals, sizeof(int) * 3);
-            const ptq_tensor **ip = realloc(conv->in, sizeof *ip * 3);
-            if (iv) conv->in_vals = iv;
-            if (ip) conv->in = ip;
-            CHECK_ALLOC(iv);
-            CHECK_ALLOC(ip);
-            conv->ctx.in = conv->in;
-            conv->ctx.n_in = 3;
-        }
-        conv->in_vals[1] = wv;
-        conv->in_vals[2] = bv;
-        conv->in[1] = &p->vals[wv];
-        conv->in[2] = &p->vals[bv];
+        TRY(set_conv_weights(p, conv, wv, bv));
         conv->out_vals[0] = bn->out_vals[0];
         conv->out[0] = &p->vals[bn->out_vals[0]];
         bn->skip = 1;
@@ -552,20 +561,7 @@ static ptq_status fold_affine(ptq_plan *p)
                 TRY(add_const(p, &bshape, &nb));
                 if (conv->ctx.n_in > 2 && conv->in_vals[2] >= 0)
                     memcpy(p->vals[nb].data, p->vals[conv->in_vals[2]].data, sizeof(float) * (size_t)cout);
-                if (conv->ctx.n_in < 3) {
-                    int *iv = realloc(conv->in_vals, sizeof(int) * 3);
-                    const ptq_tensor **ip = realloc(conv->in, sizeof *ip * 3);
-                    if (iv) conv->in_vals = iv;
-                    if (ip) conv->in = ip;
-                    CHECK_ALLOC(iv);
-                    CHECK_ALLOC(ip);
-                    conv->ctx.in = conv->in;
-                    conv->ctx.n_in = 3;
-                }
-                conv->in_vals[1] = nw;
-                conv->in_vals[2] = nb;
-                conv->in[1] = &p->vals[nw];
-                conv->in[2] = &p->vals[nb];
+                TRY(set_conv_weights(p, conv, nw, nb));
                 copied = 1;
             }
             float *w = p->vals[conv->in_vals[1]].data, *b = p->vals[conv->in_vals[2]].data;

@@ -2,6 +2,12 @@
 
 #include <string.h>
 
+void ptq_shape_copy(ptq_tensor *dst, const ptq_tensor *src)
+{
+    dst->rank = src->rank;
+    for (int i = 0; i < src->rank; i++) dst->dims[i] = src->dims[i];
+}
+
 int ptq_norm_axis(int64_t axis, int rank, int64_t *out)
 {
     if (axis < -rank || axis >= (rank ? rank : 1)) return -1;

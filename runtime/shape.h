@@ -12,6 +12,9 @@
 #include "op.h"
 #include "tensor.h"
 
+/* dst takes src's rank and dims (dtype and data untouched). */
+void ptq_shape_copy(ptq_tensor *dst, const ptq_tensor *src);
+
 /* Normalises a possibly negative axis into [0, rank); returns 0 on success, -1 if out of range. */
 int ptq_norm_axis(int64_t axis, int rank, int64_t *out);
 

@@ -12,11 +12,6 @@
 
 #define WEAK __attribute__((weak))
 
-static void copy_shape(ptq_tensor *dst, const ptq_tensor *src)
-{
-    dst->rank = src->rank;
-    for (int i = 0; i < src->rank; i++) dst->dims[i] = src->dims[i];
-}
 
 static ptq_status need_f32(const ptq_op_ctx *ctx, int i)
 {
@@ -36,7 +31,7 @@ static ptq_status constant_infer(ptq_op_ctx *ctx)
     ptq_tensor *y = ctx->out[0];
     if (strcmp(a->name, "value") == 0 && a->type == PTQ_ATTR_TENSOR) {
         y->dtype = a->tensor.dtype;
-        copy_shape(y, &a->tensor);
+        ptq_shape_copy(y, &a->tensor);
     } else if (strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_int") == 0) {
         y->dtype = a->name[6] == 'f' ? PTQ_F32 : PTQ_I64;
         y->rank = 0;
@@ -78,7 +73,7 @@ static ptq_status unary_infer(ptq_op_ctx *ctx)
     if (st != PTQ_OK) return st;
     if ((st = need_f32(ctx, 0)) != PTQ_OK) return st;
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     return PTQ_OK;
 }
 
@@ -112,7 +107,7 @@ static ptq_status signed_unary_infer(ptq_op_ctx *ctx)
     if (dt != PTQ_F32 && dt != PTQ_I64 && dt != PTQ_I32 && dt != PTQ_I16 && dt != PTQ_I8 && dt != PTQ_F64)
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(dt));
     ctx->out[0]->dtype = dt;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     return PTQ_OK;
 }
 
@@ -400,7 +395,7 @@ static ptq_status cast_infer(ptq_op_ctx *ctx)
     if (ptq_dtype_size((ptq_dtype)to) == 0 || ptq_dtype_size(ctx->in[0]->dtype) == 0)
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "cast from %s to type %lld", ptq_dtype_name(ctx->in[0]->dtype), (long long)to);
     ctx->out[0]->dtype = (ptq_dtype)to;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     return PTQ_OK;
 }
 
@@ -626,9 +621,8 @@ static ptq_status transpose_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-static void free_ptr(void *p) { free(p); }
 
-WEAK const ptq_op_def op_transpose = {transpose_infer, transpose_run, free_ptr, 0};
+WEAK const ptq_op_def op_transpose = {transpose_infer, transpose_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ Concat */
 
@@ -641,7 +635,7 @@ static ptq_status concat_infer(ptq_op_ctx *ctx)
     ptq_tensor *y = ctx->out[0];
     *y = (ptq_tensor){0};
     y->dtype = x0->dtype;
-    copy_shape(y, x0);
+    ptq_shape_copy(y, x0);
     y->dims[axis] = 0;
     for (int i = 0; i < ctx->n_in; i++) {
         const ptq_tensor *x = ctx->in[i];
@@ -715,7 +709,7 @@ static ptq_status slice_infer(ptq_op_ctx *ctx)
     ctx->state = s;
     ptq_tensor *y = ctx->out[0];
     y->dtype = x->dtype;
-    copy_shape(y, x);
+    ptq_shape_copy(y, x);
     for (int d = 0; d < x->rank; d++) s->step[d] = 1;
     for (int i = 0; i < n; i++) {
         int64_t a;
@@ -760,7 +754,7 @@ static ptq_status slice_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_slice = {slice_infer, slice_run, free_ptr, 0};
+WEAK const ptq_op_def op_slice = {slice_infer, slice_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ Gather (axis, int64/int32 indices) */
 
@@ -817,7 +811,7 @@ static ptq_status bn_infer(ptq_op_ctx *ctx)
         if ((int64_t)ptq_tensor_numel(ctx->in[i]) != x->dims[1]) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input %d has the wrong size", i);
     if (ptq_attr_int(ctx->node, "training_mode", 0)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1");
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     return PTQ_OK;
 }
 
@@ -850,7 +844,7 @@ static ptq_status gap_infer(ptq_op_ctx *ctx)
     const ptq_tensor *x = ctx->in[0];
     if (x->rank < 3) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d", x->rank);
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     for (int d = 2; d < x->rank; d++) ctx->out[0]->dims[d] = 1;
     return PTQ_OK;
 }
@@ -992,8 +986,8 @@ static ptq_status pool_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_max_pool = {maxpool_infer, pool_run, free_ptr, 0};
-WEAK const ptq_op_def op_average_pool = {avgpool_infer, pool_run, free_ptr, 0};
+WEAK const ptq_op_def op_max_pool = {maxpool_infer, pool_run, ptq_op_free_state, 0};
+WEAK const ptq_op_def op_average_pool = {avgpool_infer, pool_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ Softmax, ReduceMean (last axes) */
 
@@ -1007,7 +1001,7 @@ static ptq_status softmax_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
     ctx->state = (void *)(intptr_t)axis;
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     return PTQ_OK;
 }
 
@@ -1121,7 +1115,7 @@ static ptq_status reduce_mean_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_reduce_mean = {reduce_mean_infer, reduce_mean_run, free_ptr, 0};
+WEAK const ptq_op_def op_reduce_mean = {reduce_mean_infer, reduce_mean_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ Resize / Upsample
  * Separable: for every axis, each output index reads T taps (1 nearest, 2 linear,
@@ -1605,7 +1599,7 @@ static ptq_status conv_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_conv = {conv_infer, conv_run, free_ptr, PTQ_OP_FUSE_ACT};
+WEAK const ptq_op_def op_conv = {conv_infer, conv_run, ptq_op_free_state, PTQ_OP_FUSE_ACT};
 
 /* ------------------------------------------------------------ ConvTranspose (2-D, via sgemm + col2im) */
 
@@ -1699,7 +1693,7 @@ static ptq_status convt_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_conv_transpose = {convt_infer, convt_run, free_ptr, PTQ_OP_FUSE_ACT};
+WEAK const ptq_op_def op_conv_transpose = {convt_infer, convt_run, ptq_op_free_state, PTQ_OP_FUSE_ACT};
 
 /* ------------------------------------------------------------ MatMul (batched, broadcast batch dims) */
 

@@ -11,16 +11,7 @@
 
 #define WEAK __attribute__((weak))
 
-static void copy_shape(ptq_tensor *dst, const ptq_tensor *src)
-{
-    dst->rank = src->rank;
-    for (int i = 0; i < src->rank; i++) dst->dims[i] = src->dims[i];
-}
 
-static void free_ptr(void *p)
-{
-    free(p);
-}
 
 /* Output element i's offset in t broadcast to y. */
 static size_t bcast_offset(const int64_t *strides, const ptq_tensor *y, size_t i)
@@ -74,7 +65,7 @@ static ptq_status funary_infer(ptq_op_ctx *ctx)
     if (!is_float(ctx->in[0]->dtype))
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, a float type is required", ptq_dtype_name(ctx->in[0]->dtype));
     ctx->out[0]->dtype = ctx->in[0]->dtype;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     return PTQ_OK;
 }
 
@@ -254,7 +245,7 @@ static ptq_status not_infer(ptq_op_ctx *ctx)
     if (st != PTQ_OK) return st;
     if (ctx->in[0]->dtype != PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input must be bool");
     ctx->out[0]->dtype = PTQ_BOOL;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     return PTQ_OK;
 }
 
@@ -273,7 +264,7 @@ static ptq_status identity_infer(ptq_op_ctx *ctx)
 {
     if (ctx->n_in < 1 || !ctx->in[0]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "no input");
     ctx->out[0]->dtype = ctx->in[0]->dtype;
-    copy_shape(ctx->out[0], ctx->in[0]);
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
     if (strcmp(ctx->node->op_type, "Dropout") == 0) {
         if (ctx->n_in > 2 && ctx->in[2]) {
             if (!ctx->in[2]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode input is not constant");
@@ -281,7 +272,7 @@ static ptq_status identity_infer(ptq_op_ctx *ctx)
         }
         if (ctx->n_out > 1 && ctx->out[1]) {
             ctx->out[1]->dtype = PTQ_BOOL;
-            copy_shape(ctx->out[1], ctx->in[0]);
+            ptq_shape_copy(ctx->out[1], ctx->in[0]);
         }
     }
     return PTQ_OK;
@@ -507,7 +498,7 @@ static ptq_status split_infer(ptq_op_ctx *ctx)
     for (int i = 0; i < n; i++) {
         if (!ctx->out[i]) continue;
         ctx->out[i]->dtype = x->dtype;
-        copy_shape(ctx->out[i], x);
+        ptq_shape_copy(ctx->out[i], x);
         ctx->out[i]->dims[axis] = parts[i];
     }
     ctx->state = (void *)(intptr_t)axis;
@@ -633,7 +624,7 @@ static ptq_status pad_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_pad = {pad_infer, pad_run, free_ptr, 0};
+WEAK const ptq_op_def op_pad = {pad_infer, pad_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ DepthToSpace, SpaceToDepth */
 
@@ -752,7 +743,7 @@ static ptq_status gmp_infer(ptq_op_ctx *ctx)
     const ptq_tensor *x = ctx->in[0];
     if (x->rank < 3 || x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_SHAPE, "needs a float32 input of rank >= 3");
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     for (int d = 2; d < x->rank; d++) ctx->out[0]->dims[d] = 1;
     return PTQ_OK;
 }
@@ -783,7 +774,7 @@ static ptq_status inorm_infer(ptq_op_ctx *ctx)
     if ((int64_t)ptq_tensor_numel(ctx->in[1]) != x->dims[1] || (int64_t)ptq_tensor_numel(ctx->in[2]) != x->dims[1])
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale and B need %lld values", (long long)x->dims[1]);
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     return PTQ_OK;
 }
 
@@ -820,11 +811,11 @@ static ptq_status lnorm_infer(ptq_op_ctx *ctx)
     if (x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "only float32");
     if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", -1), x->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
     ctx->out[0]->dtype = PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     for (int o = 1; o < ctx->n_out && o < 3; o++) {
         if (!ctx->out[o]) continue;
         ctx->out[o]->dtype = PTQ_F32;
-        copy_shape(ctx->out[o], x);
+        ptq_shape_copy(ctx->out[o], x);
         for (int d = (int)axis; d < x->rank; d++) ctx->out[o]->dims[d] = 1;
     }
     ctx->state = (void *)(intptr_t)axis;
@@ -954,10 +945,10 @@ static ptq_status reduce_max_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_M
 static ptq_status reduce_min_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_MIN); }
 static ptq_status reduce_l2_run(ptq_op_ctx *ctx) { return reduce_run(ctx, RED_L2); }
 
-WEAK const ptq_op_def op_reduce_sum = {reduce_infer, reduce_sum_run, free_ptr, 0};
-WEAK const ptq_op_def op_reduce_max = {reduce_infer, reduce_max_run, free_ptr, 0};
-WEAK const ptq_op_def op_reduce_min = {reduce_infer, reduce_min_run, free_ptr, 0};
-WEAK const ptq_op_def op_reduce_l2 = {reduce_infer, reduce_l2_run, free_ptr, 0};
+WEAK const ptq_op_def op_reduce_sum = {reduce_infer, reduce_sum_run, ptq_op_free_state, 0};
+WEAK const ptq_op_def op_reduce_max = {reduce_infer, reduce_max_run, ptq_op_free_state, 0};
+WEAK const ptq_op_def op_reduce_min = {reduce_infer, reduce_min_run, ptq_op_free_state, 0};
+WEAK const ptq_op_def op_reduce_l2 = {reduce_infer, reduce_l2_run, ptq_op_free_state, 0};
 
 /* ------------------------------------------------------------ QuantizeLinear, DequantizeLinear */
 
@@ -994,7 +985,7 @@ static ptq_status qdq_infer(ptq_op_ctx *ctx)
     }
     if (zp && ptq_tensor_numel(zp) != ptq_tensor_numel(sc)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "zero point and scale sizes differ");
     ctx->out[0]->dtype = quant ? (zp ? zp->dtype : PTQ_U8) : PTQ_F32;
-    copy_shape(ctx->out[0], x);
+    ptq_shape_copy(ctx->out[0], x);
     return PTQ_OK;
 }
 
@@ -1026,6 +1017,6 @@ static ptq_status qdq_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_quantize_linear = {qdq_infer, qdq_run, free_ptr, 0};
-WEAK const ptq_op_def op_dequantize_linear = {qdq_infer, qdq_run, free_ptr, 0};
+WEAK const ptq_op_def op_quantize_linear = {qdq_infer, qdq_run, ptq_op_free_state, 0};
+WEAK const ptq_op_def op_dequantize_linear = {qdq_infer, qdq_run, ptq_op_free_state, 0};
 
