@@ -1463,9 +1463,10 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-/* One depthwise plane: every output row is the sum over taps of a shifted source
- * row times a weight; the columns whose taps are all inside the input run without
- * bounds checks (vectorised for stride 1), the borders with them. */
+/* One depthwise plane. Interior columns (every tap inside the input) of stride-1
+ * rows are computed 16 at a time with the accumulators in registers across all
+ * KH*KW taps; borders and strided rows go tap by tap with bounds checks. */
+#define DW_BLOCK 16
 static void depthwise_plane(const float *src, int64_t H, int64_t W, const float *k, float bias, const ptq_spatial *sp,
                             int64_t KH, int64_t KW, float *dst, int64_t OH, int64_t OW)
 {
@@ -1478,27 +1479,42 @@ static void depthwise_plane(const float *src, int64_t H, int64_t W, const float 
     if (lo > hi) lo = hi;
     for (int64_t oh = 0; oh < OH; oh++) {
         float *restrict out = dst + oh * OW;
-        for (int64_t ow = 0; ow < OW; ow++) out[ow] = bias;
-        for (int64_t kh = 0; kh < KH; kh++) {
-            int64_t h = oh * sh - ph + kh * dh;
-            if (h < 0 || h >= H) continue;
-            const float *row = src + h * W;
+        int64_t kh0 = 0, kh1 = KH; /* taps whose row is inside the input */
+        while (kh0 < KH && oh * sh - ph + kh0 * dh < 0) kh0++;
+        while (kh1 > kh0 && oh * sh - ph + (kh1 - 1) * dh >= H) kh1--;
+        int64_t done_to = lo;
+        if (sw == 1) {
+            for (int64_t ow0 = lo; ow0 + DW_BLOCK <= hi; ow0 += DW_BLOCK) {
+                float acc[DW_BLOCK];
+                for (int j = 0; j < DW_BLOCK; j++) acc[j] = bias;
+                for (int64_t kh = kh0; kh < kh1; kh++) {
+                    const float *row = src + (oh * sh - ph + kh * dh) * W + ow0 - pw;
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        float wv = k[kh * KW + kw];
+                        const float *r = row + kw * dw;
+                        for (int j = 0; j < DW_BLOCK; j++) acc[j] += wv * r[j];
+                    }
+                }
+                for (int j = 0; j < DW_BLOCK; j++) out[ow0 + j] = acc[j];
+                done_to = ow0 + DW_BLOCK;
+            }
+        }
+        /* the rest of the row, tap by tap */
+        for (int64_t ow = 0; ow < lo; ow++) out[ow] = bias;
+        for (int64_t ow = done_to; ow < OW; ow++) out[ow] = bias;
+        for (int64_t kh = kh0; kh < kh1; kh++) {
+            const float *row = src + (oh * sh - ph + kh * dh) * W;
             for (int64_t kw = 0; kw < KW; kw++) {
                 float wv = k[kh * KW + kw];
                 int64_t off = kw * dw - pw;
                 for (int64_t ow = 0; ow < lo; ow++) {
-                    int64_t x = ow * sw + off;
-                    if (x >= 0 && x < W) out[ow] += wv * row[x];
+                    int64_t xx = ow * sw + off;
+                    if (xx >= 0 && xx < W) out[ow] += wv * row[xx];
                 }
-                if (sw == 1) {
-                    const float *restrict r = row + off;
-                    for (int64_t ow = lo; ow < hi; ow++) out[ow] += wv * r[ow];
-                } else {
-                    for (int64_t ow = lo; ow < hi; ow++) out[ow] += wv * row[ow * sw + off];
-                }
-                for (int64_t ow = hi; ow < OW; ow++) {
-                    int64_t x = ow * sw + off;
-                    if (x >= 0 && x < W) out[ow] += wv * row[x];
+                for (int64_t ow = done_to; ow < hi; ow++) out[ow] += wv * row[ow * sw + off];
+                for (int64_t ow = hi > done_to ? hi : done_to; ow < OW; ow++) {
+                    int64_t xx = ow * sw + off;
+                    if (xx >= 0 && xx < W) out[ow] += wv * row[xx];
                 }
             }
         }
