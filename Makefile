@@ -83,3 +83,6 @@ clean:
 	rm -rf build build-san ptq
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The kernels: -O3 (full vectoriser cost model); still no -ffast-math.
+$(BUILD)/obj/runtime/ops/basic.o: OPT := -O3 -g
