@@ -84,5 +84,5 @@ clean:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
-# The kernels: -O3 (full vectoriser cost model); still no -ffast-math.
-$(BUILD)/obj/runtime/ops/basic.o: OPT := -O3 -g
+# The runtime's kernels: -O3 (the full vectoriser cost model); still no -ffast-math.
+$(BUILD)/obj/runtime/%.o: OPT := -O3 -g

@@ -1467,6 +1467,7 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
  * rows are computed 16 at a time with the accumulators in registers across all
  * KH*KW taps; borders and strided rows go tap by tap with bounds checks. */
 #define DW_BLOCK 16
+__attribute__((target_clones("avx2", "default")))
 static void depthwise_plane(const float *src, int64_t H, int64_t W, const float *k, float bias, const ptq_spatial *sp,
                             int64_t KH, int64_t KW, float *dst, int64_t OH, int64_t OW)
 {
