@@ -32,7 +32,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 GEN_H    := $(BUILD)/gen/onnx.pb-c.h
 
-.PHONY: all test demo bench deps clean check-deps
+.PHONY: all ptq tests test demo bench deps clean
 all: ptq
 
 ptq: $(BUILD)/ptq
