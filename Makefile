@@ -15,7 +15,7 @@ WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prot
             -Wdouble-promotion -Werror
 BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
             -I/usr/include/x86_64-linux-gnu
-LIBS     := -lprotobuf-c -ljpeg -lpng -lcjson -lopenblas -lm -fopenmp -lpthread
+LIBS     := -lprotobuf-c -ljpeg -lpng -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
 ifeq ($(SANITIZE),1)
   BASE   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LIBS   += -fsanitize=address,undefined

@@ -14,6 +14,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRU
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_preprocess(int argc, char **argv);
 
 /* Prints "ptq: <last error>" and returns the exit code for st. */
 int cli_fail(ptq_status st);

@@ -268,7 +268,7 @@ static ptq_status decode_png(const uint8_t *buf, size_t len, const char *what, c
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (depth == 16) png_set_strip_16(png);
-    if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
     if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
@@ -328,5 +328,55 @@ ptq_status io_image_load(const char *path, const io_image_options *opt, io_image
     TRY(io_image_decode(buf, len, path, opt, out));
 done:
     free(buf);
+    return st;
+}
+
+/* ---- PNG writing (for --dump-png) ---- */
+
+static void png_write_file(png_structp png, png_bytep data, png_size_t n)
+{
+    FILE *fp = png_get_io_ptr(png);
+    if (fwrite(data, 1, n, fp) != n) png_error(png, "write failed");
+}
+
+static void png_flush_file(png_structp png)
+{
+    fflush((FILE *)png_get_io_ptr(png));
+}
+
+ptq_status io_image_save_png(const char *path, const uint8_t *rgb, int w, int h)
+{
+    volatile ptq_status st = PTQ_OK;
+    io_atomic_file f;
+    png_src err = {NULL, 0, 0, {0}};
+    png_structp png = NULL;
+    png_infop info = NULL;
+    int opened = 0;
+    if ((st = io_atomic_open(&f, path)) != PTQ_OK) return st;
+    opened = 1;
+    png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, png_on_error, png_on_warning);
+    if (png) info = png_create_info_struct(png);
+    if (!png || !info) {
+        ptq_error("%s: out of memory", path);
+        st = PTQ_ERR_NOMEM;
+        goto done;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        ptq_error("%s: cannot write PNG: %s", path, err.msg);
+        st = PTQ_ERR_IO;
+        goto done;
+    }
+    png_set_write_fn(png, f.fp, png_write_file, png_flush_file);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++) png_write_row(png, (png_bytep)(rgb + (size_t)y * (size_t)w * 3));
+    png_write_end(png, NULL);
+done:
+    png_destroy_write_struct(&png, &info);
+    if (opened) {
+        if (st == PTQ_OK) st = io_atomic_commit(&f);
+        else io_atomic_abort(&f);
+    }
     return st;
 }

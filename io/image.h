@@ -43,5 +43,7 @@ ptq_status io_image_load(const char *path, const io_image_options *opt, io_image
 ptq_status io_image_decode(const uint8_t *buf, size_t len, const char *what, const io_image_options *opt,
                            io_image *out);
 void io_image_free(io_image *img);
+/* Writes an 8-bit RGB image (w*h*3 bytes) as PNG, atomically. */
+ptq_status io_image_save_png(const char *path, const uint8_t *rgb, int w, int h);
 
 #endif

@@ -43,6 +43,7 @@ static void value_clear(ptq_value *v)
     ptq_tensor_free(&v->t);
     for (int i = 0; i < PTQ_MAX_RANK; i++) free(v->dim_params[i]);
     free(v->doc_string);
+    free(v->opaque);
 }
 
 void ptq_node_clear(ptq_node *n)
@@ -55,6 +56,7 @@ void ptq_node_clear(ptq_node *n)
     free(n->outputs);
     for (int i = 0; i < n->n_attrs; i++) ptq_attr_clear(&n->attrs[i]);
     free(n->attrs);
+    free(n->opaque);
 }
 
 void ptq_graph_destroy(ptq_graph *g)

@@ -40,6 +40,11 @@ typedef struct {
     int producer;                   /* node index, -1 for inputs and initializers */
     char *doc_string;               /* of the ValueInfoProto or TensorProto, or NULL */
     int is_output;                  /* listed in graph.output */
+    /* What io/ keeps of the ValueInfoProto that ptq does not decode (a non-tensor type such
+     * as a sequence, type denotations, fields newer than ptq's schema): a serialized
+     * ValueInfoProto, or NULL. Owned; written back by io/ when it still fits the value. */
+    uint8_t *opaque;
+    size_t opaque_len;
 } ptq_value;
 
 typedef enum {
@@ -90,6 +95,10 @@ typedef struct {
     int *inputs;      /* value indices, -1 = omitted optional input */
     int *outputs;     /* value indices, -1 = omitted optional output */
     ptq_attr *attrs;
+    /* Fields of the NodeProto newer than ptq's schema: a serialized NodeProto holding
+     * only them, or NULL. Owned; written back by io/. */
+    uint8_t *opaque;
+    size_t opaque_len;
 } ptq_node;
 
 typedef struct {
@@ -120,8 +129,9 @@ typedef struct {
     ptq_kv *metadata;
     int n_metadata;
     char *graph_name, *graph_doc_string;
-    /* Model fields ptq does not decode (training_info, functions): serialized
-     * ModelProto fragments written back verbatim by io/. */
+    /* Model fields ptq does not decode (training_info, functions, sparse initializers,
+     * quantization annotations, fields newer than ptq's schema): a serialized ModelProto
+     * fragment written back verbatim by io/. */
     uint8_t *opaque_model;
     size_t opaque_model_len;
 } ptq_graph;

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev libopenblas-openmp-dev
-libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata"
+libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
@@ -37,4 +37,18 @@ if [ ! -f "$ORACLE/node_modules/onnxruntime-node/package.json" ]; then
   mkdir -p "$ORACLE"
   (cd "$ORACLE" && [ -f package.json ] || echo '{"private":true}' > package.json)
   (cd "$ORACLE" && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0 >/dev/null)
+fi
+
+# Real photos for the image tests: the ~35 images Debian's python3-skimage ships in
+# skimage/data (photos, scans, palette, 1-bit, 16-bit, a truncated JPEG), extracted
+# from the package without installing it.
+PHOTOS=build/photos
+if [ ! -f "$PHOTOS/.done" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download python3-skimage >/dev/null 2>&1 && dpkg -x python3-skimage_*.deb x)
+  mkdir -p "$PHOTOS"
+  find "$tmp/x" -path '*skimage/data/*' -type f \( -name '*.png' -o -name '*.jpg' \) -exec cp {} "$PHOTOS"/ \;
+  rm -rf "$tmp"
+  [ "$(ls "$PHOTOS" | wc -l)" -gt 10 ] || { echo "deps: could not extract the photos of python3-skimage" >&2; exit 1; }
+  touch "$PHOTOS/.done"
 fi

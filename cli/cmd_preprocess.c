@@ -1,0 +1,184 @@
+/* cmd_preprocess.c: `ptq preprocess`: write exactly the tensors a model will see, so users
+ * can diff them against their training pipeline. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "io/image.h"
+#include "io/npy.h"
+#include "io/preset.h"
+#include "preprocess/dataset.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: ptq preprocess --images DIR|LIST [--preset NAME|FILE] --dump OUT.npy [options]\n"
+            "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
+            "  overrides: --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
+            "             --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
+            "  --dump-png DIR   also write each tensor back as an 8-bit PNG (undoing mean, std and scale)\n"
+            "presets: imagenet-torchvision, imagenet-caffe, yolo-letterbox-640, paddleocr-det, paddleocr-cls,\n"
+            "         paddleocr-rec (configs/*.yaml)\n");
+}
+
+/* Undoes normalisation of image i of the dump and writes it as PNG (RGB). */
+static ptq_status write_png(const char *dir, int i, const float *x, const pp_config *c)
+{
+    int W = c->width, H = c->height;
+    uint8_t *rgb = malloc((size_t)W * (size_t)H * 3);
+    if (!rgb) {
+        ptq_error("out of memory");
+        return PTQ_ERR_NOMEM;
+    }
+    for (int y = 0; y < H; y++)
+        for (int xx = 0; xx < W; xx++)
+            for (int k = 0; k < 3; k++) {
+                size_t idx = c->nhwc ? ((size_t)y * (size_t)W + (size_t)xx) * 3 + (size_t)k
+                                     : ((size_t)k * (size_t)H + (size_t)y) * (size_t)W + (size_t)xx;
+                float v = (x[idx] * c->std[k] + c->mean[k]) / c->scale;
+                int ch = c->bgr ? 2 - k : k;
+                long r = lrintf(v);
+                rgb[((size_t)y * (size_t)W + (size_t)xx) * 3 + (size_t)ch] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+            }
+    char path[4200];
+    snprintf(path, sizeof path, "%.4000s/%06d.png", dir, i);
+    ptq_status st = io_image_save_png(path, rgb, W, H);
+    free(rgb);
+    return st;
+}
+
+int cmd_preprocess(int argc, char **argv)
+{
+    enum { O_IMAGES = 256, O_PRESET, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_EXIF, O_THREADS, O_DUMP, O_DUMP_PNG, O_SET };
+    static const struct option longopts[] = {
+        {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
+        {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
+        {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
+        {"exif", required_argument, 0, O_EXIF},     {"threads", required_argument, 0, O_THREADS},
+        {"dump", required_argument, 0, O_DUMP},     {"dump-png", required_argument, 0, O_DUMP_PNG},
+        {"mode", required_argument, 0, O_SET},      {"size", required_argument, 0, O_SET},
+        {"resize", required_argument, 0, O_SET},    {"shorter", required_argument, 0, O_SET},
+        {"pad-value", required_argument, 0, O_SET}, {"channel-order", required_argument, 0, O_SET},
+        {"scale", required_argument, 0, O_SET},     {"mean", required_argument, 0, O_SET},
+        {"std", required_argument, 0, O_SET},       {"layout", required_argument, 0, O_SET},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    pp_dataset_options o = pp_dataset_defaults();
+    pp_config cfg = pp_defaults();
+    const char *preset = NULL, *dump = NULL, *dump_png = NULL;
+    const char *set_keys[32], *set_vals[32];
+    int n_set = 0, c, idx = 0, rc = CLI_EXIT_OK;
+    long v;
+    ptq_status st = PTQ_OK;
+    pp_dataset *d = NULL;
+    float *all = NULL;
+    o.batch = 8;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+        switch (c) {
+        case O_IMAGES: o.images = optarg; break;
+        case O_PRESET: preset = optarg; break;
+        case O_LIMIT:
+            if (cli_parse_long(optarg, 1, 100000000, &v)) return cli_usage_error("preprocess", "bad --limit '%s'", optarg);
+            o.limit = (int)v;
+            break;
+        case O_SHUFFLE: o.shuffle = 1; break;
+        case O_SEED:
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &v)) return cli_usage_error("preprocess", "bad --seed '%s'", optarg);
+            o.seed = (uint64_t)v;
+            break;
+        case O_STRICT: o.strict = 1; break;
+        case O_EXIF:
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) return cli_usage_error("preprocess", "--exif takes on or off");
+            o.exif = !strcmp(optarg, "on");
+            break;
+        case O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v)) return cli_usage_error("preprocess", "bad --threads '%s'", optarg);
+            o.threads = (int)v;
+            break;
+        case O_DUMP: dump = optarg; break;
+        case O_DUMP_PNG: dump_png = optarg; break;
+        case O_SET:
+            if (n_set == 32) return cli_usage_error("preprocess", "too many overrides");
+            set_keys[n_set] = longopts[idx].name;
+            set_vals[n_set++] = optarg;
+            break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option("preprocess", c, argv);
+        }
+    }
+    if (optind != argc) return cli_usage_error("preprocess", "unexpected argument '%s'", argv[optind]);
+    if (!o.images) return cli_usage_error("preprocess", "--images is required");
+    if (!dump && !dump_png) return cli_usage_error("preprocess", "--dump OUT.npy or --dump-png DIR is required");
+    if (preset) {
+        char path[4096];
+        if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, &cfg)) != PTQ_OK)
+            goto fail;
+    }
+    for (int i = 0; i < n_set; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s", set_keys[i]);
+        for (char *p = key; *p; p++)
+            if (*p == '-') *p = '_';
+        char what[96];
+        snprintf(what, sizeof what, "--%s", set_keys[i]);
+        if ((st = io_preset_set(&cfg, key, set_vals[i], what)) != PTQ_OK) goto fail;
+    }
+    if ((st = pp_validate(&cfg)) != PTQ_OK) goto fail;
+    if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
+    if (dump_png) mkdir(dump_png, 0777);
+    size_t per = pp_tensor_floats(&cfg);
+    int total = 0, cap = 0;
+    for (;;) {
+        const float *x;
+        int n;
+        if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
+        if (n == 0) break;
+        if (dump) {
+            if (total + n > cap) {
+                cap = (total + n) * 2;
+                float *na = realloc(all, sizeof(float) * per * (size_t)cap);
+                if (!na) {
+                    ptq_error("out of memory keeping %d images for --dump (use --limit)", total + n);
+                    st = PTQ_ERR_NOMEM;
+                    goto fail;
+                }
+                all = na;
+            }
+            memcpy(all + per * (size_t)total, x, sizeof(float) * per * (size_t)n);
+        }
+        for (int i = 0; dump_png && i < n; i++)
+            if ((st = write_png(dump_png, total + i, x + per * (size_t)i, &cfg)) != PTQ_OK) goto fail;
+        total += n;
+    }
+    int used, skipped;
+    pp_dataset_counts(d, &used, &skipped);
+    if (total == 0) {
+        ptq_error("%s: no usable image (%d skipped)", o.images, skipped);
+        st = PTQ_ERR_FORMAT;
+        goto fail;
+    }
+    if (dump) {
+        ptq_tensor t = {0};
+        t.dtype = PTQ_F32;
+        t.rank = 4;
+        t.dims[0] = total;
+        t.dims[1] = cfg.nhwc ? cfg.height : 3;
+        t.dims[2] = cfg.nhwc ? cfg.width : cfg.height;
+        t.dims[3] = cfg.nhwc ? 3 : cfg.width;
+        t.data = all;
+        if ((st = npy_save(dump, &t)) != PTQ_OK) goto fail;
+    }
+    fprintf(stderr, "ptq preprocess: %d images used, %d skipped%s%s\n", used, skipped, dump ? "; wrote " : "",
+            dump ? dump : "");
+    goto out;
+fail:
+    rc = cli_fail(st);
+out:
+    pp_dataset_close(d);
+    free(all);
+    return rc;
+}

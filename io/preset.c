@@ -1,0 +1,191 @@
+#include "preset.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+static int parse_float(const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    if (errno || end == s || *end || !isfinite(v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "1")) *out = 1;
+    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off") || !strcmp(s, "0")) *out = 0;
+    else return -1;
+    return 0;
+}
+
+/* "a,b,c" (or one value for all three) */
+static int parse_triple(const char *s, float *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    for (char *tok = strtok(buf, ", []"); tok; tok = strtok(NULL, ", []")) {
+        if (n == 3 || parse_float(tok, &v[n]) != 0) return -1;
+        n++;
+    }
+    if (n == 1) v[1] = v[2] = v[0];
+    else if (n != 3) return -1;
+    return 0;
+}
+
+ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const char *what)
+{
+    int ok = 0;
+    if (!strcmp(key, "mode")) ok = pp_mode_parse(value, &c->mode) == 0;
+    else if (!strcmp(key, "resize") || !strcmp(key, "interpolation")) ok = pp_interp_parse(value, &c->interp) == 0;
+    else if (!strcmp(key, "width")) ok = parse_int(value, 1, 16384, &c->width) == 0;
+    else if (!strcmp(key, "height")) ok = parse_int(value, 1, 16384, &c->height) == 0;
+    else if (!strcmp(key, "size")) {
+        int w, h;
+        ok = sscanf(value, "%dx%d", &w, &h) == 2 && w > 0 && h > 0 && w <= 16384 && h <= 16384;
+        if (ok) {
+            c->width = w;
+            c->height = h;
+        }
+    } else if (!strcmp(key, "shorter")) ok = parse_int(value, 1, 16384, &c->shorter) == 0;
+    else if (!strcmp(key, "pad_value")) ok = parse_int(value, 0, 255, &c->pad_value) == 0;
+    else if (!strcmp(key, "pad_float")) ok = parse_float(value, &c->pad_float) == 0;
+    else if (!strcmp(key, "stride")) ok = parse_int(value, 0, 1024, &c->stride) == 0;
+    else if (!strcmp(key, "scaleup")) ok = parse_bool(value, &c->scaleup) == 0;
+    else if (!strcmp(key, "channel_order")) {
+        ok = !strcmp(value, "RGB") || !strcmp(value, "BGR");
+        c->bgr = !strcmp(value, "BGR");
+    } else if (!strcmp(key, "layout")) {
+        ok = !strcmp(value, "NCHW") || !strcmp(value, "NHWC");
+        c->nhwc = !strcmp(value, "NHWC");
+    } else if (!strcmp(key, "scale")) ok = parse_float(value, &c->scale) == 0;
+    else if (!strcmp(key, "mean")) ok = parse_triple(value, c->mean) == 0;
+    else if (!strcmp(key, "std")) ok = parse_triple(value, c->std) == 0;
+    else {
+        ptq_error("%s: unknown key '%s'", what, key);
+        return PTQ_ERR_ARG;
+    }
+    if (!ok) {
+        ptq_error("%s: bad value '%s' for '%s'", what, value, key);
+        return PTQ_ERR_ARG;
+    }
+    return PTQ_OK;
+}
+
+ptq_status io_preset_load(const char *path, pp_config *c)
+{
+    ptq_status st = PTQ_OK;
+    FILE *fp = fopen(path, "rb");
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    int parser_ok = 0, depth = 0, in_seq = 0, have_event = 0;
+    char key[64] = "", seq[256] = "", what[1100];
+    if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", path);
+    parser_ok = 1;
+    yaml_parser_set_input_file(&parser, fp);
+    for (;;) {
+        if (!yaml_parser_parse(&parser, &ev))
+            FAIL(PTQ_ERR_FORMAT, "%s:%zu: %s", path, parser.problem_mark.line + 1, parser.problem ? parser.problem : "bad YAML");
+        have_event = 1;
+        snprintf(what, sizeof what, "%s:%zu", path, ev.start_mark.line + 1);
+        if (ev.type == YAML_STREAM_END_EVENT) break;
+        switch (ev.type) {
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > 1) FAIL(PTQ_ERR_FORMAT, "%s: nested mappings are not part of a preset", what);
+            break;
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_SEQUENCE_START_EVENT:
+            if (!key[0] || in_seq) FAIL(PTQ_ERR_FORMAT, "%s: unexpected list", what);
+            in_seq = 1;
+            seq[0] = 0;
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+            in_seq = 0;
+            TRY(io_preset_set(c, key, seq, what));
+            key[0] = 0;
+            break;
+        case YAML_SCALAR_EVENT: {
+            const char *v = (const char *)ev.data.scalar.value;
+            if (depth != 1) FAIL(PTQ_ERR_FORMAT, "%s: a preset is a mapping of keys to values", what);
+            if (in_seq) {
+                size_t n = strlen(seq);
+                snprintf(seq + n, sizeof seq - n, "%s%s", n ? "," : "", v);
+            } else if (!key[0]) {
+                if (strlen(v) >= sizeof key) FAIL(PTQ_ERR_FORMAT, "%s: key too long", what);
+                snprintf(key, sizeof key, "%s", v);
+            } else {
+                TRY(io_preset_set(c, key, v, what));
+                key[0] = 0;
+            }
+            break;
+        }
+        default: break;
+        }
+        yaml_event_delete(&ev);
+        have_event = 0;
+    }
+    TRY(pp_validate(c));
+done:
+    if (have_event) yaml_event_delete(&ev);
+    if (parser_ok) yaml_parser_delete(&parser);
+    if (fp) fclose(fp);
+    return st;
+}
+
+ptq_status io_preset_find(const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    if (strchr(name, '/') || (n > 5 && !strcmp(name + n - 5, ".yaml"))) {
+        snprintf(buf, cap, "%s", name);
+        return PTQ_OK;
+    }
+    char exe[4096], dirs[3][4200];
+    int nd = 0;
+    const char *env = getenv("PTQ_CONFIGS");
+    if (env) snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../configs", exe);
+    }
+    snprintf(dirs[nd++], sizeof dirs[0], "configs");
+    for (int i = 0; i < nd; i++) {
+        snprintf(buf, cap, "%s/%s.yaml", dirs[i], name);
+        if (access(buf, R_OK) == 0) return PTQ_OK;
+    }
+    ptq_error("preset '%s' not found (looked for %s.yaml in $PTQ_CONFIGS, beside the binary and in ./configs)", name, name);
+    return PTQ_ERR_ARG;
+}
+
+void io_preset_describe(const pp_config *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "mode=%s size=%dx%d resize=%s shorter=%d pad=%d pad_float=%g scaleup=%d order=%s scale=%.9g "
+             "mean=%.9g,%.9g,%.9g std=%.9g,%.9g,%.9g layout=%s",
+             pp_mode_name(c->mode), c->width, c->height, pp_interp_name(c->interp), c->shorter, c->pad_value,
+             (double)c->pad_float, c->scaleup, c->bgr ? "BGR" : "RGB", (double)c->scale, (double)c->mean[0],
+             (double)c->mean[1], (double)c->mean[2], (double)c->std[0], (double)c->std[1], (double)c->std[2],
+             c->nhwc ? "NHWC" : "NCHW");
+}

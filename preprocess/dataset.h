@@ -1,0 +1,55 @@
+/* dataset.h: an image folder (recursive) or a list file, as batches of model input
+ * tensors, decoded and preprocessed by a producer thread a few batches ahead of the
+ * consumer, in memory bounded by (prefetch + 1) batches whatever the folder size.
+ *
+ *   pp_dataset_options o = pp_dataset_defaults();
+ *   o.images = "photos/"; o.batch = 8;
+ *   pp_dataset *d = NULL;
+ *   TRY(pp_dataset_open(&o, &cfg, &d));
+ *   const float *x; int n;
+ *   while (pp_dataset_next(d, &x, &n, NULL) == PTQ_OK && n > 0) { ... x: n * C*H*W floats ... }
+ *   pp_dataset_close(d);
+ *
+ * Files are recognised by content (JPEG, PNG), sorted byte-wise by path; --shuffle
+ * permutes them with a seeded generator, --limit keeps the first N usable images.
+ * A file that does not decode is skipped with a one-line warning naming it (or stops
+ * everything with strict); batches contain the same images in the same order at
+ * any thread count. */
+#ifndef PTQ_DATASET_H
+#define PTQ_DATASET_H
+
+#include <stdint.h>
+
+#include "preprocess/preprocess.h"
+
+typedef struct {
+    const char *images;  /* a folder (searched recursively) or a text file with one path per line */
+    int limit;           /* keep at most this many usable images (0: all) */
+    int shuffle;
+    uint64_t seed;
+    int strict;          /* a bad image is an error instead of a counted skip */
+    int exif;            /* apply EXIF orientation (1) */
+    int batch;           /* images per batch (>= 1) */
+    int threads;         /* decode threads (0: OpenMP default) */
+    int prefetch;        /* batches prepared ahead (>= 1) */
+    int quiet;           /* no warnings or progress on stderr */
+} pp_dataset_options;
+
+typedef struct pp_dataset pp_dataset;
+
+pp_dataset_options pp_dataset_defaults(void);
+/* Lists and filters the files; fails when none is an image. Starts the producer. */
+ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_dataset **out);
+/* Files found that look like images (before decoding). */
+int pp_dataset_files(const pp_dataset *d);
+/* Next batch: *n images (0 at the end), data borrowed until the next call; meta and
+ * paths (may be NULL) are per image. Fails on a bad image with strict. */
+ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta,
+                           const char *const **paths);
+/* Images used and skipped so far. */
+void pp_dataset_counts(const pp_dataset *d, int *used, int *skipped);
+/* 64-bit FNV-1a over the sorted list of image paths used (for statistics files). */
+uint64_t pp_dataset_list_hash(const pp_dataset *d);
+void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
+
+#endif

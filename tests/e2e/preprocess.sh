@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Image folders to tensors, on the real photos Debian's python3-skimage ships:
+#  - every preset equals what OpenCV / PIL / numpy compute (tests/oracle/preprocess_ref.py)
+#    within 1 unit of the 0-255 scale; nearest exactly;
+#  - the same tensors at 1 and 2 threads, and --limit / --shuffle --seed reproducible;
+#  - a corpus of broken files: each named, counted and skipped (fatal with --strict),
+#    never a crash; an empty folder and a folder of only broken files are errors.
+. "$(dirname "$0")/lib.sh"
+PHOTOS=$ROOT/build/photos
+[ -d "$PHOTOS" ] || { echo "FAIL no $PHOTOS (make deps)"; echo "0 passed, 1 failed"; exit 1; }
+
+# within "units" of the 0-255 scale: |a-b| * std / scale
+within() { # ptq.npy ref.npy preset max_units
+  $PY - "$@" <<'PYEOF'
+import sys, numpy as np
+sys.path.insert(0, sys.argv[0])
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+scale, std = {"imagenet-torchvision": (1/255, [0.229, 0.224, 0.225]), "imagenet-caffe": (1, [1, 1, 1]),
+              "yolo-letterbox-640": (1/255, [1, 1, 1]), "paddleocr-det": (1/255, [0.485*0 + 0.229, 0.224, 0.225]),
+              "paddleocr-rec": (1/255, [0.5] * 3), "paddleocr-cls": (1/255, [0.5] * 3),
+              "paddleocr-det-nearest": (1/255, [0.229, 0.224, 0.225])}[sys.argv[3]]
+assert a.shape == b.shape, f"shape {a.shape} != reference {b.shape}"
+units = np.abs(a - b) * np.array(std, np.float64).reshape(1, 3, 1, 1) / scale
+worst = units.max()
+print(f"{a.shape[0]} images, worst {worst:.4f} units of 0-255")
+sys.exit(0 if worst <= float(sys.argv[4]) + 1e-3 else 1)
+PYEOF
+}
+
+for p in imagenet-torchvision imagenet-caffe yolo-letterbox-640 paddleocr-det paddleocr-cls paddleocr-rec; do
+  check "preset $p equals the OpenCV/PIL reference within 1 unit" bash -c "
+    $PY '$ROOT/tests/oracle/preprocess_ref.py' '$PHOTOS' $p '$TMP/ref_$p.npy' 2>/dev/null &&
+    '$PTQ' preprocess --images '$PHOTOS' --preset $p --dump '$TMP/ptq_$p.npy' --threads 2 2>/dev/null &&
+    $(declare -f within); PY=$PY; within '$TMP/ptq_$p.npy' '$TMP/ref_$p.npy' $p 1"
+done
+check "nearest resize equals OpenCV INTER_NEAREST exactly" bash -c "
+  $PY '$ROOT/tests/oracle/preprocess_ref.py' '$PHOTOS' paddleocr-det-nearest '$TMP/ref_nearest.npy' 2>/dev/null &&
+  '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-det --resize nearest --dump '$TMP/ptq_nearest.npy' 2>/dev/null &&
+  $(declare -f within); PY=$PY; within '$TMP/ptq_nearest.npy' '$TMP/ref_nearest.npy' paddleocr-det-nearest 0"
+check "1 and 2 threads give byte-identical tensors" bash -c "
+  '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-det --threads 1 --dump '$TMP/t1.npy' 2>/dev/null &&
+  cmp '$TMP/t1.npy' '$TMP/ptq_paddleocr-det.npy'"
+check "--shuffle --seed is reproducible and --limit keeps N images" bash -c "
+  '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-cls --shuffle --seed 3 --limit 5 --dump '$TMP/s1.npy' 2>/dev/null &&
+  '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-cls --shuffle --seed 3 --limit 5 --dump '$TMP/s2.npy' 2>/dev/null &&
+  '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-cls --shuffle --seed 4 --limit 5 --dump '$TMP/s3.npy' 2>/dev/null &&
+  cmp '$TMP/s1.npy' '$TMP/s2.npy' && ! cmp -s '$TMP/s1.npy' '$TMP/s3.npy' &&
+  $PY -c \"import numpy as np; assert np.load('$TMP/s1.npy').shape[0] == 5\""
+
+# broken files, made here
+B=$TMP/broken; rm -rf "$B"; mkdir -p "$B/sub"
+$PY - "$B" "$PHOTOS" <<'PYEOF'
+import sys, numpy as np
+from PIL import Image
+b, photos = sys.argv[1], sys.argv[2]
+jpg = open(f"{photos}/rocket.jpg", "rb").read()
+png = open(f"{photos}/chelsea.png", "rb").read()
+open(f"{b}/truncated.jpg", "wb").write(jpg[: len(jpg) // 3])
+open(f"{b}/truncated.png", "wb").write(png[: len(png) // 3])
+open(f"{b}/zero.jpg", "wb").close()
+open(f"{b}/text.jpg", "w").write("this is not an image\n")
+Image.new("RGB", (1, 1), (10, 20, 30)).save(f"{b}/one_pixel.png")
+# a PNG header promising 100000 x 100000 pixels, and nothing else
+import struct, zlib
+ihdr = struct.pack(">IIBBBBB", 100000, 100000, 8, 2, 0, 0, 0)
+chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+open(f"{b}/bomb.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b""))
+Image.open(f"{photos}/astronaut.png").convert("CMYK").save(f"{b}/sub/cmyk.jpg", "JPEG")
+Image.fromarray((np.arange(48 * 64).reshape(48, 64) * 37 % 65536).astype(np.uint16)).save(f"{b}/sub/gray16.png")
+PYEOF
+check "broken files are named and skipped; good ones used" bash -c "
+  '$PTQ' preprocess --images '$B' --preset paddleocr-cls --dump '$TMP/broken.npy' 2>'$TMP/broken.err'; rc=\$?
+  cat '$TMP/broken.err'
+  [ \$rc = 0 ] && grep -q 'skipped.*truncated.jpg.*corrupt JPEG' '$TMP/broken.err' &&
+  grep -q 'skipped.*truncated.png.*corrupt PNG' '$TMP/broken.err' && grep -q 'skipped.*zero.jpg.*empty file' '$TMP/broken.err' &&
+  grep -q 'skipped.*text.jpg.*not a JPEG or PNG' '$TMP/broken.err' && grep -q 'skipped.*bomb.png.*100000x100000.*refused' '$TMP/broken.err' &&
+  grep -q '3 images used, 5 skipped' '$TMP/broken.err'"
+check "--strict stops at the first broken file, no output written" bash -c "
+  rm -f '$TMP/strict.npy'; ! '$PTQ' preprocess --images '$B' --preset paddleocr-cls --strict --dump '$TMP/strict.npy' 2>'$TMP/strict.err' &&
+  [ \$(grep -c . '$TMP/strict.err') = 1 ] && grep -q 'bomb.png' '$TMP/strict.err' && [ ! -e '$TMP/strict.npy' ] && cat '$TMP/strict.err'"
+mkdir -p "$TMP/empty" "$TMP/allbad"; cp "$B/text.jpg" "$B/zero.jpg" "$TMP/allbad/"
+check "an empty folder is an error" bash -c "! '$PTQ' preprocess --images '$TMP/empty' --dump '$TMP/e.npy' 2>'$TMP/e.err' && grep -q 'no JPEG or PNG' '$TMP/e.err' && cat '$TMP/e.err'"
+check "a folder with no usable image is an error" bash -c "! '$PTQ' preprocess --images '$TMP/allbad' --dump '$TMP/a.npy' 2>'$TMP/a.err' && grep -q 'no usable image' '$TMP/a.err' && tail -1 '$TMP/a.err'"
+check "unknown preset and bad override are one-line errors" bash -c "
+  ! '$PTQ' preprocess --images '$PHOTOS' --preset nope --dump x.npy 2>'$TMP/p.err' && grep -q \"preset 'nope' not found\" '$TMP/p.err' &&
+  ! '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-det --mean 1,2 --dump x.npy 2>'$TMP/m.err' && grep -q \"bad value '1,2' for 'mean'\" '$TMP/m.err'"
+finish
