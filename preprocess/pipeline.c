@@ -73,6 +73,12 @@ ptq_status pp_validate(const pp_config *c)
         ptq_error("preprocessing: shorter side %d out of range", c->shorter);
         return PTQ_ERR_ARG;
     }
+    if (c->stride != 0) {
+        ptq_error("preprocessing: letterbox stride %d: only full-size letterboxing (stride 0) gives the fixed shape "
+                  "a calibration batch needs",
+                  c->stride);
+        return PTQ_ERR_UNSUPPORTED;
+    }
     if (c->pad_value < 0 || c->pad_value > 255) {
         ptq_error("preprocessing: pad value %d is not in 0..255", c->pad_value);
         return PTQ_ERR_ARG;

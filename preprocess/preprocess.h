@@ -36,7 +36,8 @@ typedef struct {
     pp_interp interp;
     int shorter;            /* SHORTER_CROP: the shorter side after resizing (e.g. 256) */
     int pad_value;          /* LETTERBOX: 0-255 padding (114) */
-    int stride;             /* LETTERBOX: pad only to a multiple of stride (Ultralytics auto=True); 0 = full size */
+    int stride;             /* LETTERBOX: must be 0. Ultralytics' auto=True (pad to a multiple of stride) gives
+                             * every image its own shape, which a fixed-shape engine cannot take */
     int scaleup;            /* LETTERBOX: allow enlarging (1) */
     float pad_float;        /* HEIGHT_PAD: value of the right padding, in normalised units (0) */
     int bgr;                /* channel order of the tensor: 1 = BGR (OpenCV), 0 = RGB */

@@ -84,4 +84,60 @@ check "a folder with no usable image is an error" bash -c "! '$PTQ' preprocess -
 check "unknown preset and bad override are one-line errors" bash -c "
   ! '$PTQ' preprocess --images '$PHOTOS' --preset nope --dump x.npy 2>'$TMP/p.err' && grep -q \"preset 'nope' not found\" '$TMP/p.err' &&
   ! '$PTQ' preprocess --images '$PHOTOS' --preset paddleocr-det --mean 1,2 --dump x.npy 2>'$TMP/m.err' && grep -q \"bad value '1,2' for 'mean'\" '$TMP/m.err'"
+
+# decoding, pixel for pixel: every format at its own size through an identity "resize"
+F=$TMP/formats; X=$TMP/exif; rm -rf "$F" "$X"; mkdir -p "$F" "$X/on" "$X/off"
+$PY - "$F" "$PHOTOS" "$X" <<'PYEOF'
+import sys, io, numpy as np
+from PIL import Image
+f, photos, x = sys.argv[1], sys.argv[2], sys.argv[3]
+src = Image.open(f"{photos}/astronaut.png").convert("RGB").resize((40, 30))
+src.save(f"{f}/a_baseline.jpg", quality=90)
+src.save(f"{f}/b_progressive.jpg", quality=90, progressive=True)
+src.save(f"{f}/c_rgb.png")
+rgba = src.convert("RGBA"); rgba.putalpha(128); rgba.save(f"{f}/d_rgba.png")
+src.convert("L").save(f"{f}/e_gray.png")
+src.convert("1").save(f"{f}/f_1bit.png")
+src.convert("P", palette=Image.ADAPTIVE, colors=16).save(f"{f}/g_palette4.png", bits=4)
+a16 = (np.asarray(src).astype(np.uint16) * 257 + 100).astype(">u2")
+import zlib, struct
+raw = b"".join(b"\0" + row.tobytes() for row in a16)
+chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+open(f"{f}/h_rgb16.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 40, 30, 16, 2, 0, 0, 0)) +
+                                     chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+# EXIF orientation 6 (rotate 90 clockwise to display)
+exif = Image.Exif(); exif[0x0112] = 6
+src.save(f"{x}/on/exif6.jpg", quality=90, exif=exif.tobytes())
+src.save(f"{x}/off/exif6.jpg", quality=90, exif=exif.tobytes())
+PYEOF
+pixels() { # folder WxH exif -> npy of 0-255 RGB values
+  "$PTQ" preprocess --images "$1" --mode stretch --size "$2" --scale 1 --mean 0,0,0 --std 1,1,1 --channel-order RGB \
+    --exif "$3" --dump "$4" 2>/dev/null
+}
+check "decoded pixels equal OpenCV imread (baseline and progressive JPEG, RGB, RGBA, gray, 1-bit, 4-bit palette, 16-bit PNG)" bash -c "
+  $(declare -f pixels); PTQ='$PTQ'; pixels '$F' 40x30 on '$TMP/formats.npy' && $PY -c \"
+import cv2, numpy as np, glob
+got = np.load('$TMP/formats.npy')
+names = sorted(glob.glob('$F/*.*'))
+assert got.shape[0] == len(names), (got.shape, names)
+for g, n in zip(got, names):
+    want = cv2.cvtColor(cv2.imread(n, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB).transpose(2, 0, 1).astype(np.float32)
+    tol = 1 if n.endswith('rgb16.png') else 0  # OpenCV rounds 16 -> 8 bits, ptq keeps the high byte
+    assert np.abs(g - want).max() <= tol, (n, np.abs(g - want).max())
+print(len(names), 'formats equal')\""
+check "--exif on rotates like OpenCV imread, --exif off keeps the stored pixels like PIL" bash -c "
+  $(declare -f pixels); PTQ='$PTQ'; pixels '$X/on' 30x40 on '$TMP/exif_on.npy' && pixels '$X/off' 40x30 off '$TMP/exif_off.npy' && $PY -c \"
+import cv2, numpy as np
+from PIL import Image
+on, off = np.load('$TMP/exif_on.npy')[0], np.load('$TMP/exif_off.npy')[0]
+cv = cv2.cvtColor(cv2.imread('$X/on/exif6.jpg'), cv2.COLOR_BGR2RGB).transpose(2, 0, 1)
+pil = np.asarray(Image.open('$X/off/exif6.jpg').convert('RGB')).transpose(2, 0, 1)
+assert cv.shape == on.shape and np.abs(on - cv).max() == 0, 'on vs OpenCV'
+assert pil.shape == off.shape and np.abs(off - pil).max() == 0, 'off vs PIL'
+print('exif on = OpenCV, off = PIL')\""
+check "--dump-png writes what the model sees (normalisation undone)" bash -c "
+  rm -rf '$TMP/png'; '$PTQ' preprocess --images '$F' --preset yolo-letterbox-640 --dump-png '$TMP/png' 2>/dev/null &&
+  [ \$(ls '$TMP/png' | grep -c png) = 8 ] && $PY -c \"
+from PIL import Image; im = Image.open('$TMP/png/000000.png'); assert im.size == (640, 640), im.size
+assert im.getpixel((0, 0)) == (114, 114, 114), im.getpixel((0, 0)); print('8 PNGs, letterbox padding 114')\""
 finish
