@@ -78,6 +78,7 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory ptq
 	@BUILD=$(BUILD) bench/run.sh
+	@BUILD=$(BUILD) bench/preprocess.sh
 
 clean:
 	rm -rf build build-san ptq
