@@ -1,7 +1,11 @@
 /* onnx.c: ONNX protobuf (protobuf-c, bindings generated at build time) <-> ptq_graph.
- * Load converts everything into the IR and frees the protobuf; save builds a new
- * ModelProto whose strings and tensor bytes point into the IR (nothing copied),
- * packs it and releases only the arrays it allocated. */
+ *
+ * Load converts everything ptq understands into the IR and keeps the rest as serialized
+ * protobuf fragments (opaque fields of the graph, values, nodes and attributes), then
+ * frees the protobuf. Every length, dim and index from the file is checked before use,
+ * and tensor sizes are checked against their data before anything is allocated.
+ * Save builds a new ModelProto whose strings and tensor bytes point into the IR (nothing
+ * copied), merges the kept fragments back, packs it and releases what it allocated. */
 #include "onnx.h"
 
 #include <errno.h>
@@ -9,17 +13,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/file.h"
 #include "onnx.pb-c.h"
 
-#define MAX_MODEL_BYTES ((size_t)2 << 30)
-#define MAX_TENSOR_BYTES ((uint64_t)1 << 40)
+#define MAX_MODEL_BYTES ((size_t)2 << 30)    /* protobuf's own limit */
+#define MAX_TENSOR_BYTES ((uint64_t)1 << 40) /* anything larger is a corrupt file */
 
 /* ---------------------------------------------------------------- load */
 
+/* Messages inside the loader name the thing (initializer 'w', node 'conv1'); the
+ * entry points prefix the file name once. */
 typedef struct {
-    const char *what;     /* file name for messages */
     const char *base_dir; /* for external data; NULL: refused */
     ptq_graph *g;
 } load_ctx;
@@ -35,103 +41,163 @@ static ptq_status value_for(ptq_graph *g, const char *name, int *out)
     return ptq_graph_add_value(g, name, out);
 }
 
-static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp, const char *tname, uint8_t *dst,
-                                size_t want)
+/* Serialises any message into a malloc'd buffer. */
+static ptq_status pack_opaque(const ProtobufCMessage *m, uint8_t **out, size_t *len)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    *out = malloc(n ? n : 1);
+    if (!*out) {
+        ptq_error("out of memory keeping %zu bytes of ONNX fields", n);
+        return PTQ_ERR_NOMEM;
+    }
+    *len = protobuf_c_message_pack(m, *out);
+    return PTQ_OK;
+}
+
+/* Non-negative decimal integer filling the whole string; -1 otherwise. */
+static long long parse_count(const char *s)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9') return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return -1;
+    return v;
+}
+
+/* Reads `want` bytes of external data (keys location/offset/length) beside the model. */
+static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp, const char *kind, const char *tname,
+                                ptq_tensor *t, size_t want)
 {
     ptq_status st = PTQ_OK;
-    const char *location = NULL;
+    const char *location = NULL, *off_s = NULL, *len_s = NULL;
     long long offset = 0, length = -1;
     FILE *fp = NULL;
     char path[4096];
+    struct stat sb;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e->key || !e->value) continue;
         if (strcmp(e->key, "location") == 0) location = e->value;
-        else if (strcmp(e->key, "offset") == 0) offset = strtoll(e->value, NULL, 10);
-        else if (strcmp(e->key, "length") == 0) length = strtoll(e->value, NULL, 10);
+        else if (strcmp(e->key, "offset") == 0) off_s = e->value;
+        else if (strcmp(e->key, "length") == 0) len_s = e->value;
     }
-    if (!location) FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': external data without a location", lc->what, tname);
-    if (!lc->base_dir) FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': external data is not allowed here", lc->what, tname);
-    if (location[0] == '/' || strstr(location, "..") != NULL)
-        FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': external data location '%s' leaves the model's folder", lc->what, tname,
-             location);
-    if (offset < 0 || (length >= 0 && (unsigned long long)length != want))
-        FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': external data offset %lld length %lld for %zu bytes", lc->what, tname,
-             offset, length, want);
-    snprintf(path, sizeof path, "%s/%s", lc->base_dir, location);
+    if (!location || !location[0])
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data without a location", kind, tname);
+    if (location[0] == '/' || location[0] == '\\' || strstr(location, "..") != NULL || strchr(location, ':'))
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data location '%s' leaves the model's folder", kind,
+             tname, location);
+    if (!lc->base_dir)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data '%s' is not allowed here (no model folder)", kind,
+             tname, location);
+    if (off_s && (offset = parse_count(off_s)) < 0)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data offset '%s' is not a byte count", kind, tname,
+             off_s);
+    if (len_s && (length = parse_count(len_s)) < 0)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data length '%s' is not a byte count", kind, tname,
+             len_s);
+    if (length >= 0 && (unsigned long long)length != want)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data length %lld for %zu bytes of tensor", kind, tname,
+             length, want);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", lc->base_dir, location) >= sizeof path)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data path too long", kind, tname);
     fp = fopen(path, "rb");
-    if (!fp) FAIL(PTQ_ERR_IO, "%s: tensor '%s': external data %s: %s", lc->what, tname, path, strerror(errno));
-    if (fseek(fp, (long)offset, SEEK_SET) != 0 || (want && fread(dst, 1, want, fp) != want))
-        FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': external data %s is shorter than offset %lld + %zu bytes", lc->what,
-             tname, path, offset, want);
+    if (!fp) FAIL(PTQ_ERR_IO, "%s '%s': external data %s: %s", kind, tname, path, strerror(errno));
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data %s is not a regular file", kind, tname, path);
+    if ((unsigned long long)offset > (unsigned long long)sb.st_size ||
+        want > (unsigned long long)sb.st_size - (unsigned long long)offset)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data %s has %lld bytes, %lld + %zu needed", kind, tname,
+             path, (long long)sb.st_size, offset, want);
+    TRY(ptq_tensor_alloc(t));
+    if (want && (fseeko(fp, (off_t)offset, SEEK_SET) != 0 || fread(t->data, 1, want, fp) != want))
+        FAIL(PTQ_ERR_IO, "%s '%s': cannot read %zu bytes at offset %lld of %s", kind, tname, want,
+             offset, path);
 done:
     if (fp) fclose(fp);
     return st;
 }
 
-/* TensorProto -> ptq_tensor (data owned by t). */
-static ptq_status tensor_from_proto(const load_ctx *lc, const Onnx__TensorProto *tp, ptq_tensor *t)
+/* Number of typed-field values the TensorProto holds for dtype dt. */
+static size_t typed_count(const Onnx__TensorProto *tp, ptq_dtype dt, const char **field)
+{
+    switch (dt) {
+    case PTQ_F32: *field = "float_data"; return tp->n_float_data;
+    case PTQ_F64: *field = "double_data"; return tp->n_double_data;
+    case PTQ_I64: *field = "int64_data"; return tp->n_int64_data;
+    case PTQ_U32: case PTQ_U64: *field = "uint64_data"; return tp->n_uint64_data;
+    default: *field = "int32_data"; return tp->n_int32_data; /* int32/16/8, uint16/8, bool, float16 */
+    }
+}
+
+/* TensorProto -> ptq_tensor (data owned by t). kind names it in messages ("initializer"). */
+static ptq_status tensor_from_proto(const load_ctx *lc, const Onnx__TensorProto *tp, const char *kind, ptq_tensor *t)
 {
     ptq_status st = PTQ_OK;
     const char *tname = tp->name ? tp->name : "";
+    char shape[160];
     memset(t, 0, sizeof *t);
     ptq_dtype dt = (ptq_dtype)tp->data_type;
     size_t es = ptq_dtype_size(dt);
     if (tp->data_type == PTQ_STRING)
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: tensor '%s': string tensors are not supported", lc->what, tname);
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': string tensors are not supported", kind, tname);
     if (es == 0)
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: tensor '%s': data type %d is not supported", lc->what, tname, (int)tp->data_type);
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': data type %d is not supported", kind, tname,
+             (int)tp->data_type);
     if (tp->n_dims > PTQ_MAX_RANK)
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: tensor '%s': rank %zu (at most %d)", lc->what, tname, tp->n_dims, PTQ_MAX_RANK);
-    if (tp->segment) FAIL(PTQ_ERR_UNSUPPORTED, "%s: tensor '%s': segmented tensors are not supported", lc->what, tname);
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': rank %zu (at most %d)", kind, tname, tp->n_dims,
+             PTQ_MAX_RANK);
+    if (tp->segment)
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': segmented tensors are not supported", kind, tname);
     t->dtype = dt;
     t->rank = (int)tp->n_dims;
     uint64_t n = 1;
+    int absurd = 0;
     for (size_t i = 0; i < tp->n_dims; i++) {
-        if (tp->dims[i] < 0) FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': negative dim %lld", lc->what, tname, (long long)tp->dims[i]);
+        if (tp->dims[i] < 0)
+            FAIL(PTQ_ERR_FORMAT, "%s '%s': negative dim %lld (dim %zu)", kind, tname,
+                 (long long)tp->dims[i], i);
         t->dims[i] = tp->dims[i];
-        if (tp->dims[i] && n > MAX_TENSOR_BYTES / (uint64_t)tp->dims[i])
-            FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': absurd size", lc->what, tname);
-        n *= (uint64_t)tp->dims[i];
+        if (tp->dims[i] && n > MAX_TENSOR_BYTES / (uint64_t)tp->dims[i]) absurd = 1;
+        else n *= (uint64_t)tp->dims[i];
     }
-    if (n * es > MAX_TENSOR_BYTES) FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': absurd size", lc->what, tname);
-    TRY(ptq_tensor_alloc(t));
-    size_t bytes = (size_t)n * es;
-    uint8_t *dst = t->data;
-    char shape[96];
     ptq_shape_str(t, shape, sizeof shape);
+    if (absurd || n * es > MAX_TENSOR_BYTES)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': %s %s is larger than 2^40 bytes", kind, tname, shape,
+             ptq_dtype_name(dt));
+    size_t bytes = (size_t)n * es;
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        TRY(read_external(lc, tp, tname, dst, bytes));
-    } else if (tp->has_raw_data) {
+        TRY(read_external(lc, tp, kind, tname, t, bytes));
+        goto done;
+    }
+    if (tp->has_raw_data) {
         if (tp->raw_data.len != bytes)
-            FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': %zu bytes of raw_data for %s %s (%zu expected)", lc->what, tname,
+            FAIL(PTQ_ERR_FORMAT, "%s '%s': %zu bytes of raw_data for %s %s (%zu expected)", kind, tname,
                  tp->raw_data.len, shape, ptq_dtype_name(dt), bytes);
-        if (bytes) memcpy(dst, tp->raw_data.data, bytes);
-    } else {
-        size_t have;
+        TRY(ptq_tensor_alloc(t));
+        if (bytes) memcpy(t->data, tp->raw_data.data, bytes);
+        goto done;
+    }
+    const char *field;
+    size_t have = typed_count(tp, dt, &field);
+    if (have != n)
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': %zu values in %s for %s %s (%llu expected)", kind, tname, have,
+             field, shape, ptq_dtype_name(dt), (unsigned long long)n);
+    TRY(ptq_tensor_alloc(t));
+    void *dst = t->data;
+    for (size_t i = 0; i < n; i++) {
         switch (dt) {
-        case PTQ_F32: have = tp->n_float_data; break;
-        case PTQ_F64: have = tp->n_double_data; break;
-        case PTQ_I64: have = tp->n_int64_data; break;
-        case PTQ_U32: case PTQ_U64: have = tp->n_uint64_data; break;
-        default: have = tp->n_int32_data; break; /* int32, int16, int8, uint16, uint8, bool, float16 */
-        }
-        if (have != n)
-            FAIL(PTQ_ERR_FORMAT, "%s: tensor '%s': %zu values for %s %s (%llu expected)", lc->what, tname, have, shape,
-                 ptq_dtype_name(dt), (unsigned long long)n);
-        for (size_t i = 0; i < n; i++) {
-            switch (dt) {
-            case PTQ_F32: ((float *)dst)[i] = tp->float_data[i]; break;
-            case PTQ_F64: ((double *)dst)[i] = tp->double_data[i]; break;
-            case PTQ_I64: ((int64_t *)dst)[i] = tp->int64_data[i]; break;
-            case PTQ_U32: ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i]; break;
-            case PTQ_U64: ((uint64_t *)dst)[i] = tp->uint64_data[i]; break;
-            case PTQ_I32: ((int32_t *)dst)[i] = tp->int32_data[i]; break;
-            case PTQ_I16: ((int16_t *)dst)[i] = (int16_t)tp->int32_data[i]; break;
-            case PTQ_U16: case PTQ_F16: ((uint16_t *)dst)[i] = (uint16_t)tp->int32_data[i]; break;
-            case PTQ_I8: ((int8_t *)dst)[i] = (int8_t)tp->int32_data[i]; break;
-            default: ((uint8_t *)dst)[i] = (uint8_t)tp->int32_data[i]; break;
-            }
+        case PTQ_F32: ((float *)dst)[i] = tp->float_data[i]; break;
+        case PTQ_F64: ((double *)dst)[i] = tp->double_data[i]; break;
+        case PTQ_I64: ((int64_t *)dst)[i] = tp->int64_data[i]; break;
+        case PTQ_U32: ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i]; break;
+        case PTQ_U64: ((uint64_t *)dst)[i] = tp->uint64_data[i]; break;
+        case PTQ_I32: ((int32_t *)dst)[i] = tp->int32_data[i]; break;
+        case PTQ_I16: ((int16_t *)dst)[i] = (int16_t)tp->int32_data[i]; break;
+        case PTQ_U16: case PTQ_F16: ((uint16_t *)dst)[i] = (uint16_t)tp->int32_data[i]; break;
+        case PTQ_I8: ((int8_t *)dst)[i] = (int8_t)tp->int32_data[i]; break;
+        case PTQ_BOOL: ((uint8_t *)dst)[i] = tp->int32_data[i] != 0; break;
+        default: ((uint8_t *)dst)[i] = (uint8_t)tp->int32_data[i]; break;
         }
     }
 done:
@@ -139,105 +205,132 @@ done:
     return st;
 }
 
-/* Declared type of a ValueInfoProto into value v (tensor types only). */
-static ptq_status read_value_info(const load_ctx *lc, const Onnx__ValueInfoProto *vi, ptq_value *v)
+static int has_unknown(const ProtobufCMessage *m)
+{
+    return m && m->n_unknown_fields > 0;
+}
+
+/* 1 when the TypeProto is a tensor type the IR holds completely (no denotation, no
+ * unknown fields), so nothing of it needs keeping. */
+static int plain_tensor_type(const Onnx__TypeProto *tp)
+{
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return 0;
+    if ((tp->denotation && tp->denotation[0]) || has_unknown(&tp->base) || has_unknown(&tp->tensor_type->base))
+        return 0;
+    const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+    if (!sh) return 1;
+    if (has_unknown(&sh->base)) return 0;
+    for (size_t d = 0; d < sh->n_dim; d++)
+        if ((sh->dim[d]->denotation && sh->dim[d]->denotation[0]) || has_unknown(&sh->dim[d]->base)) return 0;
+    return 1;
+}
+
+/* Declared type of a ValueInfoProto into value v; what the IR cannot hold goes to v->opaque. */
+static ptq_status read_value_info(const Onnx__ValueInfoProto *vi, ptq_value *v)
 {
     ptq_status st = PTQ_OK;
-    if (vi->doc_string && !v->doc_string) {
-        v->doc_string = ptq_strdup(vi->doc_string);
-        CHECK_ALLOC(v->doc_string);
+    if (vi->doc_string && !v->doc_string) CHECK_ALLOC(v->doc_string = ptq_strdup(vi->doc_string));
+    if (has_unknown(&vi->base) || (vi->type && !plain_tensor_type(vi->type))) {
+        Onnx__ValueInfoProto keep = ONNX__VALUE_INFO_PROTO__INIT;
+        keep.base.n_unknown_fields = vi->base.n_unknown_fields;
+        keep.base.unknown_fields = vi->base.unknown_fields;
+        keep.type = vi->type && !plain_tensor_type(vi->type) ? vi->type : NULL;
+        free(v->opaque);
+        v->opaque = NULL;
+        TRY(pack_opaque(&keep.base, &v->opaque, &v->opaque_len));
     }
-    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type) return PTQ_OK;
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type)
+        return PTQ_OK;
     const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    if (tt->shape && tt->shape->n_dim > PTQ_MAX_RANK)
+        FAIL(PTQ_ERR_UNSUPPORTED, "'%s' has rank %zu (at most %d)", vi->name, tt->shape->n_dim,
+             PTQ_MAX_RANK);
     v->has_type = 1;
-    if (v->kind != PTQ_VALUE_INITIALIZER) v->t.dtype = (ptq_dtype)tt->elem_type;
+    if (v->kind == PTQ_VALUE_INITIALIZER) return PTQ_OK; /* the data's type and shape win */
+    v->t.dtype = (ptq_dtype)tt->elem_type;
+    for (int d = 0; d < PTQ_MAX_RANK; d++) {
+        free(v->dim_params[d]);
+        v->dim_params[d] = NULL;
+    }
     if (!tt->shape) {
-        if (v->kind != PTQ_VALUE_INITIALIZER) v->t.rank = -1;
+        v->t.rank = -1;
         return PTQ_OK;
     }
-    if (tt->shape->n_dim > PTQ_MAX_RANK)
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: '%s' has rank %zu (at most %d)", lc->what, vi->name, tt->shape->n_dim, PTQ_MAX_RANK);
-    if (v->kind == PTQ_VALUE_INITIALIZER) return PTQ_OK; /* the data's shape wins */
     v->t.rank = (int)tt->shape->n_dim;
     for (size_t d = 0; d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
-        free(v->dim_params[d]);
-        v->dim_params[d] = NULL;
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0) {
             v->t.dims[d] = dim->dim_value;
         } else {
             v->t.dims[d] = -1;
-            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param) {
-                v->dim_params[d] = ptq_strdup(dim->dim_param);
-                CHECK_ALLOC(v->dim_params[d]);
-            }
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param)
+                CHECK_ALLOC(v->dim_params[d] = ptq_strdup(dim->dim_param));
         }
     }
 done:
     return st;
 }
 
-static ptq_status pack_opaque(const ProtobufCMessage *m, uint8_t **out, size_t *len)
+/* Attribute type from the field that is set, for files that omit `type` (IR < 3). */
+static int attr_type_of(const Onnx__AttributeProto *ap)
 {
-    size_t n = protobuf_c_message_get_packed_size(m);
-    *out = malloc(n ? n : 1);
-    if (!*out) {
-        ptq_error("out of memory");
-        return PTQ_ERR_NOMEM;
-    }
-    *len = protobuf_c_message_pack(m, *out);
-    return PTQ_OK;
+    if (ap->has_type) return (int)ap->type;
+    if (ap->has_f) return PTQ_ATTR_FLOAT;
+    if (ap->has_i) return PTQ_ATTR_INT;
+    if (ap->has_s) return PTQ_ATTR_STRING;
+    if (ap->t) return PTQ_ATTR_TENSOR;
+    if (ap->n_floats) return PTQ_ATTR_FLOATS;
+    if (ap->n_ints) return PTQ_ATTR_INTS;
+    if (ap->n_strings) return PTQ_ATTR_STRINGS;
+    return PTQ_ATTR_UNDEFINED;
 }
 
 static ptq_status read_attr(const load_ctx *lc, const Onnx__AttributeProto *ap, const char *node, ptq_attr *a)
 {
     ptq_status st = PTQ_OK;
     memset(a, 0, sizeof *a);
-    if (!ap->name) FAIL(PTQ_ERR_FORMAT, "%s: node '%s': attribute without a name", lc->what, node);
-    a->name = ptq_strdup(ap->name);
-    CHECK_ALLOC(a->name);
-    a->type = (ptq_attr_type)ap->type;
+    if (!ap->name || !ap->name[0]) FAIL(PTQ_ERR_FORMAT, "node '%s': attribute without a name", node);
+    CHECK_ALLOC(a->name = ptq_strdup(ap->name));
+    a->type = (ptq_attr_type)attr_type_of(ap);
     if (ap->doc_string) CHECK_ALLOC(a->doc_string = ptq_strdup(ap->doc_string));
     if (ap->ref_attr_name) CHECK_ALLOC(a->ref_attr_name = ptq_strdup(ap->ref_attr_name));
-    switch (ap->type) {
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
-        a->s = malloc(ap->s.len + 1);
-        CHECK_ALLOC(a->s);
+    switch ((int)a->type) {
+    case PTQ_ATTR_FLOAT: a->f = ap->f; break;
+    case PTQ_ATTR_INT: a->i = ap->i; break;
+    case PTQ_ATTR_STRING:
+        CHECK_ALLOC(a->s = malloc(ap->s.len + 1));
         if (ap->s.len) memcpy(a->s, ap->s.data, ap->s.len);
         a->s[ap->s.len] = 0;
         a->s_len = ap->s.len;
         break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+    case PTQ_ATTR_FLOATS:
         a->n = ap->n_floats;
-        a->floats = malloc(sizeof(float) * (a->n ? a->n : 1));
-        CHECK_ALLOC(a->floats);
+        CHECK_ALLOC(a->floats = malloc(sizeof(float) * (a->n ? a->n : 1)));
         if (a->n) memcpy(a->floats, ap->floats, sizeof(float) * a->n);
         break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+    case PTQ_ATTR_INTS:
         a->n = ap->n_ints;
-        a->ints = malloc(sizeof(int64_t) * (a->n ? a->n : 1));
-        CHECK_ALLOC(a->ints);
+        CHECK_ALLOC(a->ints = malloc(sizeof(int64_t) * (a->n ? a->n : 1)));
         if (a->n) memcpy(a->ints, ap->ints, sizeof(int64_t) * a->n);
         break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
-        a->n = ap->n_strings;
-        a->strings = calloc(a->n ? a->n : 1, sizeof(char *));
-        CHECK_ALLOC(a->strings);
-        for (size_t i = 0; i < a->n; i++) {
-            a->strings[i] = malloc(ap->strings[i].len + 1);
-            CHECK_ALLOC(a->strings[i]);
+    case PTQ_ATTR_STRINGS:
+        CHECK_ALLOC(a->strings = calloc(ap->n_strings ? ap->n_strings : 1, sizeof(char *)));
+        for (size_t i = 0; i < ap->n_strings; i++) {
+            CHECK_ALLOC(a->strings[i] = malloc(ap->strings[i].len + 1));
+            a->n = i + 1; /* so ptq_attr_clear frees what exists */
             if (ap->strings[i].len) memcpy(a->strings[i], ap->strings[i].data, ap->strings[i].len);
             a->strings[i][ap->strings[i].len] = 0;
         }
         break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
-        if (!ap->t) FAIL(PTQ_ERR_FORMAT, "%s: node '%s': tensor attribute '%s' has no tensor", lc->what, node, ap->name);
-        TRY(tensor_from_proto(lc, ap->t, &a->tensor));
+    case PTQ_ATTR_TENSOR: {
+        char what[300];
+        if (!ap->t) FAIL(PTQ_ERR_FORMAT, "node '%s': tensor attribute '%s' has no tensor", node, ap->name);
+        snprintf(what, sizeof what, "node '%s' attribute '%s' tensor", node, ap->name);
+        TRY(tensor_from_proto(lc, ap->t, what, &a->tensor));
         if (ap->t->name) CHECK_ALLOC(a->tensor_name = ptq_strdup(ap->t->name));
         break;
-    default: /* graphs, tensor lists, sparse tensors, type protos: kept verbatim */
+    }
+    default: /* graphs, tensor lists, sparse tensors, type protos, unknown kinds: kept verbatim */
         TRY(pack_opaque(&ap->base, &a->opaque, &a->opaque_len));
         break;
     }
@@ -245,12 +338,36 @@ done:
     return st;
 }
 
-static ptq_status graph_from_proto(load_ctx *lc, const Onnx__ModelProto *mp)
+/* Model and graph parts ptq does not decode, packed into g->opaque_model for the round trip. */
+static ptq_status keep_model_rest(ptq_graph *g, const Onnx__ModelProto *mp)
+{
+    const Onnx__GraphProto *gp = mp->graph;
+    if (!mp->n_training_info && !mp->n_functions && !gp->n_sparse_initializer && !gp->n_quantization_annotation &&
+        !has_unknown(&mp->base) && !has_unknown(&gp->base))
+        return PTQ_OK;
+    Onnx__ModelProto keep = ONNX__MODEL_PROTO__INIT;
+    Onnx__GraphProto keepg = ONNX__GRAPH_PROTO__INIT;
+    keep.base.n_unknown_fields = mp->base.n_unknown_fields;
+    keep.base.unknown_fields = mp->base.unknown_fields;
+    keep.n_training_info = mp->n_training_info;
+    keep.training_info = mp->training_info;
+    keep.n_functions = mp->n_functions;
+    keep.functions = mp->functions;
+    keepg.base.n_unknown_fields = gp->base.n_unknown_fields;
+    keepg.base.unknown_fields = gp->base.unknown_fields;
+    keepg.n_sparse_initializer = gp->n_sparse_initializer;
+    keepg.sparse_initializer = gp->sparse_initializer;
+    keepg.n_quantization_annotation = gp->n_quantization_annotation;
+    keepg.quantization_annotation = gp->quantization_annotation;
+    keep.graph = &keepg;
+    return pack_opaque(&keep.base, &g->opaque_model, &g->opaque_model_len);
+}
+
+static ptq_status read_model_fields(const load_ctx *lc, const Onnx__ModelProto *mp)
 {
     ptq_status st = PTQ_OK;
     ptq_graph *g = lc->g;
     const Onnx__GraphProto *gp = mp->graph;
-    if (!gp) FAIL(PTQ_ERR_FORMAT, "%s: the model has no graph", lc->what);
     g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     g->model_version = mp->has_model_version ? mp->model_version : 0;
     if (mp->producer_name) CHECK_ALLOC(g->producer_name = ptq_strdup(mp->producer_name));
@@ -259,131 +376,131 @@ static ptq_status graph_from_proto(load_ctx *lc, const Onnx__ModelProto *mp)
     if (mp->doc_string) CHECK_ALLOC(g->doc_string = ptq_strdup(mp->doc_string));
     if (gp->name) CHECK_ALLOC(g->graph_name = ptq_strdup(gp->name));
     if (gp->doc_string) CHECK_ALLOC(g->graph_doc_string = ptq_strdup(gp->doc_string));
-    g->opsets = calloc(mp->n_opset_import + 1, sizeof *g->opsets);
-    CHECK_ALLOC(g->opsets);
+    CHECK_ALLOC(g->opsets = calloc(mp->n_opset_import + 1, sizeof *g->opsets));
     for (size_t i = 0; i < mp->n_opset_import; i++) {
-        g->opsets[i].domain = ptq_strdup(mp->opset_import[i]->domain ? mp->opset_import[i]->domain : "");
-        CHECK_ALLOC(g->opsets[i].domain);
-        g->opsets[i].version = mp->opset_import[i]->version;
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        CHECK_ALLOC(g->opsets[i].domain = ptq_strdup(o->domain ? o->domain : ""));
+        g->opsets[i].version = o->version;
         g->n_opsets++;
     }
-    g->metadata = calloc(mp->n_metadata_props + 1, sizeof *g->metadata);
-    CHECK_ALLOC(g->metadata);
+    CHECK_ALLOC(g->metadata = calloc(mp->n_metadata_props + 1, sizeof *g->metadata));
     for (size_t i = 0; i < mp->n_metadata_props; i++) {
-        g->metadata[i].key = ptq_strdup(mp->metadata_props[i]->key ? mp->metadata_props[i]->key : "");
-        g->metadata[i].value = ptq_strdup(mp->metadata_props[i]->value ? mp->metadata_props[i]->value : "");
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+        g->metadata[i].key = ptq_strdup(e->key ? e->key : "");
+        g->metadata[i].value = ptq_strdup(e->value ? e->value : "");
+        g->n_metadata++; /* counted first: destroy frees a half-made entry */
         CHECK_ALLOC(g->metadata[i].key);
         CHECK_ALLOC(g->metadata[i].value);
-        g->n_metadata++;
     }
-    /* model and graph parts ptq does not decode, packed for the round trip */
-    if (mp->n_training_info || mp->n_functions || gp->n_sparse_initializer || gp->n_quantization_annotation) {
-        Onnx__ModelProto keep = ONNX__MODEL_PROTO__INIT;
-        Onnx__GraphProto keepg = ONNX__GRAPH_PROTO__INIT;
-        keep.n_training_info = mp->n_training_info;
-        keep.training_info = mp->training_info;
-        keep.n_functions = mp->n_functions;
-        keep.functions = mp->functions;
-        keepg.n_sparse_initializer = gp->n_sparse_initializer;
-        keepg.sparse_initializer = gp->sparse_initializer;
-        keepg.n_quantization_annotation = gp->n_quantization_annotation;
-        keepg.quantization_annotation = gp->quantization_annotation;
-        keep.graph = &keepg;
-        TRY(pack_opaque(&keep.base, &g->opaque_model, &g->opaque_model_len));
-    }
+    TRY(keep_model_rest(g, mp));
+done:
+    return st;
+}
 
-    g->inputs = malloc(sizeof(int) * (gp->n_input + 1));
-    g->outputs = malloc(sizeof(int) * (gp->n_output + 1));
-    g->initializers = malloc(sizeof(int) * (gp->n_initializer + 1));
-    g->value_infos = malloc(sizeof(int) * (gp->n_value_info + 1));
-    CHECK_ALLOC(g->inputs);
-    CHECK_ALLOC(g->outputs);
-    CHECK_ALLOC(g->initializers);
-    CHECK_ALLOC(g->value_infos);
+static ptq_status read_node(const load_ctx *lc, const Onnx__NodeProto *np, size_t index)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = lc->g;
+    const char *nname = np->name ? np->name : "";
+    int *ins = NULL, *outs = NULL, n;
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    if (!np->op_type || !np->op_type[0])
+        FAIL(PTQ_ERR_FORMAT, "node %zu ('%s') has no op_type", index, nname);
+    if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
+        FAIL(PTQ_ERR_FORMAT, "node '%s' has %zu inputs and %zu outputs", nname, np->n_input,
+             np->n_output);
+    CHECK_ALLOC(ins = malloc(sizeof(int) * (np->n_input + 1)));
+    CHECK_ALLOC(outs = malloc(sizeof(int) * (np->n_output + 1)));
+    for (size_t k = 0; k < np->n_input; k++) {
+        if (!np->input[k] || !np->input[k][0]) ins[k] = -1;
+        else TRY(value_for(g, np->input[k], &ins[k]));
+    }
+    for (size_t k = 0; k < np->n_output; k++) {
+        if (!np->output[k] || !np->output[k][0]) outs[k] = -1;
+        else TRY(value_for(g, np->output[k], &outs[k]));
+    }
+    TRY(ptq_graph_add_node(g, nname, np->op_type, np->domain, ins, (int)np->n_input, outs, (int)np->n_output, &n));
+    if (np->doc_string) CHECK_ALLOC(g->nodes[n].doc_string = ptq_strdup(np->doc_string));
+    if (has_unknown(&np->base)) {
+        Onnx__NodeProto keep = ONNX__NODE_PROTO__INIT;
+        keep.base.n_unknown_fields = np->base.n_unknown_fields;
+        keep.base.unknown_fields = np->base.unknown_fields;
+        TRY(pack_opaque(&keep.base, &g->nodes[n].opaque, &g->nodes[n].opaque_len));
+    }
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        TRY(read_attr(lc, np->attribute[k], nname, &a));
+        TRY(ptq_node_add_attr(&g->nodes[n], &a));
+    }
+done:
+    ptq_attr_clear(&a);
+    free(ins);
+    free(outs);
+    return st;
+}
+
+static ptq_status graph_from_proto(load_ctx *lc, const Onnx__ModelProto *mp)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = lc->g;
+    const Onnx__GraphProto *gp = mp->graph;
+    TRY(read_model_fields(lc, mp));
+    if (gp->n_input > INT_MAX / 2 || gp->n_output > INT_MAX / 2 || gp->n_initializer > INT_MAX / 2 ||
+        gp->n_value_info > INT_MAX / 2 || gp->n_node > INT_MAX / 2)
+        FAIL(PTQ_ERR_FORMAT, "absurd graph size");
+    CHECK_ALLOC(g->inputs = malloc(sizeof(int) * (gp->n_input + 1)));
+    CHECK_ALLOC(g->outputs = malloc(sizeof(int) * (gp->n_output + 1)));
+    CHECK_ALLOC(g->initializers = malloc(sizeof(int) * (gp->n_initializer + 1)));
+    CHECK_ALLOC(g->value_infos = malloc(sizeof(int) * (gp->n_value_info + 1)));
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         int v;
-        if (!tp->name || !tp->name[0]) FAIL(PTQ_ERR_FORMAT, "%s: initializer %zu has no name", lc->what, i);
+        if (!tp->name || !tp->name[0]) FAIL(PTQ_ERR_FORMAT, "initializer %zu has no name", i);
         if (ptq_graph_find_value(g, tp->name) >= 0)
-            FAIL(PTQ_ERR_FORMAT, "%s: initializer '%s' is defined twice", lc->what, tp->name);
+            FAIL(PTQ_ERR_FORMAT, "initializer '%s' is defined twice", tp->name);
         TRY(ptq_graph_add_value(g, tp->name, &v));
         ptq_value *val = &g->values[v];
         val->kind = PTQ_VALUE_INITIALIZER;
-        TRY(tensor_from_proto(lc, tp, &val->t));
+        TRY(tensor_from_proto(lc, tp, "initializer", &val->t));
         if (tp->doc_string) CHECK_ALLOC(val->doc_string = ptq_strdup(tp->doc_string));
         g->initializers[g->n_initializers++] = v;
     }
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         int v;
-        if (!vi->name || !vi->name[0]) FAIL(PTQ_ERR_FORMAT, "%s: graph input %zu has no name", lc->what, i);
+        if (!vi->name || !vi->name[0]) FAIL(PTQ_ERR_FORMAT, "graph input %zu has no name", i);
         v = ptq_graph_find_value(g, vi->name);
-        if (v >= 0 && g->values[v].kind == PTQ_VALUE_INITIALIZER) {
+        if (v >= 0 && g->values[v].kind == PTQ_VALUE_INITIALIZER && !g->values[v].initializer_is_input) {
             g->values[v].initializer_is_input = 1;
         } else if (v >= 0) {
-            FAIL(PTQ_ERR_FORMAT, "%s: graph input '%s' is listed twice", lc->what, vi->name);
+            FAIL(PTQ_ERR_FORMAT, "graph input '%s' is listed twice", vi->name);
         } else {
             TRY(ptq_graph_add_value(g, vi->name, &v));
             g->values[v].kind = PTQ_VALUE_INPUT;
         }
-        TRY(read_value_info(lc, vi, &g->values[v]));
+        TRY(read_value_info(vi, &g->values[v]));
         g->inputs[g->n_inputs++] = v;
     }
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        const char *nname = np->name ? np->name : "";
-        int *ins = NULL, *outs = NULL, n;
-        if (!np->op_type || !np->op_type[0]) FAIL(PTQ_ERR_FORMAT, "%s: node %zu ('%s') has no op_type", lc->what, i, nname);
-        ins = malloc(sizeof(int) * (np->n_input + 1));
-        outs = malloc(sizeof(int) * (np->n_output + 1));
-        if (!ins || !outs) {
-            free(ins);
-            free(outs);
-            FAIL(PTQ_ERR_NOMEM, "out of memory");
-        }
-        for (size_t k = 0; k < np->n_input && st == PTQ_OK; k++)
-            if (!np->input[k] || !np->input[k][0]) ins[k] = -1;
-            else st = value_for(g, np->input[k], &ins[k]);
-        for (size_t k = 0; k < np->n_output && st == PTQ_OK; k++)
-            if (!np->output[k] || !np->output[k][0]) outs[k] = -1;
-            else st = value_for(g, np->output[k], &outs[k]);
-        if (st == PTQ_OK)
-            st = ptq_graph_add_node(g, nname, np->op_type, np->domain, ins, (int)np->n_input, outs, (int)np->n_output, &n);
-        free(ins);
-        free(outs);
-        if (st != PTQ_OK) goto done;
-        ptq_node *node = &g->nodes[n];
-        if (np->doc_string) CHECK_ALLOC(node->doc_string = ptq_strdup(np->doc_string));
-        for (size_t k = 0; k < np->n_attribute; k++) {
-            ptq_attr a;
-            st = read_attr(lc, np->attribute[k], nname, &a);
-            if (st != PTQ_OK) {
-                ptq_attr_clear(&a);
-                goto done;
-            }
-            TRY(ptq_node_add_attr(&g->nodes[n], &a));
-        }
-    }
+    for (size_t i = 0; i < gp->n_node; i++) TRY(read_node(lc, gp->node[i], i));
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
         int v;
-        if (!vi->name || !vi->name[0]) FAIL(PTQ_ERR_FORMAT, "%s: graph output %zu has no name", lc->what, i);
+        if (!vi->name || !vi->name[0]) FAIL(PTQ_ERR_FORMAT, "graph output %zu has no name", i);
         TRY(value_for(g, vi->name, &v));
         g->values[v].is_output = 1;
-        TRY(read_value_info(lc, vi, &g->values[v]));
+        TRY(read_value_info(vi, &g->values[v]));
         g->outputs[g->n_outputs++] = v;
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         const Onnx__ValueInfoProto *vi = gp->value_info[i];
         int v;
-        if (!vi->name || !vi->name[0]) continue;
+        if (!vi->name || !vi->name[0]) FAIL(PTQ_ERR_FORMAT, "value_info %zu has no name", i);
         TRY(value_for(g, vi->name, &v));
         g->values[v].in_value_info = 1;
-        TRY(read_value_info(lc, vi, &g->values[v]));
+        TRY(read_value_info(vi, &g->values[v]));
         g->value_infos[g->n_value_infos++] = v;
     }
-    st = ptq_graph_link(g);
-    if (st != PTQ_OK) ptq_error_prefix("%s: ", lc->what);
+    TRY(ptq_graph_link(g));
 done:
     return st;
 }
@@ -393,19 +510,22 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
 {
     ptq_status st = PTQ_OK;
     Onnx__ModelProto *mp = NULL;
-    load_ctx lc = {what ? what : "model", base_dir, NULL};
+    load_ctx lc = {base_dir, NULL};
     *out = NULL;
-    if (len == 0) FAIL(PTQ_ERR_FORMAT, "%s: empty file, not an ONNX model", lc.what);
+    if (!what) what = "model";
+    if (!buf || len == 0) FAIL(PTQ_ERR_FORMAT, "empty file, not an ONNX model");
+    if (len > MAX_MODEL_BYTES) FAIL(PTQ_ERR_FORMAT, "%zu bytes, larger than protobuf's 2 GB", len);
     mp = onnx__model_proto__unpack(NULL, len, buf);
-    if (!mp) FAIL(PTQ_ERR_FORMAT, "%s: not an ONNX model (protobuf parse failed: truncated or corrupt)", lc.what);
-    if (!mp->graph || (!mp->has_ir_version && mp->n_opset_import == 0))
-        FAIL(PTQ_ERR_FORMAT, "%s: not an ONNX model (no graph or no ir_version)", lc.what);
-    lc.g = ptq_graph_create();
-    CHECK_ALLOC(lc.g);
+    if (!mp) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (protobuf parse failed: truncated or corrupt)");
+    if (!mp->graph) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (no graph)");
+    if (!mp->has_ir_version && mp->n_opset_import == 0)
+        FAIL(PTQ_ERR_FORMAT, "not an ONNX model (no ir_version and no opset_import)");
+    CHECK_ALLOC(lc.g = ptq_graph_create());
     TRY(graph_from_proto(&lc, mp));
     *out = lc.g;
     lc.g = NULL;
 done:
+    if (st != PTQ_OK) ptq_error_prefix("%s: ", what);
     if (mp) onnx__model_proto__free_unpacked(mp, NULL);
     ptq_graph_destroy(lc.g);
     return st;
@@ -418,9 +538,11 @@ ptq_status onnx_model_load(const char *path, ptq_graph **out)
     size_t len = 0;
     char dir[4096];
     const char *slash = strrchr(path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else snprintf(dir, sizeof dir, ".");
     *out = NULL;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) >= sizeof dir) FAIL(PTQ_ERR_ARG, "%s: path too long", path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     TRY(io_read_file(path, &buf, &len, MAX_MODEL_BYTES));
     TRY(onnx_model_load_buffer(buf, len, dir, path, out));
 done:
@@ -434,15 +556,45 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
     uint8_t *buf = NULL;
     size_t len = 0;
     Onnx__TensorProto *tp = NULL;
-    load_ctx lc = {path, NULL, NULL};
+    const char *dir_end = strrchr(path, '/');
+    char dir[4096];
+    load_ctx lc = {NULL, NULL};
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
+    if (dir_end && (size_t)(dir_end - path) < sizeof dir) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(dir_end - path), path);
+        lc.base_dir = dir;
+    } else if (!dir_end) {
+        lc.base_dir = ".";
+    }
     TRY(io_read_file(path, &buf, &len, MAX_MODEL_BYTES));
     tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    /* SequenceProto, OptionalProto and MapProto share field numbers with TensorProto
+     * (name 1, elem_type 2, values 3...), so some of them parse: tell them apart by what
+     * a real tensor always has (a data type, data for its elements, no segment). */
     if (!tp) FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (a sequence, map or optional?)", path);
-    if (!tp->has_data_type || tp->data_type == 0) FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (no data type)", path);
-    TRY(tensor_from_proto(&lc, tp, out));
-    if (name && tp->name) *name = ptq_strdup(tp->name);
+    if (!tp->has_data_type || tp->data_type == 0 || tp->segment)
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (a sequence, map or optional?)", path);
+    if (!tp->has_raw_data && !tp->n_external_data) {
+        const char *field;
+        int empty = 0;
+        for (size_t i = 0; i < tp->n_dims; i++) empty |= tp->dims[i] == 0;
+        if (!empty && ptq_dtype_size((ptq_dtype)tp->data_type) &&
+            typed_count(tp, (ptq_dtype)tp->data_type, &field) == 0)
+            FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (no data: a sequence, map or optional?)", path);
+    }
+    st = tensor_from_proto(&lc, tp, "tensor", out);
+    if (st != PTQ_OK) {
+        ptq_error_prefix("%s: ", path);
+        goto done;
+    }
+    if (name && tp->name) {
+        *name = ptq_strdup(tp->name);
+        if (!*name) {
+            ptq_tensor_free(out);
+            FAIL(PTQ_ERR_NOMEM, "out of memory");
+        }
+    }
 done:
     if (tp) onnx__tensor_proto__free_unpacked(tp, NULL);
     free(buf);
@@ -451,25 +603,33 @@ done:
 
 /* ---------------------------------------------------------------- save */
 
-/* Arena of everything save allocates, released in one go. */
+/* Everything save allocates, released in one go: plain blocks (free) and messages
+ * unpacked from kept fragments (protobuf_c_message_free_unpacked). */
 typedef struct {
     void **ptrs;
     size_t n, cap;
+    ProtobufCMessage **msgs;
+    size_t n_msgs, cap_msgs;
     int oom;
 } pool;
+
+static int pool_grow(void ***arr, size_t *cap, size_t n)
+{
+    if (n < *cap) return 1;
+    size_t c = *cap ? *cap * 2 : 256;
+    void **na = realloc(*arr, sizeof(void *) * c);
+    if (!na) return 0;
+    *arr = na;
+    *cap = c;
+    return 1;
+}
 
 static void *pool_alloc(pool *p, size_t bytes)
 {
     if (p->oom) return NULL;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 256;
-        void **np = realloc(p->ptrs, sizeof(void *) * cap);
-        if (!np) {
-            p->oom = 1;
-            return NULL;
-        }
-        p->ptrs = np;
-        p->cap = cap;
+    if (!pool_grow(&p->ptrs, &p->cap, p->n)) {
+        p->oom = 1;
+        return NULL;
     }
     void *m = calloc(1, bytes ? bytes : 1);
     if (!m) {
@@ -480,17 +640,50 @@ static void *pool_alloc(pool *p, size_t bytes)
     return m;
 }
 
+/* Unpacks a kept fragment; the message lives until pool_free. NULL if it does not parse. */
+static ProtobufCMessage *pool_unpack(pool *p, const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len)
+{
+    if (p->oom) return NULL;
+    void **arr = (void **)p->msgs;
+    int ok = pool_grow(&arr, &p->cap_msgs, p->n_msgs);
+    p->msgs = (ProtobufCMessage **)arr;
+    if (!ok) {
+        p->oom = 1;
+        return NULL;
+    }
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
+    if (m) p->msgs[p->n_msgs++] = m;
+    return m;
+}
+
 static void pool_free(pool *p)
 {
     for (size_t i = 0; i < p->n; i++) free(p->ptrs[i]);
+    for (size_t i = 0; i < p->n_msgs; i++) protobuf_c_message_free_unpacked(p->msgs[i], NULL);
     free(p->ptrs);
+    free(p->msgs);
 }
 
+/* Checks that an in-memory tensor can be written as raw_data. */
+static ptq_status check_tensor(const ptq_tensor *t, const char *kind, const char *name)
+{
+    ptq_status st = PTQ_OK;
+    if (ptq_dtype_size(t->dtype) == 0)
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': cannot write a %s tensor", kind, name, ptq_dtype_name(t->dtype));
+    if (t->rank < 0 || t->rank > PTQ_MAX_RANK)
+        FAIL(PTQ_ERR_ARG, "%s '%s': rank %d is not a tensor's", kind, name, t->rank);
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) FAIL(PTQ_ERR_ARG, "%s '%s': dim %d is %lld", kind, name, i, (long long)t->dims[i]);
+    if (!t->data && ptq_tensor_nbytes(t) > 0)
+        FAIL(PTQ_ERR_ARG, "%s '%s': %zu bytes of data expected, none set", kind, name, ptq_tensor_nbytes(t));
+done:
+    return st;
+}
 
 static Onnx__TensorProto *tensor_to_proto(pool *p, const ptq_tensor *t, const char *name, const char *doc)
 {
     Onnx__TensorProto *tp = pool_alloc(p, sizeof *tp);
-    int64_t *dims = pool_alloc(p, sizeof(int64_t) * (size_t)(t->rank ? t->rank : 1));
+    int64_t *dims = pool_alloc(p, sizeof(int64_t) * (size_t)(t->rank > 0 ? t->rank : 1));
     if (!tp || !dims) return NULL;
     onnx__tensor_proto__init(tp);
     for (int i = 0; i < t->rank; i++) dims[i] = t->dims[i];
@@ -500,20 +693,41 @@ static Onnx__TensorProto *tensor_to_proto(pool *p, const ptq_tensor *t, const ch
     tp->data_type = (int32_t)t->dtype;
     tp->name = (char *)name;
     tp->doc_string = (char *)doc;
-    tp->has_raw_data = ptq_tensor_nbytes(t) > 0; /* an empty tensor has no data field */
-    tp->raw_data.len = ptq_tensor_nbytes(t);
+    size_t bytes = ptq_tensor_nbytes(t);
+    tp->has_raw_data = bytes > 0; /* an empty tensor has no data field */
+    tp->raw_data.len = bytes;
     tp->raw_data.data = t->data;
     return tp;
 }
 
-static Onnx__ValueInfoProto *value_info_to_proto(pool *p, const ptq_value *v)
+static int same_str(const char *a, const char *b)
 {
-    Onnx__ValueInfoProto *vi = pool_alloc(p, sizeof *vi);
-    if (!vi) return NULL;
-    onnx__value_info_proto__init(vi);
-    vi->name = v->name;
-    vi->doc_string = v->doc_string;
-    if (!v->has_type && v->kind != PTQ_VALUE_INITIALIZER) return vi;
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* 1 when the kept tensor TypeProto still describes value v as the IR has it now. */
+static int kept_type_fits(const Onnx__TypeProto *tp, const ptq_value *v)
+{
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return 0;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if ((ptq_dtype)tt->elem_type != v->t.dtype) return 0;
+    if (!tt->shape) return v->t.rank < 0;
+    if ((int)tt->shape->n_dim != v->t.rank) return 0;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0) {
+            if (v->t.dims[d] != dim->dim_value) return 0;
+        } else {
+            const char *param =
+                dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : NULL;
+            if (v->t.dims[d] != -1 || !same_str(param, v->dim_params[d])) return 0;
+        }
+    }
+    return 1;
+}
+
+static Onnx__TypeProto *tensor_type_to_proto(pool *p, const ptq_value *v)
+{
     Onnx__TypeProto *tp = pool_alloc(p, sizeof *tp);
     Onnx__TypeProto__Tensor *tt = pool_alloc(p, sizeof *tt);
     if (!tp || !tt) return NULL;
@@ -523,8 +737,7 @@ static Onnx__ValueInfoProto *value_info_to_proto(pool *p, const ptq_value *v)
     tp->tensor_type = tt;
     tt->has_elem_type = 1;
     tt->elem_type = (int32_t)v->t.dtype;
-    vi->type = tp;
-    if (v->t.rank < 0) return vi;
+    if (v->t.rank < 0 || v->t.rank > PTQ_MAX_RANK) return tp;
     Onnx__TensorShapeProto *sh = pool_alloc(p, sizeof *sh);
     Onnx__TensorShapeProto__Dimension **dims = pool_alloc(p, sizeof(void *) * (size_t)(v->t.rank + 1));
     if (!sh || !dims) return NULL;
@@ -545,17 +758,42 @@ static Onnx__ValueInfoProto *value_info_to_proto(pool *p, const ptq_value *v)
     sh->n_dim = (size_t)v->t.rank;
     sh->dim = dims;
     tt->shape = sh;
+    return tp;
+}
+
+/* ValueInfoProto of v: the IR's tensor type, or the kept type when it still fits (or when
+ * the value is not a tensor and the IR declares nothing), plus kept unknown fields. */
+static Onnx__ValueInfoProto *value_info_to_proto(pool *p, const ptq_value *v)
+{
+    Onnx__ValueInfoProto *vi = pool_alloc(p, sizeof *vi);
+    const Onnx__ValueInfoProto *kept = NULL;
+    if (!vi) return NULL;
+    onnx__value_info_proto__init(vi);
+    vi->name = v->name;
+    vi->doc_string = v->doc_string;
+    if (v->opaque) {
+        kept = (const Onnx__ValueInfoProto *)pool_unpack(p, &onnx__value_info_proto__descriptor, v->opaque,
+                                                         v->opaque_len);
+        if (!kept) return NULL;
+        vi->base.n_unknown_fields = kept->base.n_unknown_fields;
+        vi->base.unknown_fields = kept->base.unknown_fields;
+    }
+    int ir_typed = v->has_type || v->kind == PTQ_VALUE_INITIALIZER || v->t.dtype != PTQ_UNDEFINED;
+    if (kept && kept->type &&
+        (kept_type_fits(kept->type, v) ||
+         (!ir_typed && kept->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE))) {
+        vi->type = kept->type;
+    } else if (ir_typed) {
+        vi->type = tensor_type_to_proto(p, v);
+        if (!vi->type) return NULL;
+    }
     return vi;
 }
 
-static Onnx__AttributeProto *attr_to_proto(pool *p, const ptq_attr *a, Onnx__AttributeProto **unpacked)
+static Onnx__AttributeProto *attr_to_proto(pool *p, const ptq_attr *a)
 {
-    *unpacked = NULL;
-    if (a->opaque) {
-        Onnx__AttributeProto *ap = onnx__attribute_proto__unpack(NULL, a->opaque_len, a->opaque);
-        *unpacked = ap;
-        return ap;
-    }
+    if (a->opaque) return (Onnx__AttributeProto *)pool_unpack(p, &onnx__attribute_proto__descriptor, a->opaque,
+                                                               a->opaque_len);
     Onnx__AttributeProto *ap = pool_alloc(p, sizeof *ap);
     if (!ap) return NULL;
     onnx__attribute_proto__init(ap);
@@ -570,18 +808,19 @@ static Onnx__AttributeProto *attr_to_proto(pool *p, const ptq_attr *a, Onnx__Att
     case PTQ_ATTR_STRING:
         ap->has_s = 1;
         ap->s.data = (uint8_t *)a->s;
-        ap->s.len = a->s_len;
+        ap->s.len = a->s ? (a->s_len ? a->s_len : strlen(a->s)) : 0;
         break;
-    case PTQ_ATTR_FLOATS: ap->n_floats = a->n; ap->floats = a->floats; break;
-    case PTQ_ATTR_INTS: ap->n_ints = a->n; ap->ints = a->ints; break;
+    case PTQ_ATTR_FLOATS: ap->n_floats = a->floats ? a->n : 0; ap->floats = a->floats; break;
+    case PTQ_ATTR_INTS: ap->n_ints = a->ints ? a->n : 0; ap->ints = a->ints; break;
     case PTQ_ATTR_STRINGS: {
-        ProtobufCBinaryData *s = pool_alloc(p, sizeof *s * (a->n ? a->n : 1));
+        size_t n = a->strings ? a->n : 0;
+        ProtobufCBinaryData *s = pool_alloc(p, sizeof *s * (n ? n : 1));
         if (!s) return NULL;
-        for (size_t i = 0; i < a->n; i++) {
+        for (size_t i = 0; i < n; i++) {
             s[i].data = (uint8_t *)a->strings[i];
-            s[i].len = strlen(a->strings[i]);
+            s[i].len = a->strings[i] ? strlen(a->strings[i]) : 0;
         }
-        ap->n_strings = a->n;
+        ap->n_strings = n;
         ap->strings = s;
         break;
     }
@@ -594,23 +833,124 @@ static Onnx__AttributeProto *attr_to_proto(pool *p, const ptq_attr *a, Onnx__Att
     return ap;
 }
 
+/* Name of value index v for node `node`, "" for -1; NULL when out of range. */
+static char *value_name(const ptq_graph *g, int v)
+{
+    if (v == -1) return "";
+    if (v < 0 || v >= g->n_values) return NULL;
+    return g->values[v].name;
+}
+
+static ptq_status nodes_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto *gp)
+{
+    ptq_status st = PTQ_OK;
+    CHECK_ALLOC(gp->node = pool_alloc(p, sizeof(void *) * (size_t)(g->n_nodes + 1)));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *n = &g->nodes[i];
+        const char *nname = n->name ? n->name : "";
+        Onnx__NodeProto *np = pool_alloc(p, sizeof *np);
+        char **ins = pool_alloc(p, sizeof(char *) * (size_t)(n->n_inputs + 1));
+        char **outs = pool_alloc(p, sizeof(char *) * (size_t)(n->n_outputs + 1));
+        Onnx__AttributeProto **attrs = pool_alloc(p, sizeof(void *) * (size_t)(n->n_attrs + 1));
+        if (!np || !ins || !outs || !attrs) FAIL(PTQ_ERR_NOMEM, "out of memory serialising node '%s'", nname);
+        if (!n->op_type || !n->op_type[0]) FAIL(PTQ_ERR_ARG, "node %d ('%s') has no op_type", i, nname);
+        onnx__node_proto__init(np);
+        for (int k = 0; k < n->n_inputs; k++)
+            if (!(ins[k] = value_name(g, n->inputs[k])))
+                FAIL(PTQ_ERR_INTERNAL, "node '%s': input %d is value %d of %d", nname, k, n->inputs[k], g->n_values);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (!(outs[k] = value_name(g, n->outputs[k])))
+                FAIL(PTQ_ERR_INTERNAL, "node '%s': output %d is value %d of %d", nname, k, n->outputs[k],
+                     g->n_values);
+        np->n_input = (size_t)n->n_inputs;
+        np->input = ins;
+        np->n_output = (size_t)n->n_outputs;
+        np->output = outs;
+        np->name = nname[0] ? (char *)nname : NULL; /* "" and absent mean the same */
+        np->op_type = n->op_type;
+        np->domain = n->domain && n->domain[0] ? n->domain : NULL;
+        np->doc_string = n->doc_string;
+        for (int k = 0; k < n->n_attrs; k++) {
+            const ptq_attr *a = &n->attrs[k];
+            if (a->type == PTQ_ATTR_TENSOR && !a->opaque) TRY(check_tensor(&a->tensor, "attribute tensor", a->name));
+            if (!(attrs[k] = attr_to_proto(p, a)))
+                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': cannot encode attribute '%s'", nname,
+                     a->name ? a->name : "");
+        }
+        np->n_attribute = (size_t)n->n_attrs;
+        np->attribute = attrs;
+        if (n->opaque) {
+            const ProtobufCMessage *kept = pool_unpack(p, &onnx__node_proto__descriptor, n->opaque, n->opaque_len);
+            if (!kept) FAIL(PTQ_ERR_INTERNAL, "node '%s': kept fields do not parse", nname);
+            np->base.n_unknown_fields = kept->n_unknown_fields;
+            np->base.unknown_fields = kept->unknown_fields;
+        }
+        gp->node[gp->n_node++] = np;
+    }
+done:
+    return st;
+}
+
+static ptq_status values_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto *gp)
+{
+    ptq_status st = PTQ_OK;
+    CHECK_ALLOC(gp->initializer = pool_alloc(p, sizeof(void *) * (size_t)(g->n_initializers + 1)));
+    CHECK_ALLOC(gp->input = pool_alloc(p, sizeof(void *) * (size_t)(g->n_inputs + 1)));
+    CHECK_ALLOC(gp->output = pool_alloc(p, sizeof(void *) * (size_t)(g->n_outputs + 1)));
+    CHECK_ALLOC(gp->value_info = pool_alloc(p, sizeof(void *) * (size_t)(g->n_value_infos + 1)));
+    const struct {
+        const int *idx;
+        int n;
+        const char *what;
+    } lists[] = {{g->initializers, g->n_initializers, "initializer"},
+                 {g->inputs, g->n_inputs, "graph input"},
+                 {g->outputs, g->n_outputs, "graph output"},
+                 {g->value_infos, g->n_value_infos, "value_info"}};
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+        for (int i = 0; i < lists[l].n; i++)
+            if (lists[l].idx[i] < 0 || lists[l].idx[i] >= g->n_values)
+                FAIL(PTQ_ERR_INTERNAL, "%s %d is value %d of %d", lists[l].what, i, lists[l].idx[i], g->n_values);
+    for (int i = 0; i < g->n_initializers; i++) {
+        const ptq_value *v = &g->values[g->initializers[i]];
+        TRY(check_tensor(&v->t, "initializer", v->name));
+        CHECK_ALLOC(gp->initializer[i] = tensor_to_proto(p, &v->t, v->name, v->doc_string));
+    }
+    gp->n_initializer = (size_t)g->n_initializers;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!(gp->input[i] = value_info_to_proto(p, &g->values[g->inputs[i]])))
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph input '%s': cannot encode its type",
+                 g->values[g->inputs[i]].name);
+    gp->n_input = (size_t)g->n_inputs;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!(gp->output[i] = value_info_to_proto(p, &g->values[g->outputs[i]])))
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph output '%s': cannot encode its type",
+                 g->values[g->outputs[i]].name);
+    gp->n_output = (size_t)g->n_outputs;
+    for (int i = 0; i < g->n_value_infos; i++) {
+        const ptq_value *v = &g->values[g->value_infos[i]];
+        if (!v->in_value_info) continue; /* dropped since load (graph_edit clears the flag) */
+        if (!(gp->value_info[gp->n_value_info] = value_info_to_proto(p, v)))
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "value_info '%s': cannot encode its type", v->name);
+        gp->n_value_info++;
+    }
+done:
+    return st;
+}
+
 ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
 {
     ptq_status st = PTQ_OK;
-    pool p = {0};
+    pool p;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
     Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
-    Onnx__ModelProto *kept = NULL;
-    Onnx__AttributeProto **unpacked = NULL;
-    size_t n_unpacked = 0, total_attrs = 0;
+    memset(&p, 0, sizeof p);
     *buf = NULL;
     *len = 0;
-    for (int i = 0; i < g->n_nodes; i++) total_attrs += (size_t)g->nodes[i].n_attrs;
-    unpacked = calloc(total_attrs + 1, sizeof *unpacked);
-    CHECK_ALLOC(unpacked);
 
-    mp.has_ir_version = 1;
-    mp.ir_version = g->ir_version;
+    if (g->ir_version) {
+        mp.has_ir_version = 1;
+        mp.ir_version = g->ir_version;
+    }
     mp.producer_name = g->producer_name;
     mp.producer_version = g->producer_version;
     mp.domain = g->domain;
@@ -619,8 +959,7 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
         mp.has_model_version = 1;
         mp.model_version = g->model_version;
     }
-    mp.opset_import = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_opsets + 1));
-    CHECK_ALLOC(mp.opset_import);
+    CHECK_ALLOC(mp.opset_import = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_opsets + 1)));
     for (int i = 0; i < g->n_opsets; i++) {
         Onnx__OperatorSetIdProto *o = pool_alloc(&p, sizeof *o);
         CHECK_ALLOC(o);
@@ -630,8 +969,7 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
         o->version = g->opsets[i].version;
         mp.opset_import[mp.n_opset_import++] = o;
     }
-    mp.metadata_props = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_metadata + 1));
-    CHECK_ALLOC(mp.metadata_props);
+    CHECK_ALLOC(mp.metadata_props = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_metadata + 1)));
     for (int i = 0; i < g->n_metadata; i++) {
         Onnx__StringStringEntryProto *e = pool_alloc(&p, sizeof *e);
         CHECK_ALLOC(e);
@@ -642,73 +980,21 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     }
     gp.name = g->graph_name ? g->graph_name : "ptq";
     gp.doc_string = g->graph_doc_string;
-
-    /* nodes */
-    gp.node = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_nodes + 1));
-    CHECK_ALLOC(gp.node);
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ptq_node *n = &g->nodes[i];
-        Onnx__NodeProto *np = pool_alloc(&p, sizeof *np);
-        char **ins = pool_alloc(&p, sizeof(char *) * (size_t)(n->n_inputs + 1));
-        char **outs = pool_alloc(&p, sizeof(char *) * (size_t)(n->n_outputs + 1));
-        Onnx__AttributeProto **attrs = pool_alloc(&p, sizeof(void *) * (size_t)(n->n_attrs + 1));
-        CHECK_ALLOC(np);
-        CHECK_ALLOC(ins);
-        CHECK_ALLOC(outs);
-        CHECK_ALLOC(attrs);
-        onnx__node_proto__init(np);
-        for (int k = 0; k < n->n_inputs; k++) ins[k] = n->inputs[k] >= 0 ? g->values[n->inputs[k]].name : "";
-        for (int k = 0; k < n->n_outputs; k++) outs[k] = n->outputs[k] >= 0 ? g->values[n->outputs[k]].name : "";
-        np->n_input = (size_t)n->n_inputs;
-        np->input = ins;
-        np->n_output = (size_t)n->n_outputs;
-        np->output = outs;
-        np->name = n->name[0] ? n->name : NULL; /* "" and absent mean the same; keep the file's form */
-        np->op_type = n->op_type;
-        np->domain = n->domain[0] ? n->domain : NULL;
-        np->doc_string = n->doc_string;
-        for (int k = 0; k < n->n_attrs; k++) {
-            Onnx__AttributeProto *up = NULL;
-            attrs[k] = attr_to_proto(&p, &n->attrs[k], &up);
-            if (up) unpacked[n_unpacked++] = up;
-            if (!attrs[k]) FAIL(PTQ_ERR_NOMEM, "node '%s': cannot encode attribute '%s'", n->name, n->attrs[k].name);
-        }
-        np->n_attribute = (size_t)n->n_attrs;
-        np->attribute = attrs;
-        gp.node[gp.n_node++] = np;
-    }
-    /* initializers, inputs, outputs, value_info */
-    gp.initializer = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_initializers + 1));
-    gp.input = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_inputs + 1));
-    gp.output = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_outputs + 1));
-    gp.value_info = pool_alloc(&p, sizeof(void *) * (size_t)(g->n_value_infos + 1));
-    CHECK_ALLOC(gp.initializer);
-    CHECK_ALLOC(gp.input);
-    CHECK_ALLOC(gp.output);
-    CHECK_ALLOC(gp.value_info);
-    for (int i = 0; i < g->n_initializers; i++) {
-        const ptq_value *v = &g->values[g->initializers[i]];
-        gp.initializer[i] = tensor_to_proto(&p, &v->t, v->name, v->doc_string);
-        CHECK_ALLOC(gp.initializer[i]);
-    }
-    gp.n_initializer = (size_t)g->n_initializers;
-    for (int i = 0; i < g->n_inputs; i++) CHECK_ALLOC(gp.input[i] = value_info_to_proto(&p, &g->values[g->inputs[i]]));
-    gp.n_input = (size_t)g->n_inputs;
-    for (int i = 0; i < g->n_outputs; i++) CHECK_ALLOC(gp.output[i] = value_info_to_proto(&p, &g->values[g->outputs[i]]));
-    gp.n_output = (size_t)g->n_outputs;
-    for (int i = 0; i < g->n_value_infos; i++) {
-        const ptq_value *v = &g->values[g->value_infos[i]];
-        if (!v->in_value_info) continue; /* dropped since load */
-        CHECK_ALLOC(gp.value_info[gp.n_value_info++] = value_info_to_proto(&p, v));
-    }
+    TRY(nodes_to_proto(&p, g, &gp));
+    TRY(values_to_proto(&p, g, &gp));
     if (g->opaque_model) {
-        kept = onnx__model_proto__unpack(NULL, g->opaque_model_len, g->opaque_model);
-        if (!kept) FAIL(PTQ_ERR_INTERNAL, "kept model fields do not parse");
+        const Onnx__ModelProto *kept = (const Onnx__ModelProto *)pool_unpack(&p, &onnx__model_proto__descriptor,
+                                                                             g->opaque_model, g->opaque_model_len);
+        if (!kept) FAIL(p.oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "kept model fields do not parse");
+        mp.base.n_unknown_fields = kept->base.n_unknown_fields;
+        mp.base.unknown_fields = kept->base.unknown_fields;
         mp.n_training_info = kept->n_training_info;
         mp.training_info = kept->training_info;
         mp.n_functions = kept->n_functions;
         mp.functions = kept->functions;
         if (kept->graph) {
+            gp.base.n_unknown_fields = kept->graph->base.n_unknown_fields;
+            gp.base.unknown_fields = kept->graph->base.unknown_fields;
             gp.n_sparse_initializer = kept->graph->n_sparse_initializer;
             gp.sparse_initializer = kept->graph->sparse_initializer;
             gp.n_quantization_annotation = kept->graph->n_quantization_annotation;
@@ -718,13 +1004,11 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     mp.graph = &gp;
     if (p.oom) FAIL(PTQ_ERR_NOMEM, "out of memory serialising the model");
     size_t size = onnx__model_proto__get_packed_size(&mp);
-    *buf = malloc(size ? size : 1);
-    CHECK_ALLOC(*buf);
+    if (size > MAX_MODEL_BYTES)
+        FAIL(PTQ_ERR_UNSUPPORTED, "the model serialises to %zu bytes, above protobuf's 2 GB limit", size);
+    CHECK_ALLOC(*buf = malloc(size ? size : 1));
     *len = onnx__model_proto__pack(&mp, *buf);
 done:
-    for (size_t i = 0; i < n_unpacked; i++) onnx__attribute_proto__free_unpacked(unpacked[i], NULL);
-    free(unpacked);
-    if (kept) onnx__model_proto__free_unpacked(kept, NULL);
     pool_free(&p);
     return st;
 }
@@ -734,7 +1018,11 @@ ptq_status onnx_model_save(const ptq_graph *g, const char *path)
     ptq_status st = PTQ_OK;
     uint8_t *buf = NULL;
     size_t len = 0;
-    TRY(onnx_model_serialize(g, &buf, &len));
+    st = onnx_model_serialize(g, &buf, &len);
+    if (st != PTQ_OK) {
+        ptq_error_prefix("%s: ", path);
+        goto done;
+    }
     TRY(io_write_atomic(path, buf, len));
 done:
     free(buf);

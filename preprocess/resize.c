@@ -20,6 +20,23 @@ static inline uint8_t clip_u8(int v)
     return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
+/* OpenCV's taps for one axis: two source indices and two weights in 1/2048 per output. */
+static void linear_taps(int in, int out, int *idx, short *w)
+{
+    double scale = (double)in / out;
+    for (int d = 0; d < out; d++) {
+        float f = (float)((d + 0.5) * scale - 0.5);
+        int s = (int)floorf(f);
+        f -= (float)s;
+        if (s < 0) f = 0, s = 0;
+        if (s >= in - 1) f = 0, s = in - 1;
+        idx[2 * d] = s;
+        idx[2 * d + 1] = s + 1 < in ? s + 1 : s;
+        w[2 * d] = (short)lrintf((1.0f - f) * 2048.0f);
+        w[2 * d + 1] = (short)lrintf(f * 2048.0f);
+    }
+}
+
 static ptq_status resize_linear_cv(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh, int ch)
 {
     ptq_status st = PTQ_OK;
@@ -32,29 +49,8 @@ static ptq_status resize_linear_cv(const uint8_t *src, int sw, int sh, uint8_t *
     CHECK_ALLOC(ya);
     CHECK_ALLOC(row0);
     CHECK_ALLOC(row1);
-    double scale_x = (double)sw / dw, scale_y = (double)sh / dh;
-    for (int dx = 0; dx < dw; dx++) {
-        float fx = (float)((dx + 0.5) * scale_x - 0.5);
-        int sx = (int)floorf(fx);
-        fx -= (float)sx;
-        if (sx < 0) fx = 0, sx = 0;
-        if (sx >= sw - 1) fx = 0, sx = sw - 1;
-        xo[2 * dx] = sx;
-        xo[2 * dx + 1] = sx + 1 < sw ? sx + 1 : sx;
-        xa[2 * dx] = (short)lrintf((1.0f - fx) * 2048.0f);
-        xa[2 * dx + 1] = (short)lrintf(fx * 2048.0f);
-    }
-    for (int dy = 0; dy < dh; dy++) {
-        float fy = (float)((dy + 0.5) * scale_y - 0.5);
-        int sy = (int)floorf(fy);
-        fy -= (float)sy;
-        if (sy < 0) fy = 0, sy = 0;
-        if (sy >= sh - 1) fy = 0, sy = sh - 1;
-        yo[2 * dy] = sy;
-        yo[2 * dy + 1] = sy + 1 < sh ? sy + 1 : sy;
-        ya[2 * dy] = (short)lrintf((1.0f - fy) * 2048.0f);
-        ya[2 * dy + 1] = (short)lrintf(fy * 2048.0f);
-    }
+    linear_taps(sw, dw, xo, xa);
+    linear_taps(sh, dh, yo, ya);
     for (int dy = 0; dy < dh; dy++) {
         int *rows[2] = {row0, row1};
         for (int k = 0; k < 2; k++) {

@@ -11,16 +11,17 @@
 
 #define NAME_CAP 1024
 
-static ptq_status add_i64(ptq_graph *g, const char *base, const int64_t *v, int64_t n, int rank1, int *out)
+/* A new initializer named after base holding n values of dtype dt (rank 1, or a scalar). */
+static ptq_status add_values(ptq_graph *g, const char *base, ptq_dtype dt, const void *v, int64_t n, int rank1, int *out)
 {
     ptq_status st = PTQ_OK;
     char name[NAME_CAP];
     ptq_tensor t = {0};
-    t.dtype = PTQ_I64;
+    t.dtype = dt;
     t.rank = rank1 ? 1 : 0;
     t.dims[0] = n;
     TRY(ptq_tensor_alloc(&t));
-    if (n) memcpy(t.data, v, sizeof(int64_t) * (size_t)n);
+    if (n) memcpy(t.data, v, ptq_dtype_size(dt) * (size_t)n);
     ptq_graph_unique_name(g, base, name, sizeof name);
     TRY(ptq_graph_add_initializer(g, name, &t, out));
 done:
@@ -28,21 +29,14 @@ done:
     return st;
 }
 
+static ptq_status add_i64(ptq_graph *g, const char *base, const int64_t *v, int64_t n, int rank1, int *out)
+{
+    return add_values(g, base, PTQ_I64, v, n, rank1, out);
+}
+
 static ptq_status add_f32(ptq_graph *g, const char *base, const float *v, int64_t n, int rank1, int *out)
 {
-    ptq_status st = PTQ_OK;
-    char name[NAME_CAP];
-    ptq_tensor t = {0};
-    t.dtype = PTQ_F32;
-    t.rank = rank1 ? 1 : 0;
-    t.dims[0] = n;
-    TRY(ptq_tensor_alloc(&t));
-    if (n) memcpy(t.data, v, sizeof(float) * (size_t)n);
-    ptq_graph_unique_name(g, base, name, sizeof name);
-    TRY(ptq_graph_add_initializer(g, name, &t, out));
-done:
-    ptq_tensor_free(&t);
-    return st;
+    return add_values(g, base, PTQ_F32, v, n, rank1, out);
 }
 
 static void drop_attr(ptq_node *n, const char *name)
