@@ -11,6 +11,7 @@ ptq_status ptq_graph_sort_nodes(ptq_graph *g)
     ptq_node *sorted = malloc(sizeof *sorted * ((size_t)g->n_nodes + 1));
     CHECK_ALLOC(order);
     CHECK_ALLOC(sorted);
+    TRY(ptq_graph_link(g)); /* producers may be stale after rewiring */
     TRY(ptq_graph_toposort(g, order));
     for (int i = 0; i < g->n_nodes; i++) sorted[i] = g->nodes[order[i]];
     memcpy(g->nodes, sorted, sizeof *sorted * (size_t)g->n_nodes);
