@@ -1,0 +1,58 @@
+/* calib.h: streaming per-tensor statistics and the calibration methods
+ * (quantization spec §2-§3).
+ *
+ *   calib_stats *s = calib_stats_create();
+ *   calib_stats_add(s, x, n, nthreads);        // every batch, in order
+ *   calib_method m; calib_method_parse("percentile:99.99", &m);
+ *   int warn; float amax = calib_amax(s, &m, &warn);   // warn: zero/non-finite, amax 1.0
+ *   calib_stats_destroy(s);
+ *
+ * A collection histogram of |x| with CALIB_BINS bins over [0, R), R a power of two
+ * doubled (bin pairs merged) when a batch exceeds it; the methods work on the
+ * CALIB_ANALYSIS_BINS-bin histogram over [0, amax] resampled from it. Threads fill
+ * private histograms merged in thread order: results do not depend on the thread count. */
+#ifndef PTQ_CALIB_H
+#define PTQ_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/status.h"
+
+#define CALIB_BINS 4096
+#define CALIB_ANALYSIS_BINS 2048
+
+typedef struct {
+    float min, max, amax;       /* over finite values; amax = max |x| */
+    uint64_t count, nan, pinf, ninf, zeros;
+    double range;               /* R; 0 before the first finite value */
+    uint64_t hist[CALIB_BINS];
+} calib_stats;
+
+typedef enum { CALIB_MAX = 0, CALIB_PERCENTILE, CALIB_ENTROPY, CALIB_MSE } calib_kind;
+
+typedef struct {
+    calib_kind kind;
+    double percentile;          /* CALIB_PERCENTILE: P in (0, 100] */
+} calib_method;
+
+calib_stats *calib_stats_create(void);
+void calib_stats_destroy(calib_stats *s);
+void calib_stats_add(calib_stats *s, const float *x, size_t n, int nthreads);
+/* dst += src, exactly and order-independently. */
+void calib_stats_merge(calib_stats *dst, const calib_stats *src);
+/* The analysis histogram H[CALIB_ANALYSIS_BINS] over [0, amax]. */
+void calib_analysis_hist(const calib_stats *s, double *H);
+
+/* "max", "percentile" (99.99), "percentile:P", "entropy", "mse". 0 on success. */
+int calib_method_parse(const char *s, calib_method *m);
+/* "max", "percentile-99.99", "entropy", "mse": for file names. */
+void calib_method_name(const calib_method *m, char *buf, size_t cap);
+/* "max,entropy" or "all" (= max, percentile:99.9, percentile:99.99, percentile:99.999, entropy, mse). */
+int calib_methods_parse(const char *s, calib_method *out, int cap, int *n);
+
+/* The method's amax; 1.0 (and *warn = 1) when the tensor was all zeros, never finite or
+ * its amax fell below 2^-30 (spec §1). */
+float calib_amax(const calib_stats *s, const calib_method *m, int *warn);
+
+#endif

@@ -1,0 +1,350 @@
+/* cmd_calibrate.c: `ptq calibrate`: one pass over the images (or a .npy of preprocessed
+ * samples), statistics of every float activation streamed from the executor's observer,
+ * then every requested method's ranges from those statistics: TensorRT caches and JSON. */
+#include <fnmatch.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "cli/cli.h"
+#include "io/cache.h"
+#include "io/npy.h"
+#include "io/onnx.h"
+#include "io/preset.h"
+#include "io/ranges.h"
+#include "preprocess/dataset.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+
+#define MAX_METHODS 16
+#define MAX_GLOBS 64
+
+typedef struct {
+    char *name;
+    calib_stats *stats;
+} tensor_entry;
+
+typedef struct {
+    tensor_entry *t;
+    int n, cap, cursor, nthreads;
+    const char *const *globs;
+    int n_globs;
+    ptq_status oom;
+} collector;
+
+static int wanted(const collector *c, const char *name)
+{
+    if (!c->n_globs) return 1;
+    for (int i = 0; i < c->n_globs; i++)
+        if (fnmatch(c->globs[i], name, 0) == 0) return 1;
+    return 0;
+}
+
+/* The observer: calls come in the same order every batch, so a cursor finds the entry. */
+static ptq_status observe(const char *name, int node, const ptq_tensor *t, void *user)
+{
+    collector *c = user;
+    (void)node;
+    if (!wanted(c, name)) return PTQ_OK;
+    tensor_entry *e = NULL;
+    if (c->cursor < c->n && strcmp(c->t[c->cursor].name, name) == 0) e = &c->t[c->cursor];
+    for (int i = 0; !e && i < c->n; i++)
+        if (strcmp(c->t[i].name, name) == 0) e = &c->t[i];
+    if (!e) {
+        if (c->n == c->cap) {
+            int cap = c->cap ? c->cap * 2 : 256;
+            tensor_entry *nt = realloc(c->t, sizeof *nt * (size_t)cap);
+            if (!nt) {
+                ptq_error("out of memory collecting statistics");
+                return PTQ_ERR_NOMEM;
+            }
+            c->t = nt;
+            c->cap = cap;
+        }
+        e = &c->t[c->n++];
+        e->name = ptq_strdup(name);
+        e->stats = calib_stats_create();
+        if (!e->name || !e->stats) {
+            ptq_error("out of memory collecting statistics");
+            return PTQ_ERR_NOMEM;
+        }
+    }
+    c->cursor = (int)(e - c->t) + 1;
+    calib_stats_add(e->stats, t->data, ptq_tensor_numel(t), c->nthreads);
+    return PTQ_OK;
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy) --cache OUT.cache [options]\n"
+                "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
+                "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
+                "  --tensors GLOB    only tensors whose names match (repeatable)\n"
+                "  --trt-version V   cache header version (default 8601)  --trt-algorithm A  header algorithm\n"
+                "  --limit N, --shuffle --seed S, --strict, --threads N, preprocessing overrides as in ptq preprocess\n"
+                "With several methods, one cache per method: OUT.<method>.cache (and .json).\n");
+}
+
+/* out.cache -> out.<tag>.cache */
+static void per_method_path(const char *path, const char *tag, char *buf, size_t cap)
+{
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (dot && (!slash || dot > slash)) snprintf(buf, cap, "%.*s.%s%s", (int)(dot - path), path, tag, dot);
+    else snprintf(buf, cap, "%s.%s", path, tag);
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_TENSORS, O_TRTV, O_TRTA, O_LIMIT,
+           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET };
+    static const struct option longopts[] = {
+        {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
+        {"input", required_argument, 0, O_INPUT},   {"method", required_argument, 0, O_METHOD},
+        {"batch", required_argument, 0, O_BATCH},   {"cache", required_argument, 0, O_CACHE},
+        {"json", required_argument, 0, O_JSON},     {"tensors", required_argument, 0, O_TENSORS},
+        {"trt-version", required_argument, 0, O_TRTV}, {"trt-algorithm", required_argument, 0, O_TRTA},
+        {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
+        {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
+        {"threads", required_argument, 0, O_THREADS}, {"size", required_argument, 0, O_SET},
+        {"resize", required_argument, 0, O_SET},    {"mode", required_argument, 0, O_SET},
+        {"mean", required_argument, 0, O_SET},      {"std", required_argument, 0, O_SET},
+        {"scale", required_argument, 0, O_SET},     {"channel-order", required_argument, 0, O_SET},
+        {"layout", required_argument, 0, O_SET},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    pp_dataset_options o = pp_dataset_defaults();
+    pp_config cfg = pp_defaults();
+    const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "entropy", *trt_algo = NULL;
+    const char *globs[MAX_GLOBS], *set_keys[32], *set_vals[32];
+    int n_globs = 0, n_set = 0, c, idx = 0, rc = CLI_EXIT_OK, n_methods = 0;
+    long v, trt_version = 8601;
+    calib_method methods[MAX_METHODS];
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    ptq_plan *plan = NULL, *tail_plan = NULL;
+    pp_dataset *d = NULL;
+    ptq_tensor samples = {0};
+    collector col = {0};
+    io_range *ranges = NULL;
+    io_cache_entry *entries = NULL;
+    o.batch = 8;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+        switch (c) {
+        case O_IMAGES: o.images = optarg; break;
+        case O_PRESET: preset = optarg; break;
+        case O_INPUT: input = optarg; break;
+        case O_METHOD: method_arg = optarg; break;
+        case O_BATCH:
+            if (cli_parse_long(optarg, 1, 4096, &v)) return cli_usage_error("calibrate", "bad --batch '%s'", optarg);
+            o.batch = (int)v;
+            break;
+        case O_CACHE: cache = optarg; break;
+        case O_JSON: json = optarg; break;
+        case O_TENSORS:
+            if (n_globs == MAX_GLOBS) return cli_usage_error("calibrate", "too many --tensors");
+            globs[n_globs++] = optarg;
+            break;
+        case O_TRTV:
+            if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("calibrate", "bad --trt-version '%s'", optarg);
+            break;
+        case O_TRTA: trt_algo = optarg; break;
+        case O_LIMIT:
+            if (cli_parse_long(optarg, 1, 100000000, &v)) return cli_usage_error("calibrate", "bad --limit '%s'", optarg);
+            o.limit = (int)v;
+            break;
+        case O_SHUFFLE: o.shuffle = 1; break;
+        case O_SEED:
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &v)) return cli_usage_error("calibrate", "bad --seed '%s'", optarg);
+            o.seed = (uint64_t)v;
+            break;
+        case O_STRICT: o.strict = 1; break;
+        case O_THREADS:
+            if (cli_parse_long(optarg, 1, 1024, &v)) return cli_usage_error("calibrate", "bad --threads '%s'", optarg);
+            o.threads = (int)v;
+            omp_set_num_threads((int)v);
+            break;
+        case O_SET:
+            if (n_set == 32) return cli_usage_error("calibrate", "too many overrides");
+            set_keys[n_set] = longopts[idx].name;
+            set_vals[n_set++] = optarg;
+            break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option("calibrate", c, argv);
+        }
+    }
+    if (optind != argc - 1) return cli_usage_error("calibrate", "expected one model");
+    if (!cache && !json) return cli_usage_error("calibrate", "--cache OUT.cache or --json FILE is required");
+    if (!!o.images == !!input) return cli_usage_error("calibrate", "give either --images DIR or --input X.npy");
+    if (calib_methods_parse(method_arg, methods, MAX_METHODS, &n_methods) != 0)
+        return cli_usage_error("calibrate", "bad --method '%s' (max, percentile[:P], entropy, mse, a list, or all)", method_arg);
+    const char *model = argv[optind];
+    col.globs = globs;
+    col.n_globs = n_globs;
+    col.nthreads = o.threads > 0 ? o.threads : omp_get_max_threads();
+
+    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+    int in_v = -1;
+    for (int i = 0; i < g->n_inputs && in_v < 0; i++)
+        if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) in_v = g->inputs[i];
+    if (in_v < 0) {
+        ptq_error("%s: the model has no input", model);
+        st = PTQ_ERR_FORMAT;
+        goto fail;
+    }
+    const char *in_name = g->values[in_v].name;
+    ptq_plan_options popt = ptq_plan_defaults();
+    popt.observer = observe;
+    popt.observer_user = &col;
+    popt.nthreads = o.threads;
+    int batch_done = 0, images = 0, skipped = 0;
+    int64_t planned_n = -1;
+    if (input) {
+        if ((st = npy_load(input, &samples)) != PTQ_OK) goto fail;
+        if (samples.dtype != PTQ_F32 || samples.rank < 1) {
+            ptq_error("%s: samples must be a float32 array [N, ...]", input);
+            st = PTQ_ERR_FORMAT;
+            goto fail;
+        }
+        int64_t N = samples.dims[0];
+        size_t per = N ? ptq_tensor_numel(&samples) / (size_t)N : 0;
+        /* fed in batches of --batch; the last batch runs smaller (its own plan) */
+        for (int64_t start = 0; start < N; start += o.batch) {
+            int64_t nb = N - start < o.batch ? N - start : o.batch;
+            ptq_tensor x = samples;
+            x.dims[0] = nb;
+            x.data = (float *)samples.data + (size_t)start * per;
+            x.owns_data = 0;
+            ptq_plan **pp = nb == o.batch ? &plan : &tail_plan;
+            if (!*pp) {
+                ptq_input_shape s = {.name = in_name, .rank = x.rank};
+                memcpy(s.dims, x.dims, sizeof s.dims);
+                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
+                    ptq_error_prefix("%s: ", model);
+                    goto fail;
+                }
+            }
+            col.cursor = 0;
+            if ((st = ptq_plan_run(*pp, &x, 1)) != PTQ_OK) goto fail;
+            images += (int)nb;
+            batch_done++;
+        }
+    } else {
+        if (preset) {
+            char path[4096];
+            if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, &cfg)) != PTQ_OK)
+                goto fail;
+        }
+        for (int i = 0; i < n_set; i++) {
+            char key[64], what[96];
+            snprintf(key, sizeof key, "%s", set_keys[i]);
+            for (char *q = key; *q; q++)
+                if (*q == '-') *q = '_';
+            snprintf(what, sizeof what, "--%s", set_keys[i]);
+            if ((st = io_preset_set(&cfg, key, set_vals[i], what)) != PTQ_OK) goto fail;
+        }
+        if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
+        for (;;) {
+            const float *x;
+            int n;
+            if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
+            if (n == 0) break;
+            ptq_tensor t = {0};
+            t.dtype = PTQ_F32;
+            t.rank = 4;
+            t.dims[0] = n;
+            t.dims[1] = cfg.nhwc ? cfg.height : 3;
+            t.dims[2] = cfg.nhwc ? cfg.width : cfg.height;
+            t.dims[3] = cfg.nhwc ? 3 : cfg.width;
+            t.data = (void *)x;
+            ptq_plan **pp = n == o.batch ? &plan : &tail_plan;
+            if (*pp && planned_n != n && pp == &tail_plan) {
+                ptq_plan_destroy(*pp);
+                *pp = NULL;
+            }
+            if (!*pp) {
+                ptq_input_shape s = {.name = in_name, .rank = 4};
+                memcpy(s.dims, t.dims, sizeof s.dims);
+                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
+                    ptq_error_prefix("%s: ", model);
+                    goto fail;
+                }
+                if (pp == &tail_plan) planned_n = n;
+            }
+            col.cursor = 0;
+            if ((st = ptq_plan_run(*pp, &t, 1)) != PTQ_OK) goto fail;
+            batch_done++;
+        }
+        pp_dataset_counts(d, &images, &skipped);
+    }
+    if (col.n == 0) {
+        ptq_error("%s: no float tensor was observed", model);
+        st = PTQ_ERR_FORMAT;
+        goto fail;
+    }
+    /* ranges per method */
+    ranges = calloc((size_t)col.n, sizeof *ranges);
+    entries = calloc((size_t)col.n, sizeof *entries);
+    if (!ranges || !entries) {
+        ptq_error("out of memory");
+        st = PTQ_ERR_NOMEM;
+        goto fail;
+    }
+    int warned = 0;
+    for (int m = 0; m < n_methods; m++) {
+        char tag[64], path[4200];
+        calib_method_name(&methods[m], tag, sizeof tag);
+        int *warn = calloc((size_t)col.n, sizeof(int));
+        if (!warn) {
+            ptq_error("out of memory");
+            st = PTQ_ERR_NOMEM;
+            goto fail;
+        }
+#pragma omp parallel for schedule(dynamic, 1) /* tensors are independent: same result at any thread count */
+        for (int i = 0; i < col.n; i++) {
+            float a = calib_amax(col.t[i].stats, &methods[m], &warn[i]);
+            ranges[i].name = col.t[i].name;
+            ranges[i].amax = a;
+            entries[i].name = col.t[i].name;
+            entries[i].scale = a / 127.0f;
+        }
+        for (int i = 0; i < col.n && m == 0; i++)
+            if (warn[i]) {
+                warned++;
+                fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", col.t[i].name);
+            }
+        free(warn);
+        const char *algo = trt_algo ? trt_algo : methods[m].kind == CALIB_MAX ? "MinMaxCalibration" : "EntropyCalibration2";
+        if (cache) {
+            if (n_methods > 1) per_method_path(cache, tag, path, sizeof path);
+            else snprintf(path, sizeof path, "%s", cache);
+            if ((st = io_cache_write(path, trt_version, algo, entries, col.n)) != PTQ_OK) goto fail;
+        }
+        if (json) {
+            if (n_methods > 1) per_method_path(json, tag, path, sizeof path);
+            else snprintf(path, sizeof path, "%s", json);
+            if ((st = io_ranges_write_json(path, tag, ranges, col.n)) != PTQ_OK) goto fail;
+        }
+    }
+    fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s\n",
+            images, skipped, batch_done, col.n, n_methods, n_methods > 1 ? "s" : "", warned, warned == 1 ? "" : "s");
+    goto out;
+fail:
+    rc = cli_fail(st);
+out:
+    free(ranges);
+    free(entries);
+    for (int i = 0; i < col.n; i++) {
+        free(col.t[i].name);
+        calib_stats_destroy(col.t[i].stats);
+    }
+    free(col.t);
+    ptq_tensor_free(&samples);
+    pp_dataset_close(d);
+    ptq_plan_destroy(plan);
+    ptq_plan_destroy(tail_plan);
+    ptq_graph_destroy(g);
+    return rc;
+}
