@@ -75,7 +75,9 @@ ptq_status io_cache_read(const char *path, io_cache_entry **out, int *n, long *v
         *sep = 0;
         char *hex = sep + 2, *end;
         if (!strncmp(hex, "0x", 2) || !strncmp(hex, "0X", 2)) hex += 2;
-        if (!*hex || strlen(hex) > 8) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
+        if (!*hex) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
+        while (hex[0] == '0' && hex[1]) hex++; /* leading zeros */
+        if (strlen(hex) > 8) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
         unsigned long bits = strtoul(hex, &end, 16);
         if (*end) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
         uint32_t b32 = (uint32_t)bits;
