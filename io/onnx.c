@@ -550,6 +550,17 @@ done:
     return st;
 }
 
+/* 1 when packing m gives exactly buf. */
+static int repacks_to(const ProtobufCMessage *m, const uint8_t *buf, size_t len)
+{
+    if (protobuf_c_message_get_packed_size(m) != len) return 0;
+    uint8_t *re = malloc(len ? len : 1);
+    if (!re) return 1; /* cannot tell: keep the first diagnosis */
+    int same = protobuf_c_message_pack(m, re) == len && memcmp(re, buf, len) == 0;
+    free(re);
+    return same;
+}
+
 ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
 {
     ptq_status st = PTQ_OK;
@@ -584,6 +595,11 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
             FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (no data: a sequence, map or optional?)", path);
     }
     st = tensor_from_proto(&lc, tp, "tensor", out);
+    if (st == PTQ_ERR_FORMAT && !repacks_to(&tp->base, buf, len)) {
+        /* An OptionalProto or SequenceProto whose name parsed as dims: a real
+         * TensorProto from a standard writer packs back to the same bytes. */
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s: not a TensorProto (a sequence, map or optional?)", path);
+    }
     if (st != PTQ_OK) {
         ptq_error_prefix("%s: ", path);
         goto done;
