@@ -87,3 +87,4 @@ clean:
 
 # The runtime's kernels: -O3 (the full vectoriser cost model); still no -ffast-math.
 $(BUILD)/obj/runtime/%.o: OPT := -O3 -g
+$(BUILD)/obj/calib/%.o: OPT := -O3 -g
