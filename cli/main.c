@@ -14,6 +14,7 @@ static const command commands[] = {
     {"inspect", cmd_inspect, "inputs, outputs, ops, parameters and memory of an ONNX model"},
     {"run", cmd_run, "run an FP32 (or QDQ) ONNX model on .npy or random inputs"},
     {"convert", cmd_convert, "load and save an ONNX model (round trip)"},
+    {"quantize", cmd_quantize, "FP32 ONNX + images -> QDQ ONNX (TensorRT rules) + calibration cache"},
     {"calibrate", cmd_calibrate, "activation ranges from one pass over images: TensorRT cache, JSON"},
     {"preprocess", cmd_preprocess, "an image folder to the tensors a model sees (.npy, PNG)"},
 };

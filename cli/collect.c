@@ -1,0 +1,168 @@
+/* collect.c: the calibration pass (see collect.h). The observer is called in the same
+ * order every batch, so a cursor finds each tensor's statistics without a lookup. */
+#include "cli/collect.h"
+
+#include <fnmatch.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/npy.h"
+#include "runtime/plan.h"
+
+static int wanted(const cli_collector *c, const char *name)
+{
+    if (!c->n_globs) return 1;
+    for (int i = 0; i < c->n_globs; i++)
+        if (fnmatch(c->globs[i], name, 0) == 0) return 1;
+    return 0;
+}
+
+/* The observer: calls come in the same order every batch, so a cursor finds the entry. */
+static ptq_status observe(const char *name, int node, const ptq_tensor *t, void *user)
+{
+    cli_collector *c = user;
+    (void)node;
+    if (!wanted(c, name)) return PTQ_OK;
+    cli_tensor_stats *e = NULL;
+    if (c->cursor < c->n && strcmp(c->t[c->cursor].name, name) == 0) e = &c->t[c->cursor];
+    for (int i = 0; !e && i < c->n; i++)
+        if (strcmp(c->t[i].name, name) == 0) e = &c->t[i];
+    if (!e) {
+        if (c->n == c->cap) {
+            int cap = c->cap ? c->cap * 2 : 256;
+            cli_tensor_stats *nt = realloc(c->t, sizeof *nt * (size_t)cap);
+            if (!nt) {
+                ptq_error("out of memory collecting statistics");
+                return PTQ_ERR_NOMEM;
+            }
+            c->t = nt;
+            c->cap = cap;
+        }
+        e = &c->t[c->n++];
+        e->name = ptq_strdup(name);
+        e->stats = calib_stats_create();
+        if (!e->name || !e->stats) {
+            ptq_error("out of memory collecting statistics");
+            return PTQ_ERR_NOMEM;
+        }
+    }
+    c->cursor = (int)(e - c->t) + 1;
+    calib_stats_add(e->stats, t->data, ptq_tensor_numel(t), c->nthreads);
+    return PTQ_OK;
+}
+
+
+void cli_collector_free(cli_collector *col)
+{
+    for (int i = 0; i < col->n; i++) {
+        free(col->t[i].name);
+        calib_stats_destroy(col->t[i].stats);
+    }
+    free(col->t);
+    memset(col, 0, sizeof *col);
+}
+
+ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, cli_collector *colp)
+{
+    ptq_status st = PTQ_OK;
+    ptq_plan *plan = NULL, *tail_plan = NULL;
+    pp_dataset *d = NULL;
+    ptq_tensor samples = {0};
+    pp_dataset_options o = srcp->o;
+    pp_config cfg = srcp->cfg;
+    const char *input = srcp->input_npy;
+    cli_collector *col = colp;
+    int in_v = -1;
+    for (int i = 0; i < g->n_inputs && in_v < 0; i++)
+        if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) in_v = g->inputs[i];
+    if (in_v < 0) {
+        ptq_error("%s: the model has no input", model);
+        st = PTQ_ERR_FORMAT;
+        goto fail;
+    }
+    const char *in_name = g->values[in_v].name;
+    ptq_plan_options popt = ptq_plan_defaults();
+    popt.observer = observe;
+    popt.observer_user = col;
+    popt.nthreads = o.threads;
+    int batch_done = 0, images = 0, skipped = 0;
+    int64_t planned_n = -1;
+    if (input) {
+        if ((st = npy_load(input, &samples)) != PTQ_OK) goto fail;
+        if (samples.dtype != PTQ_F32 || samples.rank < 1) {
+            ptq_error("%s: samples must be a float32 array [N, ...]", input);
+            st = PTQ_ERR_FORMAT;
+            goto fail;
+        }
+        int64_t N = samples.dims[0];
+        size_t per = N ? ptq_tensor_numel(&samples) / (size_t)N : 0;
+        /* fed in batches of --batch; the last batch runs smaller (its own plan) */
+        for (int64_t start = 0; start < N; start += o.batch) {
+            int64_t nb = N - start < o.batch ? N - start : o.batch;
+            ptq_tensor x = samples;
+            x.dims[0] = nb;
+            x.data = (float *)samples.data + (size_t)start * per;
+            x.owns_data = 0;
+            ptq_plan **pp = nb == o.batch ? &plan : &tail_plan;
+            if (!*pp) {
+                ptq_input_shape s = {.name = in_name, .rank = x.rank};
+                memcpy(s.dims, x.dims, sizeof s.dims);
+                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
+                    ptq_error_prefix("%s: ", model);
+                    goto fail;
+                }
+            }
+            col->cursor = 0;
+            if ((st = ptq_plan_run(*pp, &x, 1)) != PTQ_OK) goto fail;
+            images += (int)nb;
+            batch_done++;
+        }
+    } else {
+        if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
+        for (;;) {
+            const float *x;
+            int n;
+            if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
+            if (n == 0) break;
+            ptq_tensor t = {0};
+            t.dtype = PTQ_F32;
+            t.rank = 4;
+            t.dims[0] = n;
+            t.dims[1] = cfg.nhwc ? cfg.height : 3;
+            t.dims[2] = cfg.nhwc ? cfg.width : cfg.height;
+            t.dims[3] = cfg.nhwc ? 3 : cfg.width;
+            t.data = (void *)x;
+            ptq_plan **pp = n == o.batch ? &plan : &tail_plan;
+            if (*pp && planned_n != n && pp == &tail_plan) {
+                ptq_plan_destroy(*pp);
+                *pp = NULL;
+            }
+            if (!*pp) {
+                ptq_input_shape s = {.name = in_name, .rank = 4};
+                memcpy(s.dims, t.dims, sizeof s.dims);
+                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
+                    ptq_error_prefix("%s: ", model);
+                    goto fail;
+                }
+                if (pp == &tail_plan) planned_n = n;
+            }
+            col->cursor = 0;
+            if ((st = ptq_plan_run(*pp, &t, 1)) != PTQ_OK) goto fail;
+            batch_done++;
+        }
+        pp_dataset_counts(d, &images, &skipped);
+    }
+    srcp->images = images;
+    srcp->skipped = skipped;
+    srcp->batches = batch_done;
+    goto done;
+fail:
+done:
+    ptq_tensor_free(&samples);
+    pp_dataset_close(d);
+    ptq_plan_destroy(plan);
+    ptq_plan_destroy(tail_plan);
+    return st;
+}

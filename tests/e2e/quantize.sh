@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ptq quantize end to end on PP-OCRv4 det with the photos: a QDQ model that onnx.checker
+# accepts and ONNX Runtime runs; ptq's own execution of it close to ONNX Runtime's; byte-
+# identical files at 1 and 2 threads; exclusions and the report; no file left by SIGINT.
+. "$(dirname "$0")/lib.sh"
+DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
+Q="$PTQ quantize $DET --images $ROOT/build/photos --preset paddleocr-det --limit 6 --batch 3 --method entropy"
+check "quantize det: QDQ model, cache and report written" bash -c "$Q -o '$TMP/det.qdq.onnx' --cache '$TMP/det.cache' --report '$TMP/det.report' --threads 2 2>'$TMP/q.err' &&
+  tail -1 '$TMP/q.err' && head -1 '$TMP/det.cache' | grep -qx 'TRT-8601-EntropyCalibration2' && grep -c quantized '$TMP/det.report' >/dev/null"
+check "the QDQ model passes onnx.checker at opset 13 with per-channel int8 weights" $PY -c "
+import onnx, collections
+m = onnx.load('$TMP/det.qdq.onnx'); onnx.checker.check_model(m)
+ops = collections.Counter(n.op_type for n in m.graph.node)
+assert ops['QuantizeLinear'] > 60 and ops['DequantizeLinear'] > ops['QuantizeLinear'], ops
+w = [t for t in m.graph.initializer if t.name.endswith('_quantized')]
+assert w and all(t.data_type == onnx.TensorProto.INT8 for t in w), 'int8 weights'
+print(dict(ops.most_common(4)))"
+mkdir -p "$TMP/eval"; cp "$ROOT/build/photos/text.png" "$ROOT/build/photos/page.png" "$TMP/eval/"
+"$PTQ" preprocess --images "$TMP/eval" --preset paddleocr-det --dump "$TMP/eval.npy" 2>/dev/null
+$PY -c "import numpy as np; a = np.load('$TMP/eval.npy'); np.save('$TMP/e0.npy', a[:1])"
+check "ONNX Runtime runs the QDQ model; ptq's execution agrees (cosine >= 0.99)" bash -c "
+  node '$ROOT/tests/oracle/ort.js' '$TMP/det.qdq.onnx' --input x='$TMP/e0.npy' --out-dir '$TMP/q_ort' >/dev/null &&
+  '$PTQ' run '$TMP/det.qdq.onnx' --input '$TMP/e0.npy' --output-dir '$TMP/q_ptq' &&
+  $PY '$ROOT/tests/oracle/compare.py' '$TMP/q_ptq/sigmoid_0.tmp_0.npy' '$TMP/q_ort/sigmoid_0.tmp_0.npy' --cos 0.99"
+check "1 and 2 threads give byte-identical QDQ models and caches" bash -c "$Q -o '$TMP/det1.qdq.onnx' --cache '$TMP/det1.cache' --threads 1 2>/dev/null &&
+  cmp '$TMP/det.qdq.onnx' '$TMP/det1.qdq.onnx' && cmp '$TMP/det.cache' '$TMP/det1.cache'"
+check "exclusions: an excluded op type keeps float inputs; an unmatched name is reported" bash -c "
+  $Q -o '$TMP/ex.qdq.onnx' --exclude-op-types GlobalAveragePool --exclude-nodes 'no_such_node*' --report '$TMP/ex.report' 2>'$TMP/ex.err' &&
+  grep -q \"exclusion 'no_such_node\\*' matches no node\" '$TMP/ex.err' && grep -q 'excluded by --exclude-op-types GlobalAveragePool' '$TMP/ex.report' &&
+  $PY -c \"
+import onnx
+m = onnx.load('$TMP/ex.qdq.onnx')
+prod = {o: n for n in m.graph.node for o in n.output}
+gap = [n for n in m.graph.node if n.op_type == 'GlobalAveragePool']
+assert gap and all(prod.get(n.input[0]) is None or prod[n.input[0]].op_type != 'DequantizeLinear' for n in gap)
+print(len(gap), 'GlobalAveragePool nodes with float inputs')\""
+check "SIGINT during quantize leaves no output file" bash -c "
+  rm -f '$TMP/int.qdq.onnx'; $Q -o '$TMP/int.qdq.onnx' 2>/dev/null & pid=\$!; sleep 1.5; kill -INT \$pid; wait \$pid; rc=\$?
+  [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.tmp.* 2>/dev/null; echo status \$rc"
+finish
