@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "io/file.h"
+#include "io/preset.h"
 #include "runtime/graph.h"
 
 int cli_fail(ptq_status st)
@@ -98,4 +99,24 @@ void cli_install_signal_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfgp)
+{
+    ptq_status st = PTQ_OK;
+    pp_config *cfg = cfgp;
+    if (preset) {
+        char path[4096];
+        if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, cfg)) != PTQ_OK)
+            return st;
+    }
+    for (int i = 0; i < n; i++) {
+        char key[64], what[96];
+        snprintf(key, sizeof key, "%s", keys[i]);
+        for (char *q = key; *q; q++)
+            if (*q == '-') *q = '_';
+        snprintf(what, sizeof what, "--%s", keys[i]);
+        if ((st = io_preset_set(cfg, key, vals[i], what)) != PTQ_OK) return st;
+    }
+    return pp_validate(cfg);
 }

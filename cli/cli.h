@@ -34,6 +34,10 @@ int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage);
 /* Non-negative integer in [lo, hi]; returns 0 or -1. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 
+/* The preprocessing of a command: the preset (name or file, may be NULL) loaded over
+ * pp_defaults(), then each "--key value" override ('-' in keys read as '_'). */
+ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfg);
+
 /* Removes temporary output files and exits 130 on SIGINT/SIGTERM. */
 void cli_install_signal_handlers(void);
 

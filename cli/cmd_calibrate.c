@@ -130,19 +130,7 @@ int cmd_calibrate(int argc, char **argv)
 
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     cli_source source = {.input_npy = input, .o = o, .cfg = cfg};
-    if (!input && preset) {
-        char path[4096];
-        if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, &source.cfg)) != PTQ_OK)
-            goto fail;
-    }
-    for (int i = 0; i < n_set; i++) {
-        char key[64], what[96];
-        snprintf(key, sizeof key, "%s", set_keys[i]);
-        for (char *q = key; *q; q++)
-            if (*q == '-') *q = '_';
-        snprintf(what, sizeof what, "--%s", set_keys[i]);
-        if ((st = io_preset_set(&source.cfg, key, set_vals[i], what)) != PTQ_OK) goto fail;
-    }
+    if (!input && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
     if ((st = cli_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
     int images = source.images, skipped = source.skipped, batch_done = source.batches;
     if (col.n == 0) {

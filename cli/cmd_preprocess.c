@@ -113,21 +113,7 @@ int cmd_preprocess(int argc, char **argv)
     if (optind != argc) return cli_usage_error("preprocess", "unexpected argument '%s'", argv[optind]);
     if (!o.images) return cli_usage_error("preprocess", "--images is required");
     if (!dump && !dump_png) return cli_usage_error("preprocess", "--dump OUT.npy or --dump-png DIR is required");
-    if (preset) {
-        char path[4096];
-        if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, &cfg)) != PTQ_OK)
-            goto fail;
-    }
-    for (int i = 0; i < n_set; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s", set_keys[i]);
-        for (char *p = key; *p; p++)
-            if (*p == '-') *p = '_';
-        char what[96];
-        snprintf(what, sizeof what, "--%s", set_keys[i]);
-        if ((st = io_preset_set(&cfg, key, set_vals[i], what)) != PTQ_OK) goto fail;
-    }
-    if ((st = pp_validate(&cfg)) != PTQ_OK) goto fail;
+    if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
     if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
     if (dump_png) mkdir(dump_png, 0777);
     size_t per = pp_tensor_floats(&cfg);

@@ -171,11 +171,7 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
     col.nthreads = src.o.threads > 0 ? src.o.threads : omp_get_max_threads();
-    if (preset && !src.input_npy) {
-        char path[4096];
-        if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, &src.cfg)) != PTQ_OK)
-            goto fail;
-    }
+    if (!src.input_npy && (st = cli_preprocessing(preset, NULL, NULL, 0, &src.cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
 
