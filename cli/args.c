@@ -10,6 +10,8 @@
 #include "cli/cli.h"
 #include "io/file.h"
 #include "io/preset.h"
+#include "preprocess/dataset.h"
+#include <omp.h>
 #include "runtime/graph.h"
 
 int cli_fail(ptq_status st)
@@ -119,4 +121,32 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
         if ((st = io_preset_set(cfg, key, vals[i], what)) != PTQ_OK) return st;
     }
     return pp_validate(cfg);
+}
+
+int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *op)
+{
+    pp_dataset_options *o = op;
+    long v;
+    if (!strcmp(name, "shuffle")) o->shuffle = 1;
+    else if (!strcmp(name, "strict")) o->strict = 1;
+    else if (!strcmp(name, "batch")) {
+        if (cli_parse_long(arg, 1, 4096, &v)) return cli_usage_error(cmd, "bad --batch '%s'", arg), -1;
+        o->batch = (int)v;
+    } else if (!strcmp(name, "limit")) {
+        if (cli_parse_long(arg, 1, 100000000, &v)) return cli_usage_error(cmd, "bad --limit '%s'", arg), -1;
+        o->limit = (int)v;
+    } else if (!strcmp(name, "seed")) {
+        if (cli_parse_long(arg, 0, 0x7fffffffL, &v)) return cli_usage_error(cmd, "bad --seed '%s'", arg), -1;
+        o->seed = (uint64_t)v;
+    } else if (!strcmp(name, "exif")) {
+        if (strcmp(arg, "on") && strcmp(arg, "off")) return cli_usage_error(cmd, "--exif takes on or off"), -1;
+        o->exif = !strcmp(arg, "on");
+    } else if (!strcmp(name, "threads")) {
+        if (cli_parse_long(arg, 1, 1024, &v)) return cli_usage_error(cmd, "bad --threads '%s'", arg), -1;
+        o->threads = (int)v;
+        omp_set_num_threads((int)v);
+    } else {
+        return 0;
+    }
+    return 1;
 }

@@ -38,6 +38,11 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
  * pp_defaults(), then each "--key value" override ('-' in keys read as '_'). */
 ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfg);
 
+/* The image-source options every image command shares (--batch --limit --shuffle --seed
+ * --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
+ * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
+int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
+
 /* Removes temporary output files and exits 130 on SIGINT/SIGTERM. */
 void cli_install_signal_handlers(void);
 

@@ -64,7 +64,7 @@ int cmd_calibrate(int argc, char **argv)
     const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "entropy", *trt_algo = NULL;
     const char *globs[MAX_GLOBS], *set_keys[32], *set_vals[32];
     int n_globs = 0, n_set = 0, c, idx = 0, rc = CLI_EXIT_OK, n_methods = 0;
-    long v, trt_version = 8601;
+    long trt_version = 8601;
     calib_method methods[MAX_METHODS];
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
@@ -74,16 +74,15 @@ int cmd_calibrate(int argc, char **argv)
     o.batch = 8;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+    while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+        int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("calibrate", longopts[idx].name, optarg, &o) : 0;
+        if (shared < 0) return CLI_EXIT_USAGE;
+        if (shared) continue;
         switch (c) {
         case O_IMAGES: o.images = optarg; break;
         case O_PRESET: preset = optarg; break;
         case O_INPUT: input = optarg; break;
         case O_METHOD: method_arg = optarg; break;
-        case O_BATCH:
-            if (cli_parse_long(optarg, 1, 4096, &v)) return cli_usage_error("calibrate", "bad --batch '%s'", optarg);
-            o.batch = (int)v;
-            break;
         case O_CACHE: cache = optarg; break;
         case O_JSON: json = optarg; break;
         case O_TENSORS:
@@ -94,21 +93,6 @@ int cmd_calibrate(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("calibrate", "bad --trt-version '%s'", optarg);
             break;
         case O_TRTA: trt_algo = optarg; break;
-        case O_LIMIT:
-            if (cli_parse_long(optarg, 1, 100000000, &v)) return cli_usage_error("calibrate", "bad --limit '%s'", optarg);
-            o.limit = (int)v;
-            break;
-        case O_SHUFFLE: o.shuffle = 1; break;
-        case O_SEED:
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &v)) return cli_usage_error("calibrate", "bad --seed '%s'", optarg);
-            o.seed = (uint64_t)v;
-            break;
-        case O_STRICT: o.strict = 1; break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v)) return cli_usage_error("calibrate", "bad --threads '%s'", optarg);
-            o.threads = (int)v;
-            omp_set_num_threads((int)v);
-            break;
         case O_SET:
             if (n_set == 32) return cli_usage_error("calibrate", "too many overrides");
             set_keys[n_set] = longopts[idx].name;

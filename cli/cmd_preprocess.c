@@ -70,35 +70,19 @@ int cmd_preprocess(int argc, char **argv)
     const char *preset = NULL, *dump = NULL, *dump_png = NULL;
     const char *set_keys[32], *set_vals[32];
     int n_set = 0, c, idx = 0, rc = CLI_EXIT_OK;
-    long v;
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
     float *all = NULL;
     o.batch = 8;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+    while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+        int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("preprocess", longopts[idx].name, optarg, &o) : 0;
+        if (shared < 0) return CLI_EXIT_USAGE;
+        if (shared) continue;
         switch (c) {
         case O_IMAGES: o.images = optarg; break;
         case O_PRESET: preset = optarg; break;
-        case O_LIMIT:
-            if (cli_parse_long(optarg, 1, 100000000, &v)) return cli_usage_error("preprocess", "bad --limit '%s'", optarg);
-            o.limit = (int)v;
-            break;
-        case O_SHUFFLE: o.shuffle = 1; break;
-        case O_SEED:
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &v)) return cli_usage_error("preprocess", "bad --seed '%s'", optarg);
-            o.seed = (uint64_t)v;
-            break;
-        case O_STRICT: o.strict = 1; break;
-        case O_EXIF:
-            if (strcmp(optarg, "on") && strcmp(optarg, "off")) return cli_usage_error("preprocess", "--exif takes on or off");
-            o.exif = !strcmp(optarg, "on");
-            break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v)) return cli_usage_error("preprocess", "bad --threads '%s'", optarg);
-            o.threads = (int)v;
-            break;
         case O_DUMP: dump = optarg; break;
         case O_DUMP_PNG: dump_png = optarg; break;
         case O_SET:

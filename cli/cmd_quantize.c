@@ -100,7 +100,7 @@ int cmd_quantize(int argc, char **argv)
     const char *ex_nodes[MAX_LIST], *ex_types[MAX_LIST];
     char *owned[2 * MAX_LIST];
     int n_ex_nodes = 0, n_ex_types = 0, n_owned = 0, c, rc = CLI_EXIT_OK;
-    long v, trt_version = 8601;
+    long trt_version = 8601;
     quant_options qo = quant_defaults();
     calib_method method;
     ptq_status st = PTQ_OK;
@@ -114,16 +114,16 @@ int cmd_quantize(int argc, char **argv)
     src.o.batch = 8;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    int idx;
+    while ((idx = -1, c = getopt_long(argc, argv, ":ho:", longopts, &idx)) != -1) {
+        int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("quantize", longopts[idx].name, optarg, &src.o) : 0;
+        if (shared < 0) return CLI_EXIT_USAGE;
+        if (shared) continue;
         switch (c) {
         case O_IMAGES: src.o.images = optarg; break;
         case O_PRESET: preset = optarg; break;
         case O_INPUT: src.input_npy = optarg; break;
         case O_METHOD: method_arg = optarg; break;
-        case O_BATCH:
-            if (cli_parse_long(optarg, 1, 4096, &v)) return cli_usage_error("quantize", "bad --batch '%s'", optarg);
-            src.o.batch = (int)v;
-            break;
         case O_CACHE: cache = optarg; break;
         case O_JSON: json = optarg; break;
         case O_REPORT: report = optarg; break;
@@ -141,21 +141,6 @@ int cmd_quantize(int argc, char **argv)
             qo.weights_fp32 = !strcmp(optarg, "qdq-fp32");
             break;
         case O_DEDICATED: qo.dedicated_qdq = 1; break;
-        case O_LIMIT:
-            if (cli_parse_long(optarg, 1, 100000000, &v)) return cli_usage_error("quantize", "bad --limit '%s'", optarg);
-            src.o.limit = (int)v;
-            break;
-        case O_SHUFFLE: src.o.shuffle = 1; break;
-        case O_SEED:
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &v)) return cli_usage_error("quantize", "bad --seed '%s'", optarg);
-            src.o.seed = (uint64_t)v;
-            break;
-        case O_STRICT: src.o.strict = 1; break;
-        case O_THREADS:
-            if (cli_parse_long(optarg, 1, 1024, &v)) return cli_usage_error("quantize", "bad --threads '%s'", optarg);
-            src.o.threads = (int)v;
-            omp_set_num_threads((int)v);
-            break;
         case O_TRTV:
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("quantize", "bad --trt-version");
             break;
