@@ -1,0 +1,331 @@
+/* reduce.c: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL2 (ONNX opsets 1..18).
+ *
+ * Axes: the `axes` attribute (before opset 18; ReduceSum before 13) or the optional
+ * `axes` input (int64/int32, must be a constant: initializer or folded). No axes, or an
+ * empty list: reduce every axis, unless noop_with_empty_axes = 1 (then Y = X). Negative
+ * axes count from the end; a repeated axis is an error. keepdims (default 1) keeps the
+ * reduced dims as 1.
+ *
+ * Dtypes: float32 for all; int32 and int64 for Sum, Mean (integer division), Max, Min.
+ * Empty reductions give the identity: Sum, L2 0; Max -inf (int: the type's minimum);
+ * Min +inf (int: maximum); Mean NaN (int: 0). NaN propagates through Max and Min.
+ *
+ * Kernel: X's dims are collapsed into alternating kept/reduced blocks (size-1 dims
+ * dropped). When the last block is reduced, each output reduces contiguous segments
+ * (eight partial sums per segment, segments added in order); when it is kept, each
+ * group of outputs accumulates whole contiguous rows (vectorised over the row). Every
+ * output's order of operations is fixed by the shape alone; threads split outputs. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/op.h"
+#include "runtime/shape.h"
+
+typedef enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_L2 } red_kind;
+
+typedef struct {
+    red_kind kind;
+    int noop;                                      /* Y = X */
+    int nk, nr;                                    /* collapsed kept / reduced blocks */
+    int64_t ksz[PTQ_MAX_RANK], kstr[PTQ_MAX_RANK]; /* kept blocks: size, stride in X (row-major order) */
+    int64_t rsz[PTQ_MAX_RANK], rstr[PTQ_MAX_RANK]; /* reduced blocks */
+    int last_reduced;                              /* X's innermost block is reduced */
+    size_t count;                                  /* elements reduced into each output */
+} reduce_state;
+
+/* Column chunk of the kept-innermost float kernel (outputs per task). */
+#define REDUCE_CHUNK 256
+
+static ptq_status reduce_infer(ptq_op_ctx *ctx, red_kind kind)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 2);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int int_ok = kind != RED_L2;
+    if (x->dtype != PTQ_F32 && !(int_ok && (x->dtype == PTQ_I32 || x->dtype == PTQ_I64)))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, supported: float32%s", ptq_dtype_name(x->dtype),
+                int_ok ? ", int32, int64" : "");
+    if (ctx->n_out != 1 || !ctx->out[0]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "%d outputs, expected 1", ctx->n_out);
+    int64_t keep = ptq_attr_int(ctx->node, "keepdims", 1), noop = ptq_attr_int(ctx->node, "noop_with_empty_axes", 0);
+    if (keep != 0 && keep != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "keepdims = %lld, expected 0 or 1", (long long)keep);
+    if (noop != 0 && noop != 1)
+        OP_FAIL(ctx, PTQ_ERR_FORMAT, "noop_with_empty_axes = %lld, expected 0 or 1", (long long)noop);
+
+    /* axes: attribute, else constant input */
+    int64_t axes[PTQ_MAX_RANK];
+    size_t n_axes = 0;
+    const ptq_tensor *ax_in = ctx->n_in > 1 ? ctx->in[1] : NULL;
+    const int64_t *ax_attr = ptq_attr_ints(ctx->node, "axes", &n_axes);
+    if (ax_attr && ax_in) OP_FAIL(ctx, PTQ_ERR_FORMAT, "axes given both as attribute and as input");
+    if (ax_attr) {
+        if (n_axes > (size_t)x->rank)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "%zu axes for input rank %d", n_axes, x->rank);
+        for (size_t i = 0; i < n_axes; i++) axes[i] = ax_attr[i];
+    } else if (ax_in) {
+        if (ax_in->dtype != PTQ_I64 && ax_in->dtype != PTQ_I32)
+            OP_FAIL(ctx, PTQ_ERR_FORMAT, "axes input is %s, expected int64", ptq_dtype_name(ax_in->dtype));
+        if (ax_in->rank > 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axes input has rank %d, expected 1", ax_in->rank);
+        n_axes = ptq_tensor_numel(ax_in);
+        if (n_axes > (size_t)x->rank)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "%zu axes for input rank %d", n_axes, x->rank);
+        if (n_axes && !ax_in->data)
+            OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "axes input is not constant (needs an initializer or a folded value)");
+        for (size_t i = 0; i < n_axes; i++) axes[i] = ptq_tensor_get_i64(ax_in, i);
+    }
+
+    reduce_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->kind = kind;
+    int red[PTQ_MAX_RANK] = {0};
+    for (size_t i = 0; i < n_axes; i++) {
+        int64_t a;
+        if (ptq_norm_axis(axes[i], x->rank, &a) || x->rank == 0)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)axes[i], x->rank);
+        if (red[a]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "axis %lld repeated", (long long)axes[i]);
+        red[a] = 1;
+    }
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    if (n_axes == 0 && noop) {
+        s->noop = 1;
+        ptq_shape_copy(y, x);
+        ctx->scratch_bytes = 0;
+        return PTQ_OK;
+    }
+    if (n_axes == 0)
+        for (int d = 0; d < x->rank; d++) red[d] = 1;
+
+    y->rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (!red[d]) y->dims[y->rank++] = x->dims[d];
+        else if (keep) y->dims[y->rank++] = 1;
+    }
+    /* collapse into alternating blocks, innermost first; size-1 dims do not matter */
+    int64_t stride = 1;
+    int64_t bsz[PTQ_MAX_RANK], bstr[PTQ_MAX_RANK];
+    int bred[PTQ_MAX_RANK], nb = 0;
+    s->count = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        int64_t dim = x->dims[d];
+        if (red[d]) s->count *= (size_t)dim;
+        if (dim != 1) {
+            if (nb > 0 && bred[nb - 1] == red[d] && bstr[nb - 1] * bsz[nb - 1] == stride) {
+                bsz[nb - 1] *= dim;
+            } else {
+                bsz[nb] = dim;
+                bstr[nb] = stride;
+                bred[nb] = red[d];
+                nb++;
+            }
+        }
+        stride *= dim;
+    }
+    s->last_reduced = nb > 0 && bred[0];
+    for (int b = nb - 1; b >= 0; b--) { /* outermost first */
+        if (bred[b]) {
+            s->rsz[s->nr] = bsz[b];
+            s->rstr[s->nr++] = bstr[b];
+        } else {
+            s->ksz[s->nk] = bsz[b];
+            s->kstr[s->nk++] = bstr[b];
+        }
+    }
+    ctx->scratch_bytes = 0;
+    return PTQ_OK;
+}
+
+static ptq_status reduce_sum_infer(ptq_op_ctx *ctx) { return reduce_infer(ctx, RED_SUM); }
+static ptq_status reduce_mean_infer(ptq_op_ctx *ctx) { return reduce_infer(ctx, RED_MEAN); }
+static ptq_status reduce_max_infer(ptq_op_ctx *ctx) { return reduce_infer(ctx, RED_MAX); }
+static ptq_status reduce_min_infer(ptq_op_ctx *ctx) { return reduce_infer(ctx, RED_MIN); }
+static ptq_status reduce_l2_infer(ptq_op_ctx *ctx) { return reduce_infer(ctx, RED_L2); }
+
+/* Offset in X of the idx-th combination (row-major) of n blocks. */
+static size_t block_offset(size_t idx, int n, const int64_t *sz, const int64_t *str)
+{
+    size_t off = 0;
+    for (int d = n - 1; d >= 0; d--) {
+        off += (idx % (size_t)sz[d]) * (size_t)str[d];
+        idx /= (size_t)sz[d];
+    }
+    return off;
+}
+
+static size_t block_count(int n, const int64_t *sz)
+{
+    size_t c = 1;
+    for (int d = 0; d < n; d++) c *= (size_t)sz[d];
+    return c;
+}
+
+/* ------------------------------------------------------------ float32 */
+
+static float identity_f32(red_kind k)
+{
+    if (k == RED_MAX) return -INFINITY;
+    if (k == RED_MIN) return INFINITY;
+    return 0.0f;
+}
+
+static float finish_f32(red_kind k, float acc, size_t count)
+{
+    if (k == RED_MEAN) return acc / (float)count; /* count 0: 0/0 = NaN */
+    if (k == RED_L2) return sqrtf(acc);
+    return acc;
+}
+
+static inline float combine_f32(red_kind k, float acc, float v)
+{
+    switch (k) {
+    case RED_MAX: return (v > acc || v != v) ? v : acc;
+    case RED_MIN: return (v < acc || v != v) ? v : acc;
+    case RED_L2: return acc + v * v;
+    default: return acc + v;
+    }
+}
+
+/* Reduction of one contiguous segment; Sum/Mean/L2 with eight partial sums. */
+static float segment_f32(red_kind k, const float *x, size_t n)
+{
+    if (k == RED_MAX || k == RED_MIN) {
+        float m = k == RED_MAX ? -INFINITY : INFINITY;
+        int nan = 0;
+        if (k == RED_MAX)
+            for (size_t i = 0; i < n; i++) {
+                m = x[i] > m ? x[i] : m;
+                nan |= x[i] != x[i];
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                m = x[i] < m ? x[i] : m;
+                nan |= x[i] != x[i];
+            }
+        return nan ? NAN : m;
+    }
+    float acc[8] = {0};
+    size_t i = 0;
+    if (k == RED_L2)
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) acc[j] += x[i + j] * x[i + j];
+    else
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) acc[j] += x[i + j];
+    float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += k == RED_L2 ? x[i] * x[i] : x[i];
+    return s;
+}
+
+/* acc[0..w) combined with row v[0..w), vectorisable per kind. */
+static void row_combine_f32(red_kind k, float *acc, const float *v, size_t w)
+{
+    switch (k) {
+    case RED_MAX:
+        for (size_t i = 0; i < w; i++) acc[i] = (v[i] > acc[i] || v[i] != v[i]) ? v[i] : acc[i];
+        break;
+    case RED_MIN:
+        for (size_t i = 0; i < w; i++) acc[i] = (v[i] < acc[i] || v[i] != v[i]) ? v[i] : acc[i];
+        break;
+    case RED_L2:
+        for (size_t i = 0; i < w; i++) acc[i] += v[i] * v[i];
+        break;
+    default:
+        for (size_t i = 0; i < w; i++) acc[i] += v[i];
+        break;
+    }
+}
+
+static void reduce_run_f32(const ptq_op_ctx *ctx, const reduce_state *s, const float *x, float *y)
+{
+    red_kind k = s->kind;
+    size_t ny = ptq_tensor_numel(ctx->out[0]), nx = ptq_tensor_numel(ctx->in[0]);
+    if (nx == 0) {
+        for (size_t i = 0; i < ny; i++) y[i] = finish_f32(k, identity_f32(k), 0);
+        return;
+    }
+    if (s->nr == 0) { /* only size-1 dims reduced: one element per output */
+        for (size_t i = 0; i < ny; i++) y[i] = k == RED_L2 ? sqrtf(x[i] * x[i]) : x[i];
+        return;
+    }
+    if (s->last_reduced) {
+        size_t seg = (size_t)s->rsz[s->nr - 1], nseg = block_count(s->nr - 1, s->rsz);
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+        for (size_t o = 0; o < ny; o++) {
+            size_t base = block_offset(o, s->nk, s->ksz, s->kstr);
+            float acc = identity_f32(k);
+            for (size_t r = 0; r < nseg; r++) {
+                float v = segment_f32(k, x + base + block_offset(r, s->nr - 1, s->rsz, s->rstr), seg);
+                acc = k == RED_L2 ? acc + v : combine_f32(k, acc, v);
+            }
+            y[o] = finish_f32(k, acc, s->count);
+        }
+        return;
+    }
+    size_t w = (size_t)s->ksz[s->nk - 1], groups = block_count(s->nk - 1, s->ksz), nred = block_count(s->nr, s->rsz);
+    size_t chunks = (w + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (size_t t = 0; t < groups * chunks; t++) {
+        size_t g = t / chunks, c0 = (t % chunks) * REDUCE_CHUNK;
+        size_t cw = w - c0 < REDUCE_CHUNK ? w - c0 : REDUCE_CHUNK;
+        size_t base = block_offset(g, s->nk - 1, s->ksz, s->kstr) + c0;
+        float *acc = y + g * w + c0;
+        float init = identity_f32(k);
+        for (size_t i = 0; i < cw; i++) acc[i] = init;
+        for (size_t r = 0; r < nred; r++)
+            row_combine_f32(k, acc, x + base + block_offset(r, s->nr, s->rsz, s->rstr), cw);
+        for (size_t i = 0; i < cw; i++) acc[i] = finish_f32(k, acc[i], s->count);
+    }
+}
+
+/* ------------------------------------------------------------ int32, int64 (shape arithmetic: simple loops) */
+
+static void reduce_run_int(const ptq_op_ctx *ctx, const reduce_state *s)
+{
+    const ptq_tensor *xt = ctx->in[0];
+    ptq_tensor *yt = ctx->out[0];
+    size_t ny = ptq_tensor_numel(yt), nx = ptq_tensor_numel(xt);
+    int is64 = xt->dtype == PTQ_I64;
+    int64_t lo = is64 ? INT64_MIN : INT32_MIN, hi = is64 ? INT64_MAX : INT32_MAX;
+    size_t nred = nx ? block_count(s->nr, s->rsz) : 0;
+    for (size_t o = 0; o < ny; o++) {
+        size_t base = nx ? block_offset(o, s->nk, s->ksz, s->kstr) : 0;
+        uint64_t sum = 0; /* wraps like the type's own arithmetic */
+        int64_t m = s->kind == RED_MAX ? lo : hi;
+        for (size_t r = 0; r < nred; r++) {
+            size_t i = base + block_offset(r, s->nr, s->rsz, s->rstr);
+            int64_t v = is64 ? ((const int64_t *)xt->data)[i] : ((const int32_t *)xt->data)[i];
+            sum += (uint64_t)v;
+            if (s->kind == RED_MAX ? v > m : v < m) m = v;
+        }
+        int64_t r;
+        if (s->kind == RED_MAX || s->kind == RED_MIN) {
+            r = m;
+        } else {
+            r = is64 ? (int64_t)sum : (int64_t)(int32_t)(uint32_t)sum;
+            if (s->kind == RED_MEAN) r = s->count ? r / (int64_t)s->count : 0;
+        }
+        if (is64) ((int64_t *)yt->data)[o] = r;
+        else ((int32_t *)yt->data)[o] = (int32_t)r;
+    }
+}
+
+static ptq_status reduce_run(ptq_op_ctx *ctx)
+{
+    const reduce_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    if (s->noop) {
+        memcpy(ctx->out[0]->data, x->data, ptq_tensor_nbytes(x));
+        return PTQ_OK;
+    }
+    if (x->dtype == PTQ_F32) reduce_run_f32(ctx, s, x->data, ctx->out[0]->data);
+    else reduce_run_int(ctx, s);
+    return PTQ_OK;
+}
+
+const ptq_op_def op_reduce_sum = {reduce_sum_infer, reduce_run, ptq_op_free_state, 0};
+const ptq_op_def op_reduce_mean = {reduce_mean_infer, reduce_run, ptq_op_free_state, 0};
+const ptq_op_def op_reduce_max = {reduce_max_infer, reduce_run, ptq_op_free_state, 0};
+const ptq_op_def op_reduce_min = {reduce_min_infer, reduce_run, ptq_op_free_state, 0};
+const ptq_op_def op_reduce_l2 = {reduce_l2_infer, reduce_run, ptq_op_free_state, 0};

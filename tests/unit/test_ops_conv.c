@@ -1,0 +1,757 @@
+/* test_ops_conv.c: Conv and ConvTranspose (runtime/ops/conv.c) run directly, one node
+ * at a time, against the scalar references (runtime/kernels/conv_ref.c) on random
+ * grids of shapes: 1-D/2-D/3-D, groups and depthwise, strides, dilations, asymmetric
+ * pads, auto_pad, output_padding/output_shape, odd sizes, tiles; with constant and
+ * runtime weights, fused activations, bit-identical results at 1, 2 and 3 threads,
+ * the depthwise kernel against its own reference, and error messages.
+ * Tolerance: |a-b| <= 1e-4 + 1e-4*|b|. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/graph.h"
+#include "runtime/kernels/act.h"
+#include "runtime/kernels/conv_ref.h"
+#include "runtime/kernels/depthwise.h"
+#include "runtime/op.h"
+#include "tests/test.h"
+
+#define ATOL 1e-4
+#define RTOL 1e-4
+
+/* ------------------------------------------------------------ helpers */
+
+static uint32_t rng_state = 20240611u;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static int64_t irand(int64_t lo, int64_t hi) /* [lo, hi] */
+{
+    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
+}
+static float frand(void)
+{
+    return -1.0f + 2.0f * (float)(rnd() >> 8) / 16777216.0f;
+}
+
+static ptq_tensor mk_rand(int rank, const int64_t *dims)
+{
+    ptq_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = PTQ_F32;
+    t.rank = rank;
+    for (int d = 0; d < rank; d++) t.dims[d] = dims[d];
+    if (ptq_tensor_alloc(&t) != PTQ_OK) abort();
+    size_t n = ptq_tensor_numel(&t);
+    for (size_t i = 0; i < n; i++) ((float *)t.data)[i] = frand();
+    return t;
+}
+
+static ptq_attr attr_int(const char *name, int64_t v)
+{
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup(name);
+    a.type = PTQ_ATTR_INT;
+    a.i = v;
+    return a;
+}
+
+static ptq_attr attr_ints(const char *name, const int64_t *v, int n)
+{
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup(name);
+    a.type = PTQ_ATTR_INTS;
+    a.ints = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (!a.ints) abort();
+    for (int i = 0; i < n; i++) a.ints[i] = v[i];
+    a.n = (size_t)n;
+    return a;
+}
+
+static ptq_attr attr_str(const char *name, const char *v)
+{
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup(name);
+    a.type = PTQ_ATTR_STRING;
+    a.s = ptq_strdup(v);
+    a.s_len = strlen(v);
+    return a;
+}
+
+typedef struct {
+    int nthreads;       /* 0: 1 */
+    int w_const;        /* weights and bias visible at infer (constants) */
+    ptq_activation act;
+    ptq_attr attrs[8];  /* moved into the node */
+    int n_attrs;
+} opts;
+
+/* Runs one node on ins (NULL = omitted) into *y (allocated here, caller frees).
+ * x never has data at infer; w and b only when o.w_const. */
+static ptq_status run_op(const char *op, const ptq_tensor *const *ins, int n_in, ptq_tensor *y, opts o)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = ptq_graph_create();
+    const ptq_op_def *def = ptq_op_get(ptq_op_find("", op));
+    int in_v[3], out_v, nid = -1;
+    ptq_tensor hidden[3];
+    const ptq_tensor *inp[3] = {0};
+    ptq_tensor *outp[1] = {y};
+    ptq_op_ctx ctx;
+    void *scratch = NULL;
+    memset(&ctx, 0, sizeof ctx);
+    memset(y, 0, sizeof *y);
+    if (!g || !def) {
+        ptq_error("no graph or no kernel for %s", op);
+        st = PTQ_ERR_INTERNAL;
+        goto done;
+    }
+    for (int i = 0; i < n_in; i++) {
+        static const char *names[3] = {"x", "w", "b"};
+        in_v[i] = -1;
+        if (ins[i]) TRY(ptq_graph_add_value(g, names[i], &in_v[i]));
+        if (ins[i]) {
+            hidden[i] = *ins[i];
+            if (i == 0 || !o.w_const) hidden[i].data = NULL;
+            inp[i] = &hidden[i];
+        }
+    }
+    TRY(ptq_graph_add_value(g, "y", &out_v));
+    TRY(ptq_graph_add_node(g, "node7", op, "", in_v, n_in, &out_v, 1, &nid));
+    for (int k = 0; k < o.n_attrs; k++) TRY(ptq_node_add_attr(&g->nodes[nid], &o.attrs[k]));
+    o.n_attrs = 0;
+    ctx.node = &g->nodes[nid];
+    ctx.opset = 13;
+    ctx.n_in = n_in;
+    ctx.in = inp;
+    ctx.n_out = 1;
+    ctx.out = outp;
+    ctx.act = o.act;
+    ctx.nthreads = o.nthreads ? o.nthreads : 1;
+    TRY(def->infer(&ctx));
+    TRY(ptq_tensor_alloc(y));
+    {
+        size_t n = ptq_tensor_numel(y);
+        for (size_t i = 0; i < n; i++) ((float *)y->data)[i] = NAN; /* every element must be written */
+    }
+    if (ctx.scratch_bytes) {
+        scratch = ptq_aligned_alloc(ctx.scratch_bytes);
+        CHECK_ALLOC(scratch);
+        memset(scratch, 0xff, ctx.scratch_bytes); /* NaN garbage */
+    }
+    ctx.scratch = scratch;
+    for (int i = 0; i < n_in; i++) inp[i] = ins[i];
+    TRY(def->run(&ctx));
+done:
+    for (int k = 0; k < o.n_attrs; k++) ptq_attr_clear(&o.attrs[k]);
+    if (def && def->free_state && ctx.state) def->free_state(ctx.state);
+    ptq_aligned_free(scratch);
+    ptq_graph_destroy(g);
+    return st;
+}
+
+/* Compares y with ref (numel n); prints the first few mismatches; returns mismatches. */
+static int compare(const float *y, const float *ref, size_t n, const char *what)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!test_close_((double)y[i], (double)ref[i], ATOL, RTOL)) {
+            if (bad < 3) printf("    %s: element %zu = %.9g, expected %.9g\n", what, i, (double)y[i], (double)ref[i]);
+            bad++;
+        }
+    return bad;
+}
+
+/* A convolution case; spatial arrays hold nsp values. */
+typedef struct {
+    int nsp;
+    int64_t n, cin_g, cout_g, group;
+    int64_t in[3], k[3], stride[3], dil[3], pb[3], pe[3];
+    int64_t out_pad[3]; /* transposed only */
+    int bias;
+} conv_case;
+
+static void case_print(const conv_case *c, const char *op)
+{
+    printf("    %s nsp %d n %lld cin_g %lld cout_g %lld group %lld bias %d:", op, c->nsp, (long long)c->n,
+           (long long)c->cin_g, (long long)c->cout_g, (long long)c->group, c->bias);
+    for (int d = 0; d < c->nsp; d++)
+        printf(" [in %lld k %lld s %lld d %lld p %lld/%lld op %lld]", (long long)c->in[d], (long long)c->k[d],
+               (long long)c->stride[d], (long long)c->dil[d], (long long)c->pb[d], (long long)c->pe[d],
+               (long long)c->out_pad[d]);
+    printf("\n");
+}
+
+static void case_geom(const conv_case *c, int transposed, kern_conv_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    g->batch = c->n;
+    g->group = c->group;
+    g->c_in = c->cin_g * c->group;
+    g->c_out = c->cout_g * c->group;
+    int lead = 3 - c->nsp;
+    for (int d = 0; d < 3; d++) {
+        if (d < lead) {
+            g->in[d] = g->out[d] = g->k[d] = g->stride[d] = g->dil[d] = 1;
+            continue;
+        }
+        int s = d - lead;
+        int64_t ek = (c->k[s] - 1) * c->dil[s] + 1;
+        g->in[d] = c->in[s];
+        g->k[d] = c->k[s];
+        g->stride[d] = c->stride[s];
+        g->dil[d] = c->dil[s];
+        g->pad[d] = c->pb[s];
+        g->out[d] = transposed ? c->stride[s] * (c->in[s] - 1) + c->out_pad[s] + ek - c->pb[s] - c->pe[s]
+                               : (c->in[s] + c->pb[s] + c->pe[s] - ek) / c->stride[s] + 1;
+    }
+}
+
+/* Runs a case through the op (explicit pads) and compares with the reference.
+ * Returns the number of mismatches (or 1 on an error). */
+static int check_case(const conv_case *c, int transposed, int nthreads, int w_const, const ptq_activation *act)
+{
+    kern_conv_geom g;
+    case_geom(c, transposed, &g);
+    int lead = 3 - c->nsp;
+    int64_t xd[5], wd[5], bd[1];
+    xd[0] = c->n;
+    xd[1] = g.c_in;
+    wd[0] = transposed ? g.c_in : g.c_out;
+    wd[1] = transposed ? c->cout_g : c->cin_g;
+    for (int d = 0; d < c->nsp; d++) {
+        xd[2 + d] = c->in[d];
+        wd[2 + d] = c->k[d];
+    }
+    bd[0] = g.c_out;
+    ptq_tensor x = mk_rand(2 + c->nsp, xd), w = mk_rand(2 + c->nsp, wd), b = mk_rand(1, bd), y;
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.nthreads = nthreads;
+    o.w_const = w_const;
+    if (act) o.act = *act;
+    int64_t pads[6];
+    for (int d = 0; d < c->nsp; d++) {
+        pads[d] = c->pb[d];
+        pads[c->nsp + d] = c->pe[d];
+    }
+    o.attrs[o.n_attrs++] = attr_ints("strides", c->stride, c->nsp);
+    o.attrs[o.n_attrs++] = attr_ints("dilations", c->dil, c->nsp);
+    o.attrs[o.n_attrs++] = attr_ints("pads", pads, 2 * c->nsp);
+    o.attrs[o.n_attrs++] = attr_int("group", c->group);
+    if (irand(0, 1)) o.attrs[o.n_attrs++] = attr_ints("kernel_shape", c->k, c->nsp);
+    if (transposed) o.attrs[o.n_attrs++] = attr_ints("output_padding", c->out_pad, c->nsp);
+    const ptq_tensor *ins[3] = {&x, &w, &b};
+    ptq_status st = run_op(transposed ? "ConvTranspose" : "Conv", ins, c->bias ? 3 : 2, &y, o);
+    int bad = 0;
+    if (st != PTQ_OK) {
+        printf("    error: %s\n", ptq_last_error());
+        bad = 1;
+    } else {
+        int shape_ok = y.rank == 2 + c->nsp && y.dims[0] == c->n && y.dims[1] == g.c_out;
+        for (int d = 0; d < c->nsp; d++) shape_ok = shape_ok && y.dims[2 + d] == g.out[lead + d];
+        if (!shape_ok) {
+            char buf[64];
+            printf("    output shape %s\n", ptq_shape_str(&y, buf, sizeof buf));
+            bad = 1;
+        } else {
+            size_t n = ptq_tensor_numel(&y);
+            float *ref = malloc(sizeof(float) * (n ? n : 1));
+            if (!ref) abort();
+            if (transposed)
+                kern_conv_transpose_ref_f32(&g, x.data, w.data, c->bias ? b.data : NULL, ref);
+            else
+                kern_conv_ref_f32(&g, x.data, w.data, c->bias ? b.data : NULL, ref);
+            if (act) ptq_activation_apply(act, ref, n);
+            bad = compare(y.data, ref, n, transposed ? "ConvTranspose" : "Conv");
+            free(ref);
+        }
+    }
+    if (bad) case_print(c, transposed ? "ConvTranspose" : "Conv");
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&w);
+    ptq_tensor_free(&b);
+    ptq_tensor_free(&y);
+    return bad;
+}
+
+/* A random valid case (output >= 1 in every dim). kind: 0 any, 1 depthwise, 2 pointwise,
+ * 3 stride 1 with 8 to 12 input channels per group (the shifted path for 1-D/2-D). */
+static conv_case random_case(int nsp, int kind, int transposed)
+{
+    conv_case c;
+    memset(&c, 0, sizeof c);
+    c.nsp = nsp;
+    c.n = irand(1, 2);
+    c.group = irand(0, 2) ? 1 : irand(2, 3);
+    c.cin_g = irand(1, 5);
+    c.cout_g = irand(1, 6);
+    if (kind == 1) {
+        c.cin_g = 1;
+        c.cout_g = irand(0, 3) ? 1 : 2;
+        c.group = irand(1, 9);
+    }
+    if (kind == 3) c.cin_g = irand(8, 12);
+    c.bias = (int)irand(0, 1);
+    int64_t maxin = nsp == 3 ? 6 : (nsp == 2 ? 13 : 30);
+    for (int d = 0; d < nsp; d++) {
+        for (;;) {
+            c.in[d] = irand(1, maxin);
+            c.k[d] = kind == 2 ? 1 : irand(1, 5);
+            c.stride[d] = kind == 2 || kind == 3 ? 1 : irand(1, 3);
+            c.dil[d] = kind == 2 || irand(0, 2) ? 1 : 2;
+            c.pb[d] = kind == 2 ? 0 : irand(0, 2);
+            c.pe[d] = kind == 2 ? 0 : irand(0, 2);
+            int64_t ek = (c.k[d] - 1) * c.dil[d] + 1;
+            if (transposed) {
+                int64_t mx = c.stride[d] > c.dil[d] ? c.stride[d] : c.dil[d];
+                c.out_pad[d] = irand(0, mx - 1);
+                if (c.stride[d] * (c.in[d] - 1) + c.out_pad[d] + ek - c.pb[d] - c.pe[d] >= 1) break;
+            } else if (c.in[d] + c.pb[d] + c.pe[d] >= ek) {
+                break;
+            }
+        }
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------ tests */
+
+TEST(conv_random_2d)
+{
+    for (int it = 0; it < 150; it++) {
+        conv_case c = random_case(2, it % 3 == 0 ? 1 : (it % 7 == 0 ? 2 : 0), 0);
+        EXPECT_EQ_INT(check_case(&c, 0, 1 + it % 2, it % 2, NULL), 0);
+    }
+}
+
+TEST(conv_random_shifted)
+{
+    for (int it = 0; it < 60; it++) {
+        conv_case c = random_case(it % 4 ? 2 : 1, 3, 0);
+        EXPECT_EQ_INT(check_case(&c, 0, 1 + it % 3, it % 2, NULL), 0);
+    }
+}
+
+TEST(conv_random_1d_3d)
+{
+    for (int it = 0; it < 60; it++) {
+        conv_case c = random_case(it % 2 ? 1 : 3, it % 5 == 0 ? 1 : (it % 7 == 0 ? 2 : 0), 0);
+        EXPECT_EQ_INT(check_case(&c, 0, 2, it % 2, NULL), 0);
+    }
+}
+
+/* Shapes big enough for several GEMM tiles, row splits and depthwise bands. */
+TEST(conv_tiles)
+{
+    conv_case cases[] = {
+        /* nsp n cin_g cout_g group in k stride dil pb pe op bias */
+        {2, 1, 600, 5, 1, {40, 41}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {0}, 1},      /* pointwise, many column tiles */
+        {2, 1, 40, 100, 1, {3, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {0}, 1},       /* pointwise, split rows */
+        {2, 2, 30, 7, 1, {37, 29}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0}, 1},       /* im2col, several tiles */
+        {2, 1, 3, 16, 1, {97, 131}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {0}, 0},      /* stem */
+        {2, 1, 1, 1, 6, {300, 210}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0}, 1},      /* depthwise, bands */
+        {2, 1, 1, 1, 5, {203, 190}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, {0}, 1},      /* depthwise 5x5 s2, bands */
+        {2, 3, 1, 1, 7, {9, 40}, {5, 5}, {2, 1}, {1, 1}, {2, 2}, {2, 2}, {0}, 1},         /* depthwise, anisotropic stride */
+        {2, 1, 1, 1, 4, {12, 40}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {1, 1}, {0}, 1},
+        {2, 1, 1, 1, 4, {19, 23}, {3, 3}, {1, 1}, {2, 3}, {2, 3}, {1, 0}, {0}, 1},        /* depthwise dilated: generic */
+        {2, 1, 4, 3, 2, {20, 20}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0}, 1},        /* 1x1 stride 2: im2col */
+        {2, 1, 96, 24, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0}, 0},      /* det head conv */
+        {1, 1, 480, 60, 1, {40}, {3}, {1}, {1}, {1}, {1}, {0}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int nt = 1; nt <= 2; nt++) EXPECT_EQ_INT(check_case(&cases[i], 0, nt, (int)i % 2, NULL), 0);
+}
+
+TEST(conv_transpose_random)
+{
+    for (int it = 0; it < 120; it++) {
+        int nsp = it % 6 == 0 ? 1 : (it % 6 == 1 ? 3 : 2);
+        conv_case c = random_case(nsp, 0, 1);
+        EXPECT_EQ_INT(check_case(&c, 1, 1 + it % 3, it % 2, NULL), 0);
+    }
+    conv_case det[] = {
+        {2, 1, 24, 24, 1, {40, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 1}, /* det's upsampling */
+        {2, 1, 24, 1, 1, {80, 80}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 1},
+        {2, 2, 300, 3, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},  /* overlapping taps */
+        {2, 1, 3, 700, 1, {5, 5}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 0},   /* channel blocks */
+        {1, 2, 5, 3, 2, {17}, {3}, {3}, {1}, {0}, {0}, {0}, 1},                          /* exact cover, 1-D, groups */
+        {2, 1, 7, 4, 1, {5, 9}, {1, 3}, {1, 3}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 1},      /* exact cover, 1x3 */
+        {2, 3, 9, 2, 1, {61, 7}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 0},     /* exact cover, many rows */
+        {2, 1, 4, 2, 1, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1},      /* + output_padding: not exact */
+    };
+    for (size_t i = 0; i < sizeof det / sizeof det[0]; i++)
+        for (int nt = 1; nt <= 2; nt++) EXPECT_EQ_INT(check_case(&det[i], 1, nt, nt - 1, NULL), 0);
+}
+
+TEST(conv_fused_activation)
+{
+    ptq_activation acts[4];
+    memset(acts, 0, sizeof acts);
+    acts[0].kind = PTQ_ACT_RELU;
+    acts[1].kind = PTQ_ACT_CLIP;
+    acts[1].alpha = -0.25f;
+    acts[1].beta = 0.5f;
+    acts[2].kind = PTQ_ACT_HARD_SWISH;
+    acts[2].has_post = 1;
+    acts[2].post_mul = 2.0f;
+    acts[2].post_add = -1.0f;
+    acts[3].kind = PTQ_ACT_NONE;
+    acts[3].has_post = 1;
+    acts[3].post_mul = 0.5f;
+    acts[3].post_add = 0.25f;
+    conv_case up = {2, 1, 6, 5, 1, {9, 11}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 1}; /* exact cover */
+    for (int k = 0; k < 4; k++) EXPECT_EQ_INT(check_case(&up, 1, 2, k % 2, &acts[k]), 0);
+    for (int it = 0; it < 40; it++) {
+        int kind = it % 3 == 0 ? 1 : (it % 3 == 1 ? 2 : 0);
+        conv_case c = random_case(2, kind, 0);
+        EXPECT_EQ_INT(check_case(&c, 0, 2, 1, &acts[it % 4]), 0);
+        conv_case t = random_case(2, 0, 1);
+        EXPECT_EQ_INT(check_case(&t, 1, 2, 1, &acts[it % 4]), 0);
+    }
+}
+
+/* The vectorised epilogue equals ptq_activation_apply bit for bit, NaN and infinities included. */
+TEST(act_matches_shared)
+{
+    ptq_activation acts[9];
+    memset(acts, 0, sizeof acts);
+    acts[0].kind = PTQ_ACT_RELU;
+    acts[1].kind = PTQ_ACT_CLIP;
+    acts[1].alpha = -1.0f;
+    acts[1].beta = 6.0f;
+    acts[2].kind = PTQ_ACT_LEAKY_RELU;
+    acts[2].alpha = 0.01f;
+    acts[3].kind = PTQ_ACT_SIGMOID;
+    acts[4].kind = PTQ_ACT_HARD_SIGMOID;
+    acts[4].alpha = 0.2f;
+    acts[4].beta = 0.5f;
+    acts[5].kind = PTQ_ACT_HARD_SWISH;
+    acts[6].kind = PTQ_ACT_HARD_SWISH_DIV6;
+    acts[7].kind = PTQ_ACT_HARD_SWISH;
+    acts[7].has_post = 1;
+    acts[7].post_mul = 1.5f;
+    acts[7].post_add = -0.125f;
+    acts[8].kind = PTQ_ACT_NONE;
+    acts[8].has_post = 1;
+    acts[8].post_mul = 3.0f;
+    acts[8].post_add = 1.0f;
+    enum { N = 1003 };
+    static float a[N], b[N];
+    for (int k = 0; k < 9; k++) {
+        for (int i = 0; i < N; i++) a[i] = frand() * 10.0f;
+        a[0] = NAN;
+        a[1] = INFINITY;
+        a[2] = -INFINITY;
+        a[3] = -0.0f;
+        a[4] = 3.0f;
+        a[5] = -3.0f;
+        memcpy(b, a, sizeof a);
+        kern_act_f32(&acts[k], a, N);
+        ptq_activation_apply(&acts[k], b, N);
+        int same = 1;
+        for (int i = 0; i < N; i++) {
+            uint32_t u, v;
+            memcpy(&u, &a[i], 4);
+            memcpy(&v, &b[i], 4);
+            if (u != v && !(isnan(a[i]) && isnan(b[i]))) {
+                if (same) printf("    act kind %d: element %d = %.9g, shared %.9g\n", acts[k].kind, i, (double)a[i], (double)b[i]);
+                same = 0;
+            }
+        }
+        EXPECT(same);
+    }
+    /* hard-swish forms over float bit patterns spread across every exponent */
+    enum { M = 1 << 16 };
+    static float c[M], d[M];
+    for (int k = 5; k <= 6; k++)
+        for (uint32_t start = 0; start < 64; start++) {
+            for (uint32_t i = 0; i < M; i++) {
+                uint32_t bits = (start * 65521u + i * 65537u) * 2654435761u;
+                memcpy(&c[i], &bits, 4);
+            }
+            memcpy(d, c, sizeof c);
+            kern_act_f32(&acts[k], c, M);
+            ptq_activation_apply(&acts[k], d, M);
+            int bad = 0;
+            for (uint32_t i = 0; i < M; i++) {
+                uint32_t u, v;
+                memcpy(&u, &c[i], 4);
+                memcpy(&v, &d[i], 4);
+                if (u != v && !(isnan(c[i]) && isnan(d[i]))) bad++;
+            }
+            if (bad) printf("    act kind %d: %d of %d bit patterns differ\n", acts[k].kind, bad, M);
+            EXPECT_EQ_INT(bad, 0);
+        }
+}
+
+/* Runs op on the case's tensors at nthreads; returns the output (caller frees). */
+static ptq_tensor run_threads(const char *op, const ptq_tensor *x, const ptq_tensor *w, const ptq_tensor *b,
+                              const int64_t *pads, const int64_t *strides, int64_t group, int nthreads)
+{
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.nthreads = nthreads;
+    o.w_const = 1;
+    o.act.kind = PTQ_ACT_HARD_SWISH;
+    o.attrs[o.n_attrs++] = attr_ints("pads", pads, 4);
+    o.attrs[o.n_attrs++] = attr_ints("strides", strides, 2);
+    o.attrs[o.n_attrs++] = attr_int("group", group);
+    const ptq_tensor *ins[3] = {x, w, b};
+    ptq_tensor y;
+    if (run_op(op, ins, 3, &y, o) != PTQ_OK) printf("    error: %s\n", ptq_last_error());
+    return y;
+}
+
+TEST(conv_threads_bit_identical)
+{
+    struct {
+        const char *op;
+        int64_t x[4], w[4], pads[4], strides[2], group;
+    } cases[] = {
+        {"Conv", {1, 48, 40, 40}, {96, 48, 1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+        {"Conv", {2, 96, 20, 20}, {24, 96, 3, 3}, {1, 1, 1, 1}, {1, 1}, 1},
+        {"Conv", {1, 48, 40, 40}, {48, 1, 3, 3}, {1, 1, 1, 1}, {2, 2}, 48},
+        {"Conv", {3, 32, 6, 96}, {32, 1, 5, 5}, {2, 2, 2, 2}, {2, 1}, 32},
+        {"Conv", {1, 480, 3, 80}, {480, 480, 1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+        {"Conv", {1, 96, 45, 37}, {24, 96, 3, 3}, {1, 1, 1, 1}, {1, 1}, 1},
+        {"Conv", {2, 3, 45, 37}, {8, 3, 3, 3}, {1, 1, 1, 1}, {2, 2}, 1},
+        {"ConvTranspose", {1, 24, 40, 40}, {24, 24, 2, 2}, {0, 0, 0, 0}, {2, 2}, 1},
+        {"ConvTranspose", {1, 16, 20, 20}, {16, 8, 3, 3}, {1, 1, 1, 1}, {2, 2}, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t cout = strcmp(cases[i].op, "Conv") == 0 ? cases[i].w[0] : cases[i].w[1] * cases[i].group;
+        ptq_tensor x = mk_rand(4, cases[i].x), w = mk_rand(4, cases[i].w), b = mk_rand(1, &cout);
+        ptq_tensor y1 = run_threads(cases[i].op, &x, &w, &b, cases[i].pads, cases[i].strides, cases[i].group, 1);
+        for (int nt = 2; nt <= 3; nt++) {
+            ptq_tensor yn = run_threads(cases[i].op, &x, &w, &b, cases[i].pads, cases[i].strides, cases[i].group, nt);
+            int same = y1.data && yn.data && ptq_shape_equal(&y1, &yn) &&
+                       memcmp(y1.data, yn.data, ptq_tensor_nbytes(&y1)) == 0;
+            if (!same) printf("    case %zu (%s): %d threads differ from 1\n", i, cases[i].op, nt);
+            EXPECT(same);
+            ptq_tensor_free(&yn);
+        }
+        ptq_tensor_free(&y1);
+        ptq_tensor_free(&x);
+        ptq_tensor_free(&w);
+        ptq_tensor_free(&b);
+    }
+}
+
+/* auto_pad and output_shape: shapes and pads as the ONNX spec computes them. */
+TEST(conv_auto_pad)
+{
+    static const char *modes[3] = {"SAME_UPPER", "SAME_LOWER", "VALID"};
+    for (int it = 0; it < 30; it++) {
+        const char *mode = modes[it % 3];
+        int64_t H = irand(3, 12), W = irand(3, 12), k = irand(1, 4), s = irand(1, 3);
+        int64_t xd[4] = {1, 2, H, W}, wd[4] = {3, 2, k, k}, in[2] = {H, W};
+        ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
+        opts o;
+        memset(&o, 0, sizeof o);
+        int64_t st2[2] = {s, s}, ks[2] = {k, k};
+        o.attrs[o.n_attrs++] = attr_str("auto_pad", mode);
+        o.attrs[o.n_attrs++] = attr_ints("strides", st2, 2);
+        o.attrs[o.n_attrs++] = attr_ints("kernel_shape", ks, 2);
+        const ptq_tensor *ins[2] = {&x, &w};
+        ptq_status st = run_op("Conv", ins, 2, &y, o);
+        conv_case c;
+        memset(&c, 0, sizeof c);
+        c.nsp = 2;
+        c.n = 1;
+        c.cin_g = 2;
+        c.cout_g = 3;
+        c.group = 1;
+        for (int d = 0; d < 2; d++) {
+            c.in[d] = in[d];
+            c.k[d] = k;
+            c.stride[d] = s;
+            c.dil[d] = 1;
+            if (it % 3 != 2) {
+                int64_t out = (in[d] + s - 1) / s, total = (out - 1) * s + k - in[d];
+                if (total < 0) total = 0;
+                c.pb[d] = it % 3 == 0 ? total / 2 : total - total / 2;
+                c.pe[d] = total - c.pb[d];
+            }
+        }
+        if (it % 3 == 2 && (H < k || W < k)) {
+            EXPECT(st != PTQ_OK);
+        } else if (st != PTQ_OK) {
+            printf("    %s: %s\n", mode, ptq_last_error());
+            EXPECT(st == PTQ_OK);
+        } else {
+            kern_conv_geom g;
+            case_geom(&c, 0, &g);
+            EXPECT_EQ_INT(y.dims[2], g.out[1]);
+            EXPECT_EQ_INT(y.dims[3], g.out[2]);
+            if (y.dims[2] == g.out[1] && y.dims[3] == g.out[2]) {
+                size_t n = ptq_tensor_numel(&y);
+                float *ref = malloc(sizeof(float) * n);
+                if (!ref) abort();
+                kern_conv_ref_f32(&g, x.data, w.data, NULL, ref);
+                int bad = compare(y.data, ref, n, mode);
+                if (bad) case_print(&c, mode);
+                EXPECT_EQ_INT(bad, 0);
+                free(ref);
+            }
+        }
+        ptq_tensor_free(&x);
+        ptq_tensor_free(&w);
+        ptq_tensor_free(&y);
+    }
+    /* ConvTranspose with output_shape: 3x3 input, 3x3 kernel, stride 2 -> 10x8 */
+    {
+        int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {1, 2, 3, 3}, os[2] = {10, 8}, st2[2] = {3, 2};
+        ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
+        opts o;
+        memset(&o, 0, sizeof o);
+        o.attrs[o.n_attrs++] = attr_ints("strides", st2, 2);
+        o.attrs[o.n_attrs++] = attr_ints("output_shape", os, 2);
+        const ptq_tensor *ins[2] = {&x, &w};
+        ptq_status st = run_op("ConvTranspose", ins, 2, &y, o);
+        EXPECT(st == PTQ_OK);
+        if (st == PTQ_OK) {
+            EXPECT_EQ_INT(y.dims[2], 10);
+            EXPECT_EQ_INT(y.dims[3], 8);
+        }
+        ptq_tensor_free(&x);
+        ptq_tensor_free(&w);
+        ptq_tensor_free(&y);
+    }
+}
+
+/* The depthwise kernel alone against its reference, every specialisation. */
+TEST(depthwise_kernel)
+{
+    for (int it = 0; it < 200; it++) {
+        kern_conv_geom g;
+        memset(&g, 0, sizeof g);
+        g.batch = g.c_in = g.c_out = g.group = 1;
+        g.in[0] = g.out[0] = g.k[0] = g.stride[0] = g.dil[0] = 1;
+        int64_t k = it % 4 < 2 ? (it % 2 ? 3 : 5) : irand(1, 4);
+        for (int d = 1; d < 3; d++) {
+            g.k[d] = k;
+            g.stride[d] = irand(1, 2);
+            g.dil[d] = it % 4 == 3 ? irand(1, 2) : 1;
+            g.pad[d] = irand(0, k - 1);
+            int64_t ek = (k - 1) * g.dil[d] + 1;
+            g.in[d] = irand(ek > g.pad[d] ? ek - g.pad[d] : 1, 50);
+            int64_t pe = irand(0, k - 1);
+            g.out[d] = (g.in[d] + g.pad[d] + pe - ek) / g.stride[d] + 1;
+        }
+        if (it % 10 == 0) g.in[1] = g.in[1] + 700; /* several bands */
+        if (it % 10 == 0) g.out[1] = (g.in[1] + g.pad[1] - ((k - 1) * g.dil[1] + 1)) / g.stride[1] + 1;
+        int64_t band;
+        size_t per = kern_depthwise_scratch(&g, &band);
+        size_t nin = (size_t)(g.in[1] * g.in[2]), nout = (size_t)(g.out[1] * g.out[2]);
+        float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * 25), *y = malloc(sizeof(float) * nout);
+        float *ref = malloc(sizeof(float) * nout), *scr = malloc(sizeof(float) * per);
+        if (!x || !w || !y || !ref || !scr) abort();
+        for (size_t i = 0; i < nin; i++) x[i] = frand();
+        for (int i = 0; i < 25; i++) w[i] = frand();
+        ptq_activation none;
+        memset(&none, 0, sizeof none);
+        kern_depthwise_plane_f32(&g, band, x, w, 0.5f, &none, y, scr);
+        kern_depthwise_plane_ref(&g, x, w, 0.5f, ref);
+        int bad = compare(y, ref, nout, "depthwise");
+        if (bad)
+            printf("    in %lldx%lld k %lld s %lld/%lld d %lld/%lld p %lld/%lld out %lldx%lld band %lld\n",
+                   (long long)g.in[1], (long long)g.in[2], (long long)k, (long long)g.stride[1], (long long)g.stride[2],
+                   (long long)g.dil[1], (long long)g.dil[2], (long long)g.pad[1], (long long)g.pad[2],
+                   (long long)g.out[1], (long long)g.out[2], (long long)band);
+        EXPECT_EQ_INT(bad, 0);
+        free(x);
+        free(w);
+        free(y);
+        free(ref);
+        free(scr);
+    }
+}
+
+/* Zero-sized batch and inputs with one channel and no bias. */
+TEST(conv_edge_shapes)
+{
+    int64_t xd[4] = {0, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
+    ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
+    opts o;
+    memset(&o, 0, sizeof o);
+    const ptq_tensor *ins[2] = {&x, &w};
+    ptq_status st = run_op("Conv", ins, 2, &y, o);
+    EXPECT(st == PTQ_OK);
+    if (st == PTQ_OK) {
+        EXPECT_EQ_INT(y.dims[0], 0);
+        EXPECT_EQ_INT(y.dims[2], 3);
+    }
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&w);
+    ptq_tensor_free(&y);
+    /* a single-channel image with 8 filters (group 1): GEMM path with K = 9 */
+    conv_case c = {2, 2, 1, 8, 1, {17, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0}, 1};
+    EXPECT_EQ_INT(check_case(&c, 0, 2, 1, NULL), 0);
+}
+
+static void expect_error(const char *op, const int64_t *xd, int xr, const int64_t *wd, int wr, const int64_t *bd,
+                         ptq_dtype xdt, int64_t group, ptq_status want, const char *needle)
+{
+    ptq_tensor x = mk_rand(xr, xd), w = mk_rand(wr, wd), b, y;
+    memset(&b, 0, sizeof b);
+    if (bd) b = mk_rand(1, bd);
+    x.dtype = xdt;
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.attrs[o.n_attrs++] = attr_int("group", group);
+    const ptq_tensor *ins[3] = {&x, &w, &b};
+    ptq_status st = run_op(op, ins, bd ? 3 : 2, &y, o);
+    EXPECT_EQ_INT(st, want);
+    const char *m = ptq_last_error();
+    if (!strstr(m, needle) || !strstr(m, "node7")) printf("    message: %s (wanted '%s')\n", m, needle);
+    EXPECT(strstr(m, needle) != NULL);
+    EXPECT(strstr(m, "node7") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&w);
+    ptq_tensor_free(&b);
+    ptq_tensor_free(&y);
+}
+
+TEST(conv_errors)
+{
+    int64_t x4[4] = {1, 4, 5, 5}, w4[4] = {6, 4, 3, 3}, w3[3] = {6, 4, 3}, wg[4] = {6, 3, 3, 3}, b5[1] = {5};
+    expect_error("Conv", x4, 4, w4, 4, NULL, PTQ_I32, 1, PTQ_ERR_UNSUPPORTED, "int32");
+    expect_error("Conv", x4, 4, w3, 3, NULL, PTQ_F32, 1, PTQ_ERR_SHAPE, "weight rank 3");
+    expect_error("Conv", x4, 4, wg, 4, NULL, PTQ_F32, 1, PTQ_ERR_SHAPE, "4 channels");
+    expect_error("Conv", x4, 4, w4, 4, b5, PTQ_F32, 1, PTQ_ERR_SHAPE, "bias");
+    expect_error("Conv", x4, 4, w4, 4, NULL, PTQ_F32, 0, PTQ_ERR_FORMAT, "group 0");
+    expect_error("Conv", x4, 4, w4, 4, NULL, PTQ_F32, 4, PTQ_ERR_SHAPE, "group 4");
+    int64_t wt[4] = {3, 2, 3, 3};
+    expect_error("ConvTranspose", x4, 4, wt, 4, NULL, PTQ_F32, 1, PTQ_ERR_SHAPE, "weight dim 0 is 3");
+    int64_t wt4[4] = {4, 2, 3, 3};
+    expect_error("ConvTranspose", x4, 4, wt4, 4, NULL, PTQ_F32, 3, PTQ_ERR_SHAPE, "do not split");
+    int64_t x6[6] = {1, 1, 2, 2, 2, 2}, w6[6] = {1, 1, 1, 1, 1, 1};
+    expect_error("Conv", x6, 6, w6, 6, NULL, PTQ_F32, 1, PTQ_ERR_UNSUPPORTED, "rank 6");
+}
+
+int main(void)
+{
+    RUN(depthwise_kernel);
+    RUN(conv_random_2d);
+    RUN(conv_random_shifted);
+    RUN(conv_random_1d_3d);
+    RUN(conv_tiles);
+    RUN(conv_transpose_random);
+    RUN(conv_fused_activation);
+    RUN(conv_threads_bit_identical);
+    RUN(act_matches_shared);
+    RUN(conv_auto_pad);
+    RUN(conv_edge_shapes);
+    RUN(conv_errors);
+    return test_summary();
+}
