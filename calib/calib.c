@@ -1,6 +1,7 @@
 /* calib.c: streaming statistics (spec §2) and the four methods (spec §3). */
 #include "calib.h"
 
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -32,87 +33,202 @@ static void double_range(calib_stats *s)
     s->range *= 2.0;
 }
 
-static double pow2_at_least(double v)
+/* The smallest power of two strictly greater than v, at least 2^-24 (see calib.h). */
+static double pow2_above(double v)
 {
-    double r = 0x1p-24;
-    while (r < v) r *= 2.0;
-    return r;
+    int e;
+    frexp(v, &e); /* v = f * 2^e, f in [0.5, 1): 2^e > v >= 2^(e-1) */
+    double r = ldexp(1.0, e);
+    return r > 0x1p-24 ? r : 0x1p-24;
 }
 
+/* Pass 1 over a slice: min, max, amax of the finite values, zeros, non-finite count.
+ * Written branch-free on integer keys so that the compiler vectorises it: a finite
+ * float's key (bits ^ 0x80000000 when positive, ~bits when negative) orders like its
+ * value as an unsigned integer, and |x|'s bits order like |x|. */
 typedef struct {
     float min, max, amax;
-    uint64_t nan, pinf, ninf, zeros;
-    uint64_t hist[CALIB_BINS];
-} partial;
+    uint64_t zeros, nonfinite;
+} scan_result;
+
+static inline uint32_t order_key(uint32_t bits)
+{
+    return bits ^ ((uint32_t)((int32_t)bits >> 31) | 0x80000000u);
+}
+
+static inline float from_key(uint32_t key)
+{
+    uint32_t bits = key & 0x80000000u ? key & 0x7fffffffu : ~key;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void scan_slice(const float *x, size_t n, scan_result *r)
+{
+    uint32_t kmin = UINT32_MAX, kmax = 0, amax = 0, zeros = 0, bad = 0;
+    const uint32_t *bits = (const uint32_t *)(const void *)x;
+#pragma omp simd reduction(min : kmin) reduction(max : kmax, amax) reduction(+ : zeros, bad)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = bits[i], a = u & 0x7fffffffu;
+        uint32_t finite = a < 0x7f800000u, key = order_key(u);
+        uint32_t lo = finite ? key : UINT32_MAX, hi = finite ? key : 0, am = finite ? a : 0;
+        kmin = lo < kmin ? lo : kmin;
+        kmax = hi > kmax ? hi : kmax;
+        amax = am > amax ? am : amax;
+        zeros += a == 0;
+        bad += finite ^ 1u;
+    }
+    if (kmin == UINT32_MAX) { /* nothing finite */
+        r->min = INFINITY;
+        r->max = -INFINITY;
+    } else {
+        r->min = from_key(kmin);
+        r->max = from_key(kmax);
+    }
+    memcpy(&r->amax, &amax, 4);
+    r->zeros = zeros;
+    r->nonfinite = bad;
+}
+
+/* Pass 2 over a slice: counts of |x| per bin of width R/4096 for the finite non-zero
+ * values (zeros are added to bin 0 by the caller from pass 1's count). inv = 4096/R is a
+ * power of two, so |x| * inv is exact in float and the bin is floor(|x| * 4096 / R);
+ * |x| < R holds by the choice of R. Four interleaved sub-histograms (and a dump slot for
+ * zeros and non-finite values) keep consecutive increments off the same counter. */
+#define SUB (CALIB_BINS + 1)
+static void fill_slice(const float *x, size_t n, float inv, uint32_t *h /* 4 * SUB */)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++) {
+            uint32_t u;
+            memcpy(&u, &x[i + j], 4);
+            u &= 0x7fffffffu;
+            float a;
+            memcpy(&a, &u, 4);
+            int b = u - 1u < 0x7f7fffffu ? (int)(a * inv) : CALIB_BINS; /* 0 < |x| <= FLT_MAX */
+            h[j * SUB + b]++;
+        }
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        u &= 0x7fffffffu;
+        float a;
+        memcpy(&a, &u, 4);
+        h[u - 1u < 0x7f7fffffu ? (int)(a * inv) : CALIB_BINS]++;
+    }
+}
+
+#define PAR_MIN 65536           /* elements below which one thread does it all */
+#define CHUNK 8192              /* floats scanned then binned while in L1/L2 */
+#define FLUSH ((size_t)1 << 30) /* uint32 sub-histogram counts never overflow */
+
+/* One thread's share of a batch: scanned and binned chunk by chunk with the thread's own
+ * R (doubled, bins merged in pairs, when a chunk exceeds it). Bin edges of all powers of
+ * two align, so bringing every part to the final R gives exactly the direct fill. */
+typedef struct {
+    scan_result r;
+    uint64_t nan, pinf, ninf;
+    double range;               /* 0 until a finite non-zero value */
+    uint64_t acc[CALIB_BINS];
+} part_hist;
+
+static void flush(part_hist *p, uint32_t *h)
+{
+    for (int b = 0; b < CALIB_BINS; b++) p->acc[b] += (uint64_t)h[b] + h[SUB + b] + h[2 * SUB + b] + h[3 * SUB + b];
+    memset(h, 0, sizeof(uint32_t) * 4 * SUB);
+}
+
+static void grow(uint64_t *hist, double *range, double to)
+{
+    while (*range < to) {
+        for (int i = 0; i < CALIB_BINS / 2; i++) hist[i] = hist[2 * i] + hist[2 * i + 1];
+        memset(&hist[CALIB_BINS / 2], 0, sizeof(uint64_t) * CALIB_BINS / 2);
+        *range *= 2.0;
+    }
+}
+
+static void add_part(const float *x, size_t n, double range0, part_hist *p, uint32_t *h)
+{
+    p->r = (scan_result){INFINITY, -INFINITY, 0.0f, 0, 0};
+    p->range = range0;
+    size_t since_flush = 0;
+    for (size_t c = 0; c < n; c += CHUNK) {
+        size_t len = n - c < CHUNK ? n - c : CHUNK;
+        scan_result r;
+        scan_slice(x + c, len, &r);
+        if (r.min < p->r.min) p->r.min = r.min;
+        if (r.max > p->r.max) p->r.max = r.max;
+        if (r.amax > p->r.amax) p->r.amax = r.amax;
+        p->r.zeros += r.zeros;
+        p->r.nonfinite += r.nonfinite;
+        if (r.nonfinite)
+            for (size_t i = c; i < c + len; i++) {
+                if (isnan(x[i])) p->nan++;
+                else if (isinf(x[i])) *(x[i] > 0 ? &p->pinf : &p->ninf) += 1;
+            }
+        if (r.zeros + r.nonfinite == len) continue; /* nothing to bin */
+        if ((double)r.amax >= p->range) {
+            double to = pow2_above((double)r.amax);
+            if (p->range == 0.0) p->range = to;
+            else {
+                flush(p, h);
+                since_flush = 0;
+                grow(p->acc, &p->range, to);
+            }
+        }
+        if (since_flush + len > FLUSH) {
+            flush(p, h);
+            since_flush = 0;
+        }
+        fill_slice(x + c, len, (float)(CALIB_BINS / p->range), h); /* a power of two: exact */
+        since_flush += len;
+    }
+    flush(p, h);
+}
 
 void calib_stats_add(calib_stats *s, const float *x, size_t n, int nthreads)
 {
-    if (nthreads < 1) nthreads = 1;
+    if (nthreads < 1 || n < PAR_MIN) nthreads = 1;
     if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
-    if (n < 65536) nthreads = 1;
-    partial *p = calloc((size_t)nthreads, sizeof *p);
-    if (!p) return; /* out of memory: the batch is not counted (caller checks count) */
-    /* pass 1: min, max, amax, special values; each thread a fixed slice */
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
         size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-        partial *q = &p[t];
-        q->min = INFINITY;
-        q->max = -INFINITY;
-        for (size_t i = lo; i < hi; i++) {
-            float v = x[i];
-            if (isnan(v)) q->nan++;
-            else if (isinf(v)) {
-                if (v > 0) q->pinf++;
-                else q->ninf++;
-            }
-            else {
-                if (v < q->min) q->min = v;
-                if (v > q->max) q->max = v;
-                if (fabsf(v) > q->amax) q->amax = fabsf(v);
-                if (v == 0.0f) q->zeros++;
+        part_hist *p = calloc(1, sizeof *p);
+        uint32_t *h = calloc(4 * SUB, sizeof *h);
+        if (p && h) add_part(x + lo, hi - lo, s->range, p, h);
+        /* combine in thread order: min/max exact, counts are integers, and every part is
+         * brought to the larger R before its bins are added */
+#pragma omp for ordered schedule(static, 1)
+        for (int k = 0; k < nt; k++)
+#pragma omp ordered
+        {
+            if (p && h) { /* out of memory: the slice is left out, and count shows it */
+                if (p->r.min < s->min) s->min = p->r.min;
+                if (p->r.max > s->max) s->max = p->r.max;
+                if (p->r.amax > s->amax) s->amax = p->r.amax;
+                s->count += hi - lo;
+                s->zeros += p->r.zeros;
+                s->nan += p->nan;
+                s->pinf += p->pinf;
+                s->ninf += p->ninf;
+                s->hist[0] += p->r.zeros;
+                if (p->range > 0) {
+                    if (s->range == 0.0) s->range = p->range;
+                    grow(s->hist, &s->range, p->range);
+                    grow(p->acc, &p->range, s->range);
+                    for (int b = 0; b < CALIB_BINS; b++) s->hist[b] += p->acc[b];
+                }
             }
         }
-    }
-    float bmax = 0.0f;
-    int any_finite = 0;
-    for (int t = 0; t < nthreads; t++) {
-        if (p[t].min < s->min) s->min = p[t].min;
-        if (p[t].max > s->max) s->max = p[t].max;
-        if (p[t].amax > bmax) bmax = p[t].amax;
-        if (p[t].min <= p[t].max) any_finite = 1;
-        s->nan += p[t].nan;
-        s->pinf += p[t].pinf;
-        s->ninf += p[t].ninf;
-        s->zeros += p[t].zeros;
-    }
-    s->count += n;
-    if (bmax > s->amax) s->amax = bmax;
-    if (!any_finite) {
         free(p);
-        return;
+        free(h);
     }
-    if (s->range == 0.0) s->range = pow2_at_least((double)bmax);
-    else
-        while ((double)bmax >= s->range) double_range(s);
-    double range = s->range, inv = CALIB_BINS / range, top = range * (1.0 - 0x1p-24);
-    /* pass 2: private histograms, merged in thread order */
-#pragma omp parallel num_threads(nthreads)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-        uint64_t *h = p[t].hist;
-        for (size_t i = lo; i < hi; i++) {
-            double a = fabs((double)x[i]);
-            if (!isfinite(a)) continue;
-            int b = a >= top ? CALIB_BINS - 1 : (int)(a * inv);
-            h[b < CALIB_BINS ? b : CALIB_BINS - 1]++;
-        }
-    }
-    for (int t = 0; t < nthreads; t++)
-        for (int b = 0; b < CALIB_BINS; b++) s->hist[b] += p[t].hist[b];
-    free(p);
+    /* only zeros so far: R = 2^-24 holds them in bin 0 */
+    if (s->range == 0.0 && s->count > s->nan + s->pinf + s->ninf) s->range = pow2_above((double)s->amax);
 }
 
 void calib_stats_merge(calib_stats *dst, const calib_stats *src)
@@ -179,88 +295,112 @@ static double method_percentile(const double *H, double w, double P)
 /* entropy: TensorRT's EntropyCalibration2 KL search over 2048 bins down to 128 quantized
  * bins (pytorch-quantization's _compute_amax_entropy): for each candidate threshold bin i,
  * P = H[:i] with the outliers folded into its last bin, Q = H[:i] merged into 128 groups and
- * spread back over each group's non-zero bins; the i with the least KL(P||Q) wins. */
+ * spread back over each group's non-zero bins; the i with the least KL(P||Q) wins.
+ *
+ * Computed in O(128) per candidate instead of O(i), from prefix sums over H: with S the
+ * total count, C(k) = H[0] + ... + H[k-1], L(k) = sum of H ln H over those bins, group j
+ * of candidate i holding G_j counts on nz_j non-zero bins, and T = H[i-1] + tail the
+ * last bin of P:
+ *   sum P ln P = (L(i-1) + T ln T) / S - ln S
+ *   sum P ln Q = (sum_j G'_j ln(G_j / nz_j) + T ln q_last) / S - (C(i-1) + T) / S * ln C(i)
+ * where G'_j = G_j except that the last group leaves out H[i-1] (counted in T), and
+ * q_last = G_127 / nz_127, or 1e-4 * C(i) when H[i-1] = 0 < T: the only bin where P > 0
+ * and Q = 0, which the smoothing sets to 1e-4 before Q is renormalised by (1 + 1e-4). */
 static double method_entropy(const double *H, double w)
 {
-    enum { NQ = 128 };
-    double *P = malloc(sizeof(double) * CALIB_ANALYSIS_BINS), *Q = malloc(sizeof(double) * CALIB_ANALYSIS_BINS);
-    double best = INFINITY;
-    int best_i = CALIB_ANALYSIS_BINS;
-    if (!P || !Q) {
-        free(P);
-        free(Q);
-        return CALIB_ANALYSIS_BINS * w;
+    enum { NB = CALIB_ANALYSIS_BINS, NQ = 128 };
+    double C[NB + 1], L[NB + 1];
+    int NZ[NB + 1];
+    C[0] = L[0] = 0;
+    NZ[0] = 0;
+    for (int k = 0; k < NB; k++) {
+        C[k + 1] = C[k] + H[k];
+        L[k + 1] = L[k] + (H[k] > 0 ? H[k] * log(H[k]) : 0);
+        NZ[k + 1] = NZ[k] + (H[k] != 0);
     }
-    double *tail = malloc(sizeof(double) * (CALIB_ANALYSIS_BINS + 1));
-    if (!tail) {
-        free(P);
-        free(Q);
-        return CALIB_ANALYSIS_BINS * w;
-    }
-    tail[CALIB_ANALYSIS_BINS] = 0;
-    for (int i = CALIB_ANALYSIS_BINS - 1; i >= 0; i--) tail[i] = tail[i + 1] + H[i];
-    for (int i = NQ; i <= CALIB_ANALYSIS_BINS; i++) {
-        double psum = 0, qsum = 0;
-        for (int k = 0; k < i; k++) P[k] = H[k];
-        P[i - 1] += tail[i];
+    double S = C[NB], best = INFINITY;
+    int best_i = NB;
+    if (!(S > 0)) return NB * w;
+    for (int i = NQ; i <= NB; i++) {
+        double Ci = C[i], T = H[i - 1] + (S - Ci);
+        if (!(Ci > 0)) continue;
+        double plnp = L[i - 1] / S - C[i - 1] / S * log(S), plnq = 0, lastq = 0;
+        if (T > 0) plnp += T / S * log(T / S);
         for (int j = 0; j < NQ; j++) {
-            int a = (int)((int64_t)j * i / NQ), b = (int)((int64_t)(j + 1) * i / NQ);
-            double tot = 0;
-            int nz = 0;
-            for (int k = a; k < b; k++) {
-                tot += H[k];
-                nz += H[k] != 0;
-            }
-            for (int k = a; k < b; k++) Q[k] = H[k] != 0 && nz ? tot / nz : 0;
+            int lo = (int)((int64_t)j * i / NQ), hi = (int)((int64_t)(j + 1) * i / NQ);
+            double G = C[hi] - C[lo];
+            int nz = NZ[hi] - NZ[lo];
+            if (nz == 0) continue;
+            double lq = log(G / nz), Gp = j == NQ - 1 ? G - H[i - 1] : G;
+            plnq += Gp * lq;
+            if (j == NQ - 1) lastq = lq;
         }
-        for (int k = 0; k < i; k++) {
-            psum += P[k];
-            qsum += Q[k];
-        }
-        if (psum <= 0 || qsum <= 0) continue;
-        /* normalise, smooth Q's zero bins on P's support with 1e-4, renormalise Q */
-        double qs = 0;
-        for (int k = 0; k < i; k++) {
-            P[k] /= psum;
-            Q[k] /= qsum;
-            if (P[k] > 0 && Q[k] == 0) Q[k] = 1e-4;
-            qs += Q[k];
-        }
-        double kl = 0;
-        for (int k = 0; k < i; k++)
-            if (P[k] > 0) kl += P[k] * log(P[k] / (Q[k] / qs));
+        int smoothed = H[i - 1] == 0 && T > 0;
+        if (T > 0) plnq += T * (smoothed ? log(1e-4 * Ci) : lastq);
+        plnq = plnq / S - (C[i - 1] + T) / S * log(Ci);
+        double kl = plnp - plnq + (smoothed ? log1p(1e-4) : 0.0);
         if (kl < best) {
             best = kl;
             best_i = i;
         }
     }
-    free(P);
-    free(Q);
-    free(tail);
     return (best_i + 0.5) * w;
 }
 
-/* mse: pytorch-quantization's _compute_amax_mse: the candidate edge with the least
- * histogram-weighted squared error of quantizing bin centres. */
+/* The first bin k whose centre (k + 0.5) w quantizes with scale i w / 127 to a level >= q
+ * (round half to even): 127 (2k + 1) > (2q - 1) i, or equal with q even. Exact integers. */
+static int level_start(int q, int i)
+{
+    if (q == 0) return 0;
+    int64_t bound = (int64_t)(2 * q - 1) * i;
+    int64_t k = (bound / 127 - 1) / 2;
+    if (k < 0) k = 0;
+    while (k > 0 && 127 * (2 * (k - 1) + 1) >= bound) k--;
+    for (;;) {
+        int64_t v = 127 * (2 * k + 1);
+        if (v > bound || (v == bound && q % 2 == 0)) return (int)k;
+        k++;
+    }
+}
+
+/* mse: pytorch-quantization's _compute_amax_mse: candidates a = i w, bin centres
+ * c_k = (k + 0.5) w quantized with s = a / 127 (round half to even, clamped to 127); the
+ * candidate with the least histogram-weighted squared error wins (the first on ties).
+ * Each quantization level q covers a run of bins, found exactly in integers, so the error
+ * of a candidate is a sum over 128 levels of prefix sums of H, H c and H c^2 (in units of
+ * w): sum H (c - q i / 127)^2 = S2 - 2 (q i / 127) S1 + (q i / 127)^2 S0. */
 static double method_mse(const double *H, double w)
 {
-    double best = INFINITY, best_a = CALIB_ANALYSIS_BINS * w;
-    for (int i = 128; i <= CALIB_ANALYSIS_BINS; i++) {
-        double a = i * w, s = a / 127.0, err = 0;
-        for (int k = 0; k < CALIB_ANALYSIS_BINS; k++) {
-            if (H[k] == 0) continue;
-            double c = (k + 0.5) * w, q = nearbyint(c / s);
-            if (q > 127) q = 127;
-            if (q < -127) q = -127;
-            double d = c - q * s;
-            err += H[k] * d * d;
+    enum { NB = CALIB_ANALYSIS_BINS };
+    double P0[NB + 1], P1[NB + 1], P2[NB + 1];
+    P0[0] = P1[0] = P2[0] = 0;
+    for (int k = 0; k < NB; k++) {
+        double c = k + 0.5;
+        P0[k + 1] = P0[k] + H[k];
+        P1[k + 1] = P1[k] + H[k] * c;
+        P2[k + 1] = P2[k] + H[k] * c * c;
+    }
+    double best = INFINITY;
+    int best_i = NB;
+    for (int i = 128; i <= NB; i++) {
+        double err = 0;
+        int lo = 0;
+        for (int q = 0; q <= 127 && lo < NB; q++) {
+            int hi = q == 127 ? NB : level_start(q + 1, i);
+            if (hi > NB) hi = NB;
+            if (hi > lo) {
+                double v = q * (double)i / 127.0;
+                double s0 = P0[hi] - P0[lo], s1 = P1[hi] - P1[lo], s2 = P2[hi] - P2[lo];
+                err += s2 - 2 * v * s1 + v * v * s0;
+            }
+            lo = hi;
         }
         if (err < best) {
             best = err;
-            best_a = a;
+            best_i = i;
         }
     }
-    return best_a;
+    return best_i * w;
 }
 
 float calib_amax(const calib_stats *s, const calib_method *m, int *warn)

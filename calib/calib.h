@@ -10,7 +10,13 @@
  * A collection histogram of |x| with CALIB_BINS bins over [0, R), R a power of two
  * doubled (bin pairs merged) when a batch exceeds it; the methods work on the
  * CALIB_ANALYSIS_BINS-bin histogram over [0, amax] resampled from it. Threads fill
- * private histograms merged in thread order: results do not depend on the thread count. */
+ * private histograms merged in thread order: results do not depend on the thread count.
+ *
+ * R is the smallest power of two STRICTLY greater than the amax seen so far (at least
+ * 2^-24). The spec's first-batch wording says "≥"; with ">" a value's bin is always
+ * floor(|x| * 4096 / R), computed exactly (R is a power of two), whatever R's history,
+ * so statistics merged from shards equal one pass bit for bit even when amax is a power
+ * of two. The spec's last-bin rule holds as a consequence: every |x| < R. */
 #ifndef PTQ_CALIB_H
 #define PTQ_CALIB_H
 
@@ -38,6 +44,7 @@ typedef struct {
 
 calib_stats *calib_stats_create(void);
 void calib_stats_destroy(calib_stats *s);
+/* Adds one batch. Out of memory for a thread's scratch leaves its slice out (count shows it). */
 void calib_stats_add(calib_stats *s, const float *x, size_t n, int nthreads);
 /* dst += src, exactly and order-independently. */
 void calib_stats_merge(calib_stats *dst, const calib_stats *src);
