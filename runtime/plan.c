@@ -49,6 +49,7 @@ struct ptq_plan {
     size_t scratch_bytes;
     double flops;
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
+    int next_step;            /* ptq_plan_step's position; n_steps when idle */
 };
 
 ptq_plan_options ptq_plan_defaults(void)
@@ -913,9 +914,10 @@ static ptq_status observe(ptq_plan *p, int v, int node)
     return p->opt.observer(p->g->values[v].name, node, t, p->opt.observer_user);
 }
 
-ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
+ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
 {
     ptq_status st = PTQ_OK;
+    p->next_step = p->n_steps;
     if (n_inputs != p->n_inputs) FAIL(PTQ_ERR_ARG, "%d inputs given, the model has %d", n_inputs, p->n_inputs);
     for (int i = 0; i < n_inputs; i++) {
         ptq_tensor *t = &p->vals[p->input_vals[i]];
@@ -932,21 +934,39 @@ ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
     }
     if (p->opt.observer)
         for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i], -1));
-    for (int i = 0; i < p->n_steps; i++) {
-        plan_step *s = &p->steps[i];
-        if (s->skip) continue;
-        double t0 = p->prof_ms ? omp_get_wtime() : 0;
-        st = s->def->run(&s->ctx);
-        if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
-        if (st != PTQ_OK) {
-            name_node_in_error(&p->g->nodes[s->node]);
-            goto done;
-        }
-        if (p->opt.observer)
-            for (int o = 0; o < s->ctx.n_out; o++)
-                if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
-    }
+    p->next_step = 0;
 done:
+    return st;
+}
+
+ptq_status ptq_plan_step(ptq_plan *p, int *finished)
+{
+    ptq_status st = PTQ_OK;
+    while (p->next_step < p->n_steps && p->steps[p->next_step].skip) p->next_step++;
+    *finished = p->next_step >= p->n_steps;
+    if (*finished) return PTQ_OK;
+    int i = p->next_step++;
+    plan_step *s = &p->steps[i];
+    double t0 = p->prof_ms ? omp_get_wtime() : 0;
+    st = s->def->run(&s->ctx);
+    if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
+    if (st != PTQ_OK) {
+        p->next_step = p->n_steps;
+        name_node_in_error(&p->g->nodes[s->node]);
+        return st;
+    }
+    if (p->opt.observer)
+        for (int o = 0; o < s->ctx.n_out; o++)
+            if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
+done:
+    if (st != PTQ_OK) p->next_step = p->n_steps;
+    return st;
+}
+
+ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
+{
+    ptq_status st = ptq_plan_begin(p, inputs, n_inputs);
+    for (int finished = 0; st == PTQ_OK && !finished;) st = ptq_plan_step(p, &finished);
     return st;
 }
 

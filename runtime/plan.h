@@ -59,6 +59,11 @@ void ptq_plan_destroy(ptq_plan *p);
 /* Runs one batch. inputs[i] matches graph input i (non-initializer inputs, in order)
  * in dtype and shape; data is read, never kept. */
 ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs);
+/* The same one node at a time, so that two plans can run in lockstep (ptq compare):
+ * begin binds the inputs (observers see them), each step runs the next node (and its
+ * observer calls); *finished = 1, nothing run, once every node has run. */
+ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs);
+ptq_status ptq_plan_step(ptq_plan *p, int *finished);
 
 int ptq_plan_n_inputs(const ptq_plan *p);
 /* Name, dtype and shape of input i (data NULL); borrowed until destroy. */
