@@ -15,7 +15,7 @@ WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prot
             -Wdouble-promotion -Werror
 BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
             -I/usr/include/x86_64-linux-gnu
-LIBS     := -lprotobuf-c -ljpeg -lpng -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
+LIBS     := -lprotobuf-c -ljpeg -lpng -lz -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
 ifeq ($(SANITIZE),1)
   BASE   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LIBS   += -fsanitize=address,undefined
@@ -44,7 +44,7 @@ $(BUILD)/ptq: $(CLI_OBJ) $(LIB_OBJ)
 	$(CC) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LIBS)
 
 # ONNX bindings generated from the schema Debian's python3-onnx ships; never committed.
-$(BUILD)/gen/onnx.pb-c.c $(GEN_H): $(ONNX_PROTO)
+$(BUILD)/gen/onnx.pb-c.c $(GEN_H) &: $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen
 	@test -f $(ONNX_PROTO) || { echo "missing $(ONNX_PROTO): run 'make deps'"; exit 1; }
 	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
@@ -79,6 +79,8 @@ bench: deps
 	@$(MAKE) --no-print-directory ptq
 	@BUILD=$(BUILD) bench/run.sh
 	@BUILD=$(BUILD) bench/preprocess.sh
+	@BUILD=$(BUILD) bench/calibrate.sh
+	@BUILD=$(BUILD) bench/quality.sh
 
 clean:
 	rm -rf build build-san ptq

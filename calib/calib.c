@@ -37,6 +37,7 @@ static void double_range(calib_stats *s)
 static double pow2_above(double v)
 {
     int e;
+    if (!(v >= 0x1p-24)) return 0x1p-24;
     frexp(v, &e); /* v = f * 2^e, f in [0.5, 1): 2^e > v >= 2^(e-1) */
     double r = ldexp(1.0, e);
     return r > 0x1p-24 ? r : 0x1p-24;

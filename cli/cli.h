@@ -17,6 +17,8 @@ int cmd_convert(int argc, char **argv);
 int cmd_preprocess(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* Prints "ptq: <last error>" and returns the exit code for st. */
 int cli_fail(ptq_status st);

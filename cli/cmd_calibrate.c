@@ -1,6 +1,8 @@
 /* cmd_calibrate.c: `ptq calibrate`: one pass over the images (or a .npy of preprocessed
  * samples), statistics of every float activation streamed from the executor's observer,
- * then every requested method's ranges from those statistics: TensorRT caches and JSON. */
+ * then every requested method's ranges from those statistics: TensorRT caches and JSON.
+ * --stats saves the statistics (io/stats.h); --from-stats takes them from such a file
+ * (e.g. shards merged by `ptq stats merge`) instead of running the images. */
 #include <fnmatch.h>
 #include <omp.h>
 #include <stdio.h>
@@ -24,12 +26,14 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy) --cache OUT.cache [options]\n"
+    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S) --cache OUT.cache [options]\n"
                 "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
                 "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
                 "  --trt-version V   cache header version (default 8601)  --trt-algorithm A  header algorithm\n"
-                "  --limit N, --shuffle --seed S, --strict, --threads N, preprocessing overrides as in ptq preprocess\n"
+                "  --stats FILE      also save the statistics (mergeable: ptq stats merge)\n"
+                "  --from-stats FILE ranges from saved statistics of this model, without images\n"
+                "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, preprocessing overrides as in ptq preprocess\n"
                 "With several methods, one cache per method: OUT.<method>.cache (and .json).\n");
 }
 
@@ -44,7 +48,7 @@ static void per_method_path(const char *path, const char *tag, char *buf, size_t
 int cmd_calibrate(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_TENSORS, O_TRTV, O_TRTA, O_LIMIT,
-           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET };
+           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_STATS, O_FROM_STATS, O_EXIF };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},   {"method", required_argument, 0, O_METHOD},
@@ -53,15 +57,18 @@ int cmd_calibrate(int argc, char **argv)
         {"trt-version", required_argument, 0, O_TRTV}, {"trt-algorithm", required_argument, 0, O_TRTA},
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
+        {"exif", required_argument, 0, O_EXIF},
         {"threads", required_argument, 0, O_THREADS}, {"size", required_argument, 0, O_SET},
         {"resize", required_argument, 0, O_SET},    {"mode", required_argument, 0, O_SET},
         {"mean", required_argument, 0, O_SET},      {"std", required_argument, 0, O_SET},
         {"scale", required_argument, 0, O_SET},     {"channel-order", required_argument, 0, O_SET},
-        {"layout", required_argument, 0, O_SET},    {"help", no_argument, 0, 'h'},
+        {"layout", required_argument, 0, O_SET},    {"stats", required_argument, 0, O_STATS},
+        {"from-stats", required_argument, 0, O_FROM_STATS}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
     const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "entropy", *trt_algo = NULL;
+    const char *stats = NULL, *from_stats = NULL;
     const char *globs[MAX_GLOBS], *set_keys[32], *set_vals[32];
     int n_globs = 0, n_set = 0, c, idx = 0, rc = CLI_EXIT_OK, n_methods = 0;
     long trt_version = 8601;
@@ -93,6 +100,8 @@ int cmd_calibrate(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("calibrate", "bad --trt-version '%s'", optarg);
             break;
         case O_TRTA: trt_algo = optarg; break;
+        case O_STATS: stats = optarg; break;
+        case O_FROM_STATS: from_stats = optarg; break;
         case O_SET:
             if (n_set == 32) return cli_usage_error("calibrate", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
@@ -104,7 +113,12 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("calibrate", "expected one model");
     if (!cache && !json) return cli_usage_error("calibrate", "--cache OUT.cache or --json FILE is required");
-    if (!!o.images == !!input) return cli_usage_error("calibrate", "give either --images DIR or --input X.npy");
+    if (from_stats) {
+        if (o.images || input) return cli_usage_error("calibrate", "--from-stats replaces --images and --input");
+        if (stats) return cli_usage_error("calibrate", "--stats saves a calibration pass; --from-stats runs none");
+        if (preset || n_set) return cli_usage_error("calibrate", "preprocessing options do not apply to --from-stats");
+    } else if (!!o.images == !!input)
+        return cli_usage_error("calibrate", "give either --images DIR or --input X.npy (or --from-stats FILE)");
     if (calib_methods_parse(method_arg, methods, MAX_METHODS, &n_methods) != 0)
         return cli_usage_error("calibrate", "bad --method '%s' (max, percentile[:P], entropy, mse, a list, or all)", method_arg);
     const char *model = argv[optind];
@@ -112,13 +126,20 @@ int cmd_calibrate(int argc, char **argv)
     col.n_globs = n_globs;
     col.nthreads = o.threads > 0 ? o.threads : omp_get_max_threads();
 
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     cli_source source = {.input_npy = input, .o = o, .cfg = cfg};
-    if (!input && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
-    if ((st = cli_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
+    uint64_t stats_images = 0;
+    if (from_stats) {
+        if ((st = cli_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
+    } else {
+        if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+        if (!input && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
+        if ((st = cli_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
+        if (stats && (st = cli_stats_save(stats, model, &source, &col)) != PTQ_OK) goto fail;
+    }
     int images = source.images, skipped = source.skipped, batch_done = source.batches;
     if (col.n == 0) {
-        ptq_error("%s: no float tensor was observed", model);
+        if (from_stats) ptq_error("%s: no tensor%s in the statistics", from_stats, n_globs ? " matching --tensors" : "");
+        else ptq_error("%s: no float tensor was observed", model);
         st = PTQ_ERR_FORMAT;
         goto fail;
     }
@@ -166,8 +187,14 @@ int cmd_calibrate(int argc, char **argv)
             if ((st = io_ranges_write_json(path, tag, ranges, col.n)) != PTQ_OK) goto fail;
         }
     }
-    fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s\n",
-            images, skipped, batch_done, col.n, n_methods, n_methods > 1 ? "s" : "", warned, warned == 1 ? "" : "s");
+    if (from_stats)
+        fprintf(stderr, "ptq calibrate: statistics of %llu images from %s, %d tensors calibrated, %d method%s, %d warning%s\n",
+                (unsigned long long)stats_images, from_stats, col.n, n_methods, n_methods > 1 ? "s" : "", warned,
+                warned == 1 ? "" : "s");
+    else
+        fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s%s%s\n",
+                images, skipped, batch_done, col.n, n_methods, n_methods > 1 ? "s" : "", warned, warned == 1 ? "" : "s",
+                stats ? "; statistics saved to " : "", stats ? stats : "");
     goto out;
 fail:
     rc = cli_fail(st);

@@ -1,7 +1,8 @@
 /* cmd_quantize.c: `ptq quantize`: the main job. One calibration pass over the images (or
  * a .npy), one method's ranges, then the FP32 model becomes a QDQ model by TensorRT's
  * explicit-quantization rules (quant/rules.c), upgraded to opset 13 when older, with the
- * matching TensorRT cache and JSON of ranges. */
+ * matching TensorRT cache and JSON of ranges. The ranges can also come from saved
+ * statistics (--from-stats, io/stats.h) or from a TensorRT cache (--from-cache). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "calib/calib.h"
 #include "cli/cli.h"
 #include "cli/collect.h"
+#include "cli/compare.h"
 #include "io/cache.h"
 #include "io/file.h"
 #include "io/onnx.h"
@@ -26,23 +28,51 @@
 typedef struct {
     const io_range *r;
     int n;
+    char **missing;           /* names the rules asked for that have no range, each once */
+    int n_missing, cap_missing;
 } range_table;
 
 static int lookup(const char *name, float *amax, void *user)
 {
-    const range_table *t = user;
+    range_table *t = user;
     for (int i = 0; i < t->n; i++)
         if (strcmp(t->r[i].name, name) == 0) {
             *amax = t->r[i].amax;
             return 1;
         }
+    for (int i = 0; i < t->n_missing; i++)
+        if (strcmp(t->missing[i], name) == 0) return 0;
+    if (t->n_missing == t->cap_missing) {
+        int cap = t->cap_missing ? 2 * t->cap_missing : 16;
+        char **m = realloc(t->missing, sizeof *m * (size_t)cap);
+        if (!m) return 0; /* out of memory: only the report loses the name */
+        t->missing = m;
+        t->cap_missing = cap;
+    }
+    if ((t->missing[t->n_missing] = ptq_strdup(name)) != NULL) t->n_missing++;
     return 0;
+}
+
+/* The float amax whose amax / 127.0f (what quant/ and the cache writer compute) is exactly
+ * the cache's scale s, so that a QDQ model made from a cache has its scales bit for bit.
+ * For every normal float, s * 127 rounded is such an amax (checked exhaustively over [1, 2):
+ * it differs from the calibrated amax in 0.8 % of cases, by one ulp, but divides back to s);
+ * the loop only guards the subnormal range, moving an ulp at a time toward s. */
+static float amax_for_scale(float s)
+{
+    float a = (float)((double)s * 127.0);
+    for (int k = 0; k < 8 && a / 127.0f != s; k++) a = nextafterf(a, a / 127.0f < s ? INFINITY : 0.0f);
+    return a;
 }
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: ptq quantize MODEL (--images DIR --preset P | --input X.npy) -o OUT.qdq.onnx [options]\n"
+    fprintf(fp, "usage: ptq quantize MODEL (--images DIR --preset P | --input X.npy | --from-stats S | --from-cache C)\n"
+                "                    -o OUT.qdq.onnx [options]\n"
                 "  --method M            max, percentile[:P], entropy (default), mse\n"
+                "  --stats FILE          also save the calibration statistics (ptq stats merge)\n"
+                "  --from-stats FILE     ranges of --method from saved statistics of this model, without images\n"
+                "  --from-cache FILE     the ranges of a TensorRT cache (amax = scale * 127); tensors it lacks stay float\n"
                 "  --cache FILE          the TensorRT calibration cache of the same ranges\n"
                 "  --json FILE           ranges and scales as JSON\n"
                 "  --report FILE         per node: quantized or not, and why\n"
@@ -50,7 +80,7 @@ static void usage(FILE *fp)
                 "  --exclude-op-types T  op type (repeatable, comma-separated allowed)\n"
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
-                "  --batch N, --limit N, --shuffle --seed S, --strict, --threads N, --trt-version V\n");
+                "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n");
 }
 
 /* Appends the names of an @file (one per line, # comments) or a comma list. */
@@ -82,7 +112,8 @@ static int add_names(const char *arg, const char **list, int *n, char **owned, i
 int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
-           O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV };
+           O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_STATS, O_FROM_STATS, O_EXIF, O_FROM_CACHE,
+           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -92,11 +123,23 @@ int cmd_quantize(int argc, char **argv)
         {"weights", required_argument, 0, O_WEIGHTS}, {"dedicated-qdq", no_argument, 0, O_DEDICATED},
         {"limit", required_argument, 0, O_LIMIT},     {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},       {"strict", no_argument, 0, O_STRICT},
+        {"exif", required_argument, 0, O_EXIF},
         {"threads", required_argument, 0, O_THREADS}, {"trt-version", required_argument, 0, O_TRTV},
+        {"stats", required_argument, 0, O_STATS},     {"from-stats", required_argument, 0, O_FROM_STATS},
+        {"from-cache", required_argument, 0, O_FROM_CACHE},
+        {"auto-exclude", no_argument, 0, O_AUTO},     {"target-cosine", required_argument, 0, O_TCOS},
+        {"target-top1-drop", required_argument, 0, O_TDROP}, {"eval-images", required_argument, 0, O_EVAL},
+        {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy";
+    const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
+    int method_given = 0, trt_version_given = 0, auto_exclude = 0;
+    const char *eval_dir = NULL, *labels = NULL;
+    long eval_limit = 0;
+    cmp_target tg = {NAN, NAN, 1.0};
+    cmp_exclusion excl = {0};
     const char *ex_nodes[MAX_LIST], *ex_types[MAX_LIST];
     char *owned[2 * MAX_LIST];
     int n_ex_nodes = 0, n_ex_types = 0, n_owned = 0, c, rc = CLI_EXIT_OK;
@@ -107,7 +150,9 @@ int cmd_quantize(int argc, char **argv)
     ptq_graph *g = NULL;
     cli_collector col = {0};
     io_range *ranges = NULL;
-    io_cache_entry *entries = NULL;
+    io_cache_entry *entries = NULL, *cached = NULL;
+    int n_cached = 0;
+    range_table table = {0};
     quant_report rep = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -123,7 +168,13 @@ int cmd_quantize(int argc, char **argv)
         case O_IMAGES: src.o.images = optarg; break;
         case O_PRESET: preset = optarg; break;
         case O_INPUT: src.input_npy = optarg; break;
-        case O_METHOD: method_arg = optarg; break;
+        case O_METHOD:
+            method_arg = optarg;
+            method_given = 1;
+            break;
+        case O_STATS: stats = optarg; break;
+        case O_FROM_STATS: from_stats = optarg; break;
+        case O_FROM_CACHE: from_cache = optarg; break;
         case O_CACHE: cache = optarg; break;
         case O_JSON: json = optarg; break;
         case O_REPORT: report = optarg; break;
@@ -143,6 +194,22 @@ int cmd_quantize(int argc, char **argv)
         case O_DEDICATED: qo.dedicated_qdq = 1; break;
         case O_TRTV:
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("quantize", "bad --trt-version");
+            trt_version_given = 1;
+            break;
+        case O_AUTO: auto_exclude = 1; break;
+        case O_TCOS:
+        case O_TDROP: {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (*end || !(v >= 0 && v <= 1)) return cli_usage_error("quantize", "bad --%s '%s'", longopts[idx].name, optarg);
+            if (c == O_TCOS) tg.cosine = v;
+            else tg.top1_drop = v;
+            break;
+        }
+        case O_EVAL: eval_dir = optarg; break;
+        case O_LABELS: labels = optarg; break;
+        case O_EVAL_LIMIT:
+            if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
         case 'o': out = optarg; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
@@ -151,40 +218,116 @@ int cmd_quantize(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("quantize", "expected one model");
     if (!out) return cli_usage_error("quantize", "-o OUT.qdq.onnx is required");
-    if (!!src.o.images == !!src.input_npy) return cli_usage_error("quantize", "give either --images DIR or --input X.npy");
+    if (!!src.o.images + !!src.input_npy + !!from_stats + !!from_cache != 1)
+        return cli_usage_error("quantize", "give one of --images DIR, --input X.npy, --from-stats FILE, --from-cache FILE");
+    if ((from_stats || from_cache) && stats)
+        return cli_usage_error("quantize", "--stats saves a calibration pass; --from-%s runs none", from_stats ? "stats" : "cache");
+    if ((from_stats || from_cache) && preset)
+        return cli_usage_error("quantize", "--preset does not apply to --from-%s", from_stats ? "stats" : "cache");
+    if (from_cache && method_given)
+        return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
+    if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop)) || !src.o.images))
+        return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine or --target-top1-drop");
+    if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop)))
+        return cli_usage_error("quantize", "--eval-images and --target-* go with --auto-exclude");
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
     col.nthreads = src.o.threads > 0 ? src.o.threads : omp_get_max_threads();
-    if (!src.input_npy && (st = cli_preprocessing(preset, NULL, NULL, 0, &src.cfg)) != PTQ_OK) goto fail;
+    uint64_t stats_images = 0;
+    char algo[128] = "";
+    long cache_version = 0;
+    if (!from_stats && !from_cache && !src.input_npy && (st = cli_preprocessing(preset, NULL, NULL, 0, &src.cfg)) != PTQ_OK)
+        goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
-    if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
-
-    /* ranges of the chosen method, in parallel over tensors */
-    ranges = calloc((size_t)col.n + 1, sizeof *ranges);
-    entries = calloc((size_t)col.n + 1, sizeof *entries);
-    int *warn = calloc((size_t)col.n + 1, sizeof(int));
+    if (from_stats) {
+        if ((st = cli_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
+    } else if (from_cache) {
+        if ((st = io_cache_read(from_cache, &cached, &n_cached, &cache_version, algo, sizeof algo)) != PTQ_OK) goto fail;
+    } else {
+        if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
+        if (stats && (st = cli_stats_save(stats, model, &src, &col)) != PTQ_OK) goto fail;
+    }
+    int n_ranges = from_cache ? n_cached : col.n;
+    ranges = calloc((size_t)n_ranges + 1, sizeof *ranges);
+    entries = calloc((size_t)n_ranges + 1, sizeof *entries);
+    int *warn = calloc((size_t)n_ranges + 1, sizeof(int));
     if (!ranges || !entries || !warn) {
         free(warn);
         ptq_error("out of memory");
         st = PTQ_ERR_NOMEM;
         goto fail;
     }
+    if (from_cache) {
+        for (int i = 0; i < n_cached; i++) {
+            float a = amax_for_scale(cached[i].scale);
+            warn[i] = !(a >= 0x1p-30f); /* a zero scale: quant/ uses amax 1.0 */
+            ranges[i].name = entries[i].name = cached[i].name;
+            ranges[i].amax = warn[i] ? 1.0f : a;
+            entries[i].scale = ranges[i].amax / 127.0f;
+        }
+    } else {
+        /* ranges of the chosen method, in parallel over tensors */
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < col.n; i++) {
-        float a = calib_amax(col.t[i].stats, &method, &warn[i]);
-        ranges[i].name = col.t[i].name;
-        ranges[i].amax = a;
-        entries[i].name = col.t[i].name;
-        entries[i].scale = a / 127.0f;
+        for (int i = 0; i < col.n; i++) {
+            float a = calib_amax(col.t[i].stats, &method, &warn[i]);
+            ranges[i].name = col.t[i].name;
+            ranges[i].amax = a;
+            entries[i].name = col.t[i].name;
+            entries[i].scale = a / 127.0f;
+        }
     }
     int warned = 0;
-    for (int i = 0; i < col.n; i++)
+    for (int i = 0; i < n_ranges; i++)
         if (warn[i]) {
             warned++;
-            fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", col.t[i].name);
+            if (from_cache)
+                fprintf(stderr, "ptq: warning: tensor '%s' has scale %g in %s: amax 1.0\n", ranges[i].name,
+                        (double)cached[i].scale, from_cache);
+            else
+                fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", ranges[i].name);
         }
     free(warn);
+
+    /* --auto-exclude: the fewest layers in float that meet the target on the evaluation images */
+    if (auto_exclude) {
+        cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+        cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
+                       .cache = cc};
+        ev.o.images = eval_dir;
+        ev.o.limit = (int)eval_limit;
+        ev.o.shuffle = 0;
+        quant_options base = qo;
+        base.exclude_nodes = ex_nodes;
+        base.n_exclude_nodes = n_ex_nodes;
+        base.exclude_op_types = ex_types;
+        base.n_exclude_op_types = n_ex_types;
+        ptq_graph *gq = NULL;
+        quant_report r0 = {0};
+        cmp_layer *layers = NULL;
+        int n_layers = 0;
+        cmp_metrics m;
+        st = cc ? PTQ_OK : PTQ_ERR_NOMEM;
+        if (st == PTQ_OK) st = cmp_target_baseline(&ev, &tg);
+        if (st == PTQ_OK) st = cmp_build_qdq(&ev, ranges, n_ranges, &base, &gq, &r0);
+        if (st == PTQ_OK) st = cmp_evaluate(&ev, &gq, 1, &m);
+        if (st == PTQ_OK && cmp_meets(&tg, &m)) {
+            excl.reached = m;
+        } else if (st == PTQ_OK) {
+            st = cmp_layers(&ev, gq, &layers, &n_layers);
+            if (st == PTQ_OK) st = cmp_auto_exclude(&ev, ranges, n_ranges, &base, gq, layers, n_layers, &tg, &excl);
+        }
+        cmp_layers_free(layers, n_layers);
+        quant_report_free(&r0);
+        ptq_graph_destroy(gq);
+        cmp_cache_destroy(cc);
+        if (st != PTQ_OK) goto fail;
+        for (int i = 0; i < excl.n_nodes && n_ex_nodes < MAX_LIST; i++) ex_nodes[n_ex_nodes++] = excl.nodes[i];
+        fprintf(stderr, "ptq quantize: auto-exclude: %d node%s in float, cosine %.6f on %d evaluation images%s", excl.n_nodes,
+                excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, excl.reached.images, excl.n_nodes ? ":" : "\n");
+        for (int i = 0; i < excl.n_nodes; i++) fprintf(stderr, "%s%s", i ? "," : " ", excl.nodes[i]);
+        if (excl.n_nodes) fprintf(stderr, "\n");
+    }
 
     /* the QDQ model */
     int n_const = 0, n_upgraded = 0;
@@ -194,7 +337,8 @@ int cmd_quantize(int argc, char **argv)
         ptq_error_prefix("%s: ", model);
         goto fail;
     }
-    range_table table = {ranges, col.n};
+    table.r = ranges;
+    table.n = n_ranges;
     qo.range = lookup;
     qo.range_user = &table;
     qo.exclude_nodes = ex_nodes;
@@ -207,13 +351,18 @@ int cmd_quantize(int argc, char **argv)
     }
     for (int i = 0; i < rep.n_unmatched; i++)
         fprintf(stderr, "ptq: warning: exclusion '%s' matches no node\n", rep.unmatched[i]);
+    for (int i = 0; i < table.n_missing; i++)
+        fprintf(stderr, "ptq: warning: tensor '%s' has no range in %s: the nodes reading it stay float\n", table.missing[i],
+                from_cache ? from_cache : from_stats ? from_stats : "the calibration");
+    warned += table.n_missing;
     if ((st = onnx_model_save(g, out)) != PTQ_OK) goto fail;
     char tag[64];
-    calib_method_name(&method, tag, sizeof tag);
-    if (cache && (st = io_cache_write(cache, trt_version, method.kind == CALIB_MAX ? "MinMaxCalibration" : "EntropyCalibration2",
-                                      entries, col.n)) != PTQ_OK)
-        goto fail;
-    if (json && (st = io_ranges_write_json(json, tag, ranges, col.n)) != PTQ_OK) goto fail;
+    if (from_cache) snprintf(tag, sizeof tag, "cache");
+    else calib_method_name(&method, tag, sizeof tag);
+    if (!from_cache) snprintf(algo, sizeof algo, "%s", method.kind == CALIB_MAX ? "MinMaxCalibration" : "EntropyCalibration2");
+    if (from_cache && !trt_version_given) trt_version = cache_version;
+    if (cache && (st = io_cache_write(cache, trt_version, algo, entries, n_ranges)) != PTQ_OK) goto fail;
+    if (json && (st = io_ranges_write_json(json, tag, ranges, n_ranges)) != PTQ_OK) goto fail;
     if (report) {
         io_atomic_file f;
         if ((st = io_atomic_open(&f, report)) != PTQ_OK) goto fail;
@@ -226,19 +375,29 @@ int cmd_quantize(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     int quantized = 0;
     for (int i = 0; i < rep.n_nodes; i++) quantized += rep.nodes[i].state == QUANT_NODE_QUANTIZED;
+    char from[4200];
+    if (from_cache) snprintf(from, sizeof from, "ranges of %d tensors from %s", n_cached, from_cache);
+    else if (from_stats)
+        snprintf(from, sizeof from, "statistics of %llu images from %s; method %s", (unsigned long long)stats_images,
+                 from_stats, tag);
+    else snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, tag);
     fprintf(stderr,
-            "ptq quantize: %d images used, %d skipped; method %s; %d activation tensors and %d weights quantized in %d "
-            "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s; wrote %s\n",
-            src.images, src.skipped, tag, rep.n_activations, rep.n_weights, quantized, rep.n_excluded,
+            "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
+            "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s; wrote %s%s%s\n",
+            from, rep.n_activations, rep.n_weights, quantized, rep.n_excluded,
             (long long)opset0, n_upgraded, warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-            out);
+            out, stats ? "; statistics saved to " : "", stats ? stats : "");
     goto done;
 fail:
     rc = cli_fail(st);
 done:
     quant_report_free(&rep);
+    cmp_exclusion_free(&excl);
     free(ranges);
     free(entries);
+    io_cache_free(cached, n_cached);
+    for (int i = 0; i < table.n_missing; i++) free(table.missing[i]);
+    free(table.missing);
     cli_collector_free(&col);
     ptq_graph_destroy(g);
     for (int i = 0; i < n_owned; i++) free(owned[i]);

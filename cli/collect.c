@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "io/npy.h"
+#include "io/preset.h"
+#include "io/stats.h"
 #include "runtime/plan.h"
 
 static int wanted(const cli_collector *c, const char *name)
@@ -90,6 +92,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     int batch_done = 0, images = 0, skipped = 0;
     int64_t planned_n = -1;
     if (input) {
+        if ((st = io_hash_file(input, &srcp->list_hash)) != PTQ_OK) goto fail;
         if ((st = npy_load(input, &samples)) != PTQ_OK) goto fail;
         if (samples.dtype != PTQ_F32 || samples.rank < 1) {
             ptq_error("%s: samples must be a float32 array [N, ...]", input);
@@ -153,6 +156,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             batch_done++;
         }
         pp_dataset_counts(d, &images, &skipped);
+        srcp->list_hash = pp_dataset_list_hash(d);
     }
     srcp->images = images;
     srcp->skipped = skipped;
@@ -164,5 +168,62 @@ done:
     pp_dataset_close(d);
     ptq_plan_destroy(plan);
     ptq_plan_destroy(tail_plan);
+    return st;
+}
+
+void cli_source_describe(const cli_source *src, char *buf, size_t cap)
+{
+    if (src->input_npy) {
+        snprintf(buf, cap, "npy:%016llx", (unsigned long long)src->list_hash);
+        return;
+    }
+    char text[1024];
+    io_preset_describe(&src->cfg, text, sizeof text);
+    snprintf(buf, cap, "%s exif=%s", text, src->o.exif ? "on" : "off");
+}
+
+ptq_status cli_stats_save(const char *path, const char *model, const cli_source *src, const cli_collector *col)
+{
+    ptq_status st = PTQ_OK;
+    io_stats s;
+    char text[1200];
+    io_stats_init(&s);
+    TRY(io_hash_file(model, &s.model_hash));
+    cli_source_describe(src, text, sizeof text);
+    TRY(io_stats_set_preprocess(&s, text));
+    TRY(io_stats_add_shard(&s, src->list_hash));
+    s.n_images = (uint64_t)src->images;
+    for (int i = 0; i < col->n; i++) TRY(io_stats_add(&s, col->t[i].name, col->t[i].stats));
+    TRY(io_stats_write(path, &s));
+done:
+    io_stats_free(&s);
+    return st;
+}
+
+ptq_status cli_stats_load(const char *path, const char *model, cli_collector *col, uint64_t *n_images)
+{
+    ptq_status st = PTQ_OK;
+    io_stats s;
+    uint64_t h;
+    io_stats_init(&s);
+    TRY(io_hash_file(model, &h));
+    TRY(io_stats_read(path, &s));
+    if (s.model_hash != h)
+        FAIL(PTQ_ERR_ARG, "%s: statistics of another model than %s (model hash %016llx in the statistics, %016llx of %s)", path, model,
+             (unsigned long long)s.model_hash, (unsigned long long)h, model);
+    col->t = calloc((size_t)s.n_tensors + 1, sizeof *col->t);
+    CHECK_ALLOC(col->t);
+    col->cap = s.n_tensors + 1;
+    for (int i = 0; i < s.n_tensors; i++) {
+        if (!wanted(col, s.tensors[i].name)) continue;
+        cli_tensor_stats *e = &col->t[col->n++];
+        e->name = s.tensors[i].name; /* moved: the io_stats gives them up below */
+        e->stats = s.tensors[i].stats;
+        s.tensors[i].name = NULL;
+        s.tensors[i].stats = NULL;
+    }
+    *n_images = s.n_images;
+done:
+    io_stats_free(&s);
     return st;
 }

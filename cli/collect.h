@@ -4,7 +4,10 @@
  *
  *   cli_collector col = {0};
  *   TRY(cli_collect(g, model, &src, &col));        // col.t[i]: name + calib_stats
+ *   TRY(cli_stats_save("run.ptqstats", model, &src, &col));   // --stats
  *   ...; cli_collector_free(&col);
+ *
+ * or, without images (--from-stats): TRY(cli_stats_load("run.ptqstats", model, &col, &n));
  */
 #ifndef PTQ_CLI_COLLECT_H
 #define PTQ_CLI_COLLECT_H
@@ -30,9 +33,19 @@ typedef struct {
     pp_dataset_options o;     /* the image source when input_npy is NULL */
     pp_config cfg;
     int images, skipped, batches; /* filled by cli_collect */
+    uint64_t list_hash;       /* filled by cli_collect: pp_dataset_list_hash(), or FNV-1a of the .npy */
 } cli_source;
 
 ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *src, cli_collector *col);
 void cli_collector_free(cli_collector *col);
+
+/* The preprocessing text of statistics files: io_preset_describe() + " exif=on|off", or
+ * "npy:<FNV-1a of the .npy>" for samples (their preprocessing is unknown). */
+void cli_source_describe(const cli_source *src, char *buf, size_t cap);
+/* Writes what cli_collect gathered as a statistics file (io/stats.h), atomically. */
+ptq_status cli_stats_save(const char *path, const char *model, const cli_source *src, const cli_collector *col);
+/* Fills an empty col from a statistics file (only tensors matching col->globs) after
+ * checking that it was collected on this model file; *n_images: images it saw. */
+ptq_status cli_stats_load(const char *path, const char *model, cli_collector *col, uint64_t *n_images);
 
 #endif

@@ -17,6 +17,8 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "FP32 ONNX + images -> QDQ ONNX (TensorRT rules) + calibration cache"},
     {"calibrate", cmd_calibrate, "activation ranges from one pass over images: TensorRT cache, JSON"},
     {"preprocess", cmd_preprocess, "an image folder to the tensors a model sees (.npy, PNG)"},
+    {"compare", cmd_compare, "compare calibration methods on held-out images; layer-wise errors; auto-exclusion"},
+    {"stats", cmd_stats, "calibration statistics files: merge shards, show"},
 };
 
 static void usage(FILE *fp)

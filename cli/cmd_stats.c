@@ -1,0 +1,85 @@
+/* cmd_stats.c: `ptq stats`: calibration statistics files (io/stats.h).
+ *   ptq stats merge A B ... -o C   shards merged exactly as if one pass had seen all images
+ *   ptq stats show FILE            header and per-tensor summary */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/stats.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: ptq stats merge A.ptqstats B.ptqstats ... -o OUT.ptqstats\n"
+                "       ptq stats show FILE.ptqstats\n"
+                "Statistics come from ptq calibrate/quantize --stats. merge refuses files of different models or\n"
+                "preprocessing, the same image list twice, and corrupt or truncated files; the result gives the\n"
+                "same ranges (calibrate/quantize --from-stats) as one pass over the concatenated image lists.\n");
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option("stats merge", c, argv);
+        }
+    }
+    if (!out) return cli_usage_error("stats merge", "-o OUT.ptqstats is required");
+    if (optind >= argc) return cli_usage_error("stats merge", "no statistics file to merge");
+    io_stats s;
+    io_stats_init(&s);
+    ptq_status st = io_stats_merge((const char *const *)argv + optind, argc - optind, &s);
+    if (st == PTQ_OK) st = io_stats_write(out, &s);
+    if (st == PTQ_OK)
+        fprintf(stderr, "ptq stats merge: %d files, %d image lists, %llu images, %d tensors; wrote %s\n", argc - optind,
+                s.n_shards, (unsigned long long)s.n_images, s.n_tensors, out);
+    io_stats_free(&s);
+    return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
+}
+
+static int cmd_show(int argc, char **argv)
+{
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc != 2) return cli_usage_error("stats show", "expected one statistics file");
+    io_stats s;
+    io_stats_init(&s);
+    ptq_status st = io_stats_read(argv[1], &s);
+    if (st != PTQ_OK) return cli_fail(st);
+    printf("model hash     %016llx\npreprocessing  %s\nimages         %llu\nimage lists   ",
+           (unsigned long long)s.model_hash, s.preprocess, (unsigned long long)s.n_images);
+    for (int i = 0; i < s.n_shards; i++) printf(" %016llx", (unsigned long long)s.shards[i]);
+    printf("\ntensors        %d\n", s.n_tensors);
+    printf("%-40s %14s %10s %10s %12s %15s %15s %15s %12s\n", "name", "values", "nan", "inf", "zeros", "min", "max", "amax", "range");
+    for (int i = 0; i < s.n_tensors; i++) {
+        const calib_stats *t = s.tensors[i].stats;
+        printf("%-40s %14llu %10llu %10llu %12llu %15.9g %15.9g %15.9g %12g\n", s.tensors[i].name,
+               (unsigned long long)t->count, (unsigned long long)t->nan, (unsigned long long)(t->pinf + t->ninf),
+               (unsigned long long)t->zeros, (double)t->min, (double)t->max, (double)t->amax, t->range);
+    }
+    io_stats_free(&s);
+    return CLI_EXIT_OK;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "merge")) return cmd_merge(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);
+    return cli_usage_error("stats", "unknown subcommand '%s' (merge, show)", argv[1]);
+}

@@ -1,0 +1,842 @@
+/* compare.c: QDQ variants against FP32 on held-out images (see compare.h). */
+#include "cli/compare.h"
+#include "cli/runner.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file.h"
+#include "io/onnx.h"
+#include "quant/opset.h"
+#include "runtime/graph_edit.h"
+#include "runtime/plan.h"
+
+/* ---- QDQ variants ---- */
+
+typedef struct {
+    const io_range *r;
+    int n;
+} range_set;
+
+static int range_lookup(const char *name, float *amax, void *user)
+{
+    const range_set *s = user;
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->r[i].name, name) == 0) {
+            *amax = s->r[i].amax;
+            return 1;
+        }
+    return 0;
+}
+
+ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
+                         quant_report *report)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    int changed;
+    range_set set = {ranges, n};
+    quant_options q = *qopt;
+    q.range = range_lookup;
+    q.range_user = &set;
+    TRY(onnx_model_load(ev->model, &g));
+    TRY(ptq_graph_constants_to_initializers(g, &changed));
+    TRY(quant_upgrade_opset(g, 13, &changed));
+    TRY(quant_insert_qdq(g, &q, report));
+    *out = g;
+    g = NULL;
+done:
+    ptq_graph_destroy(g);
+    return st;
+}
+
+/* ---- labels ---- */
+
+typedef struct {
+    char **keys;   /* file: image base names; folders: class folder names, sorted */
+    int *labels;
+    int n, folders;
+} label_set;
+
+static void labels_free(label_set *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->keys[i]);
+    free(l->keys);
+    free(l->labels);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static ptq_status label_add(label_set *l, const char *key, int label)
+{
+    char **k = realloc(l->keys, sizeof *k * (size_t)(l->n + 1));
+    if (!k) return PTQ_ERR_NOMEM;
+    l->keys = k;
+    int *v = realloc(l->labels, sizeof *v * (size_t)(l->n + 1));
+    if (!v) return PTQ_ERR_NOMEM;
+    l->labels = v;
+    if (!(l->keys[l->n] = ptq_strdup(key))) return PTQ_ERR_NOMEM;
+    l->labels[l->n++] = label;
+    return PTQ_OK;
+}
+
+/* "folders": the sub-folders of the evaluation folder, sorted byte-wise, are classes
+ * 0, 1, ... (torchvision's ImageFolder); otherwise a file of "image,label" lines where
+ * image is matched by base name and label is the class index. */
+static ptq_status labels_load(const char *spec, const char *images, label_set *l)
+{
+    ptq_status st = PTQ_OK;
+    memset(l, 0, sizeof *l);
+    if (!strcmp(spec, "folders")) {
+        DIR *d = opendir(images);
+        if (!d) FAIL(PTQ_ERR_IO, "%s: --labels folders needs a folder of class folders", images);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
+            if ((st = label_add(l, e->d_name, 0)) != PTQ_OK) break;
+        }
+        closedir(d);
+        if (st != PTQ_OK) FAIL(st, "out of memory reading labels");
+        qsort(l->keys, (size_t)l->n, sizeof *l->keys, cmp_str);
+        for (int i = 0; i < l->n; i++) l->labels[i] = i;
+        l->folders = 1;
+        if (!l->n) FAIL(PTQ_ERR_FORMAT, "%s: no class folder for --labels folders", images);
+        goto done;
+    }
+    uint8_t *buf = NULL;
+    size_t len;
+    TRY(io_read_file(spec, &buf, &len, 1 << 26));
+    int line_no = 0;
+    for (char *line = strtok((char *)buf, "\n"); line; line = strtok(NULL, "\n")) {
+        line_no++;
+        size_t k = strlen(line);
+        if (k && line[k - 1] == '\r') line[--k] = 0;
+        if (!k || line[0] == '#') continue;
+        char *comma = strrchr(line, ',');
+        char *end = NULL;
+        long v = comma ? strtol(comma + 1, &end, 10) : -1;
+        if (!comma || end == comma + 1 || *end || v < 0 || v > 1000000) {
+            free(buf);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: expected 'image,label' with a class index", spec, line_no);
+        }
+        *comma = 0;
+        const char *base = strrchr(line, '/');
+        if ((st = label_add(l, base ? base + 1 : line, (int)v)) != PTQ_OK) {
+            free(buf);
+            FAIL(st, "out of memory reading labels");
+        }
+    }
+    free(buf);
+    if (!l->n) FAIL(PTQ_ERR_FORMAT, "%s: no label", spec);
+done:
+    if (st != PTQ_OK) labels_free(l);
+    return st;
+}
+
+/* The class of an image path, or -1. */
+static int label_of(const label_set *l, const char *path)
+{
+    if (!l->n) return -1;
+    const char *slash = strrchr(path, '/');
+    if (l->folders) { /* the name of the folder holding the image */
+        if (!slash) return -1;
+        const char *b = slash;
+        while (b > path && b[-1] != '/') b--;
+        for (int i = 0; i < l->n; i++)
+            if (strlen(l->keys[i]) == (size_t)(slash - b) && !strncmp(l->keys[i], b, (size_t)(slash - b)))
+                return l->labels[i];
+        return -1;
+    }
+    const char *base = slash ? slash + 1 : path;
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->keys[i], base)) return l->labels[i];
+    return -1;
+}
+
+/* ---- output metrics ---- */
+
+typedef struct {
+    double ab, aa, bb, dd, max_abs;
+    long agree, rows, correct, labelled;
+} acc;
+
+static void acc_add(acc *m, const float *a, const float *b, size_t n)
+{
+    double ab = 0, aa = 0, bb = 0, dd = 0, mx = m->max_abs;
+    for (size_t i = 0; i < n; i++) {
+        double x = a[i], y = b[i], d = x - y;
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+        dd += d * d;
+        if (fabs(d) > mx || d != d) mx = d != d ? (double)INFINITY : fabs(d);
+    }
+    m->ab += ab;
+    m->aa += aa;
+    m->bb += bb;
+    m->dd += dd;
+    m->max_abs = mx;
+}
+
+static double cosine_of(double ab, double aa, double bb)
+{
+    if (aa == 0 && bb == 0) return 1.0;
+    if (aa == 0 || bb == 0) return 0.0;
+    return ab / sqrt(aa * bb);
+}
+
+static double sqnr_of(double aa, double dd)
+{
+    if (dd == 0) return INFINITY;
+    return 10.0 * log10(aa / dd);
+}
+
+static int argmax(const float *x, int64_t n)
+{
+    int best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = (int)i;
+    return best;
+}
+
+static void metrics_of(const acc *m, int classifier, int labelled, int images, cmp_metrics *out)
+{
+    out->cosine = cosine_of(m->ab, m->aa, m->bb);
+    out->sqnr_db = sqnr_of(m->aa, m->dd);
+    out->max_abs = m->max_abs;
+    out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
+    out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
+    out->images = images;
+}
+
+/* The evaluation set kept in memory: inputs, FP32 outputs and labels per batch. */
+typedef struct {
+    float *x;
+    int n;
+    float **y;      /* n_out FP32 outputs (NULL when not float) */
+    int *labels;    /* per image, -1 unknown */
+} cached_batch;
+
+struct cmp_cache {
+    cached_batch *b;
+    int n_b, cap, n_out, complete, overflow, classifier, images;
+    size_t bytes, budget;
+};
+
+cmp_cache *cmp_cache_create(size_t budget)
+{
+    cmp_cache *c = calloc(1, sizeof *c);
+    if (c) c->budget = budget;
+    return c;
+}
+
+static void cache_clear(cmp_cache *c)
+{
+    for (int i = 0; i < c->n_b; i++) {
+        free(c->b[i].x);
+        for (int o = 0; c->b[i].y && o < c->n_out; o++) free(c->b[i].y[o]);
+        free(c->b[i].y);
+        free(c->b[i].labels);
+    }
+    free(c->b);
+    c->b = NULL;
+    c->n_b = c->cap = 0;
+    c->bytes = 0;
+}
+
+void cmp_cache_destroy(cmp_cache *c)
+{
+    if (!c) return;
+    cache_clear(c);
+    free(c);
+}
+
+/* Keeps a copy of one batch; gives up (overflow, everything freed) past the budget or
+ * when out of memory: the evaluations then stream from the images again. */
+static void cache_add(cmp_cache *c, const ptq_tensor *x, const ptq_plan *ref, const int *labels)
+{
+    size_t bytes = ptq_tensor_nbytes(x) + sizeof(int) * (size_t)x->dims[0];
+    for (int o = 0; o < c->n_out; o++) {
+        const ptq_tensor *y = ptq_plan_output(ref, o, NULL);
+        bytes += y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
+    }
+    if (c->overflow || c->bytes + bytes > c->budget) goto give_up;
+    if (c->n_b == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        cached_batch *nb = realloc(c->b, sizeof *nb * (size_t)cap);
+        if (!nb) goto give_up;
+        c->b = nb;
+        c->cap = cap;
+    }
+    cached_batch *b = &c->b[c->n_b];
+    memset(b, 0, sizeof *b);
+    c->n_b++; /* counted now so that cache_clear frees a partial entry */
+    b->n = (int)x->dims[0];
+    b->x = malloc(ptq_tensor_nbytes(x));
+    b->y = calloc((size_t)c->n_out + 1, sizeof *b->y);
+    b->labels = malloc(sizeof(int) * (size_t)b->n);
+    if (!b->x || !b->y || !b->labels) goto give_up;
+    memcpy(b->x, x->data, ptq_tensor_nbytes(x));
+    memcpy(b->labels, labels, sizeof(int) * (size_t)b->n);
+    for (int o = 0; o < c->n_out; o++) {
+        const ptq_tensor *y = ptq_plan_output(ref, o, NULL);
+        if (y->dtype != PTQ_F32) continue;
+        if (!(b->y[o] = malloc(ptq_tensor_nbytes(y)))) goto give_up;
+        memcpy(b->y[o], y->data, ptq_tensor_nbytes(y));
+    }
+    c->bytes += bytes;
+    return;
+give_up:
+    cache_clear(c);
+    c->overflow = 1;
+}
+
+/* Scores one batch of every variant against the FP32 outputs fp32[o]. */
+static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float *const *fp32, int n_out,
+                              const int *labels, int classifier, acc *accs)
+{
+    ptq_status st = PTQ_OK;
+    int nb = (int)x->dims[0];
+    for (int k = 0; k < n; k++) {
+        TRY(cli_runner_run(&rs[k], x));
+        for (int o = 0; o < n_out; o++) {
+            const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
+            if (y->dtype == PTQ_F32 && fp32[o]) acc_add(&accs[k], fp32[o], y->data, ptq_tensor_numel(y));
+        }
+        if (!classifier) continue;
+        const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+        int64_t C = y->dims[1];
+        for (int i = 0; i < nb; i++) {
+            int want = argmax(fp32[0] + i * C, C), got = argmax((const float *)y->data + i * C, C);
+            accs[k].agree += want == got;
+            accs[k].rows++;
+            if (labels[i] >= 0) {
+                accs[k].labelled++;
+                accs[k].correct += got == labels[i];
+            }
+        }
+    }
+done:
+    return st;
+}
+
+ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out)
+{
+    ptq_status st = PTQ_OK;
+    pp_dataset *d = NULL;
+    cmp_cache *cache = ev->cache;
+    cli_runner ref = {.g = ev->g};
+    cli_runner *rs = calloc((size_t)n + 1, sizeof *rs);
+    acc *accs = calloc((size_t)n + 1, sizeof *accs);
+    float **fp32 = NULL;
+    size_t *cap = NULL;
+    int *lab = NULL, lab_cap = 0;
+    label_set labels = {0};
+    int n_out = ev->g->n_outputs, images = 0, classifier = -1;
+    CHECK_ALLOC(rs);
+    CHECK_ALLOC(accs);
+    ref.popt = ptq_plan_defaults();
+    ref.popt.nthreads = ev->nthreads;
+    for (int k = 0; k < n; k++) rs[k] = (cli_runner){.g = qdq[k], .popt = ref.popt};
+    if (cache && cache->complete) { /* decoded and run in FP32 before */
+        for (int i = 0; i < cache->n_b; i++) {
+            ptq_tensor t = cli_batch_tensor(&ev->cfg, cache->b[i].x, cache->b[i].n);
+            TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->classifier, accs));
+        }
+        images = cache->images;
+        classifier = cache->classifier;
+        goto scored;
+    }
+    if (cache) {
+        cache_clear(cache);
+        cache->n_out = n_out;
+        cache->overflow = 0;
+    }
+    if (ev->labels) TRY(labels_load(ev->labels, ev->o.images, &labels));
+    TRY(pp_dataset_open(&ev->o, &ev->cfg, &d));
+    fp32 = calloc((size_t)n_out + 1, sizeof *fp32);
+    cap = calloc((size_t)n_out + 1, sizeof *cap);
+    CHECK_ALLOC(fp32);
+    CHECK_ALLOC(cap);
+    for (;;) {
+        const float *x;
+        const char *const *paths;
+        int nb;
+        TRY(pp_dataset_next(d, &x, &nb, NULL, &paths));
+        if (nb == 0) break;
+        ptq_tensor t = cli_batch_tensor(&ev->cfg, x, nb);
+        TRY(cli_runner_run(&ref, &t));
+        if (classifier < 0) {
+            const ptq_tensor *y = ptq_plan_output(ref.plan, 0, NULL);
+            classifier = y->dtype == PTQ_F32 && y->rank == 2 && y->dims[0] == nb && y->dims[1] > 1;
+        }
+        for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
+            const ptq_tensor *y = ptq_plan_output(ref.plan, o, NULL);
+            size_t bytes = y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
+            if (bytes > cap[o]) {
+                float *p = realloc(fp32[o], bytes);
+                CHECK_ALLOC(p);
+                fp32[o] = p;
+                cap[o] = bytes;
+            }
+            if (bytes) memcpy(fp32[o], y->data, bytes);
+        }
+        if (nb > lab_cap) {
+            int *p = realloc(lab, sizeof *p * (size_t)nb);
+            CHECK_ALLOC(p);
+            lab = p;
+            lab_cap = nb;
+        }
+        for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
+        if (cache) cache_add(cache, &t, ref.plan, lab);
+        TRY(score_batch(rs, n, &t, fp32, n_out, lab, classifier > 0, accs));
+        images += nb;
+    }
+    if (cache && !cache->overflow) {
+        cache->complete = 1;
+        cache->classifier = classifier > 0;
+        cache->images = images;
+    }
+scored:
+    for (int k = 0; k < n; k++) metrics_of(&accs[k], classifier > 0, ev->labels != NULL, images, &out[k]);
+done:
+    pp_dataset_close(d);
+    cli_runner_free(&ref);
+    for (int k = 0; rs && k < n; k++) cli_runner_free(&rs[k]);
+    for (int o = 0; fp32 && o < n_out; o++) free(fp32[o]);
+    free(fp32);
+    free(cap);
+    free(lab);
+    free(rs);
+    free(accs);
+    labels_free(&labels);
+    return st;
+}
+
+/* ---- layer-wise ---- */
+
+typedef struct {
+    const char *tensor, *dq;  /* names in the QDQ graph (borrowed) */
+    float scale;
+    double a_ab, a_aa, a_bb, a_dd;   /* accumulated */
+    double i_ab, i_aa, i_bb, i_dd;   /* isolated */
+    float *copy;                     /* the QDQ side, when it came first */
+    size_t copy_n;
+    int order;                       /* FP32 execution order, -1 unseen */
+} layer_acc;
+
+typedef struct {
+    layer_acc *l;
+    int n, seen;
+    ptq_name_index *by_tensor;       /* FP32 graph value -> index in l (via tensor_slot) */
+    int *tensor_slot, *dq_slot;      /* per FP32 value / QDQ node index: layer or -1 */
+    const ptq_graph *gq;
+    ptq_plan *qplan;
+    int q_finished;
+    int pending;                     /* layer the QDQ plan is being stepped to, or -1 */
+    const float *fp32;               /* that layer's FP32 data */
+} lockstep;
+
+static ptq_status pair(layer_acc *l, const float *a, const float *b, size_t n)
+{
+    double ab = 0, aa = 0, bb = 0, dd = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = a[i], y = b[i], d = x - y;
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+        dd += d * d;
+    }
+    l->a_ab += ab;
+    l->a_aa += aa;
+    l->a_bb += bb;
+    l->a_dd += dd;
+    return PTQ_OK;
+}
+
+/* QDQ side: a dequantized tensor. Compared at once when the FP32 side is waiting for it,
+ * copied when it came first. */
+static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, void *user)
+{
+    lockstep *ls = user;
+    (void)name;
+    if (node < 0) return PTQ_OK;
+    int k = ls->dq_slot[node];
+    if (k < 0) return PTQ_OK;
+    layer_acc *l = &ls->l[k];
+    size_t n = ptq_tensor_numel(t);
+    if (k == ls->pending) {
+        ls->pending = -1;
+        return pair(l, ls->fp32, t->data, n);
+    }
+    free(l->copy);
+    l->copy = malloc(n * sizeof(float));
+    if (!l->copy) {
+        ptq_error("out of memory comparing layers");
+        return PTQ_ERR_NOMEM;
+    }
+    memcpy(l->copy, t->data, n * sizeof(float));
+    l->copy_n = n;
+    return PTQ_OK;
+}
+
+/* FP32 side: a tensor the QDQ model quantizes. Isolated error at once; accumulated
+ * against the copy, or by stepping the QDQ plan until it dequantizes the same tensor. */
+static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, void *user)
+{
+    lockstep *ls = user;
+    ptq_status st = PTQ_OK;
+    int k = ptq_name_index_find(ls->by_tensor, name);
+    k = k >= 0 ? ls->tensor_slot[k] : -1;
+    (void)node;
+    if (k < 0) return PTQ_OK;
+    layer_acc *l = &ls->l[k];
+    const float *a = t->data;
+    size_t n = ptq_tensor_numel(t);
+    if (l->order < 0) l->order = ls->seen++;
+    double ab = 0, aa = 0, bb = 0, dd = 0;
+    for (size_t i = 0; i < n; i++) {
+        float fq = (float)quant_round_s8(a[i], l->scale) * l->scale; /* DQ(Q(x)) as the model computes it */
+        double x = a[i], y = fq, d = x - y;
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+        dd += d * d;
+    }
+    l->i_ab += ab;
+    l->i_aa += aa;
+    l->i_bb += bb;
+    l->i_dd += dd;
+    if (l->copy) {
+        if (l->copy_n == n) pair(l, a, l->copy, n);
+        free(l->copy);
+        l->copy = NULL;
+        return PTQ_OK;
+    }
+    ls->pending = k;
+    ls->fp32 = a;
+    while (ls->pending == k && !ls->q_finished) TRY(ptq_plan_step(ls->qplan, &ls->q_finished));
+    ls->pending = -1;
+done:
+    return st;
+}
+
+ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, int *n_out)
+{
+    ptq_status st = PTQ_OK;
+    pp_dataset *d = NULL;
+    lockstep ls = {.gq = gq, .pending = -1};
+    cli_runner ra = {.g = ev->g}, rb = {.g = gq};
+    *out = NULL;
+    *n_out = 0;
+    ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
+    ls.tensor_slot = malloc(sizeof(int) * ((size_t)ev->g->n_values + 1));
+    ls.dq_slot = malloc(sizeof(int) * ((size_t)gq->n_nodes + 1));
+    ls.by_tensor = ptq_name_index_build(ev->g);
+    CHECK_ALLOC(ls.l);
+    CHECK_ALLOC(ls.tensor_slot);
+    CHECK_ALLOC(ls.dq_slot);
+    CHECK_ALLOC(ls.by_tensor);
+    for (int v = 0; v < ev->g->n_values; v++) ls.tensor_slot[v] = -1;
+    for (int i = 0; i < gq->n_nodes; i++) ls.dq_slot[i] = -1;
+    /* the quantized activations: DequantizeLinear(QuantizeLinear(t)) with t a tensor of
+     * the FP32 model that is not a constant */
+    for (int i = 0; i < gq->n_nodes; i++) {
+        const ptq_node *dq = &gq->nodes[i];
+        if (strcmp(dq->op_type, "DequantizeLinear") || dq->n_inputs < 2 || dq->inputs[0] < 0) continue;
+        int qi = gq->values[dq->inputs[0]].producer;
+        if (qi < 0 || strcmp(gq->nodes[qi].op_type, "QuantizeLinear") || gq->nodes[qi].inputs[0] < 0) continue;
+        const ptq_value *src = &gq->values[gq->nodes[qi].inputs[0]];
+        int fv = ptq_name_index_find(ls.by_tensor, src->name);
+        if (fv < 0 || ev->g->values[fv].kind == PTQ_VALUE_INITIALIZER || ls.tensor_slot[fv] >= 0) continue;
+        const ptq_value *sc = &gq->values[dq->inputs[1]];
+        if (sc->kind != PTQ_VALUE_INITIALIZER || sc->t.dtype != PTQ_F32 || ptq_tensor_numel(&sc->t) != 1) continue;
+        layer_acc *l = &ls.l[ls.n];
+        l->tensor = src->name;
+        l->dq = gq->values[dq->outputs[0]].name;
+        l->scale = *(const float *)sc->t.data;
+        l->order = -1;
+        ls.tensor_slot[fv] = ls.n;
+        ls.dq_slot[i] = ls.n;
+        ls.n++;
+    }
+    ra.popt = ptq_plan_defaults();
+    ra.popt.nthreads = ev->nthreads;
+    ra.popt.observer = observe_fp32;
+    ra.popt.observer_user = &ls;
+    rb.popt = ra.popt;
+    rb.popt.observer = observe_qdq;
+    TRY(pp_dataset_open(&ev->o, &ev->cfg, &d));
+    for (;;) {
+        const float *x;
+        int nb;
+        TRY(pp_dataset_next(d, &x, &nb, NULL, NULL));
+        if (nb == 0) break;
+        ptq_tensor t = cli_batch_tensor(&ev->cfg, x, nb);
+        TRY(cli_runner_ready(&ra, &t));
+        TRY(cli_runner_ready(&rb, &t));
+        ls.qplan = rb.plan;
+        ls.q_finished = 0;
+        TRY(ptq_plan_begin(rb.plan, &t, 1));
+        TRY(ptq_plan_run(ra.plan, &t, 1));
+        for (int k = 0; k < ls.n; k++) { /* the QDQ side of a tensor FP32 never showed */
+            free(ls.l[k].copy);
+            ls.l[k].copy = NULL;
+        }
+    }
+    /* results in FP32 execution order */
+    cmp_layer *res = calloc((size_t)ls.n + 1, sizeof *res);
+    CHECK_ALLOC(res);
+    int m = 0;
+    for (int ord = 0; ord < ls.seen; ord++)
+        for (int k = 0; k < ls.n; k++) {
+            layer_acc *l = &ls.l[k];
+            if (l->order != ord) continue;
+            cmp_layer *r = &res[m++];
+            r->tensor = ptq_strdup(l->tensor);
+            int v = ptq_graph_find_value(gq, l->dq);
+            const char *node = "", *op = "";
+            for (int i = 0; v >= 0 && i < gq->n_nodes && !*op; i++)
+                for (int j = 0; j < gq->nodes[i].n_inputs; j++)
+                    if (gq->nodes[i].inputs[j] == v) {
+                        node = gq->nodes[i].name;
+                        op = gq->nodes[i].op_type;
+                        break;
+                    }
+            r->node = ptq_strdup(node);
+            r->op_type = op;
+            r->amax = l->scale * 127.0f;
+            r->acc_cosine = cosine_of(l->a_ab, l->a_aa, l->a_bb);
+            r->acc_sqnr_db = sqnr_of(l->a_aa, l->a_dd);
+            r->iso_cosine = cosine_of(l->i_ab, l->i_aa, l->i_bb);
+            r->iso_sqnr_db = sqnr_of(l->i_aa, l->i_dd);
+            if (!r->tensor || !r->node) {
+                cmp_layers_free(res, m);
+                FAIL(PTQ_ERR_NOMEM, "out of memory");
+            }
+        }
+    *out = res;
+    *n_out = m;
+done:
+    pp_dataset_close(d);
+    cli_runner_free(&ra);
+    cli_runner_free(&rb);
+    for (int k = 0; ls.l && k < ls.n; k++) free(ls.l[k].copy);
+    free(ls.l);
+    free(ls.tensor_slot);
+    free(ls.dq_slot);
+    ptq_name_index_destroy(ls.by_tensor);
+    return st;
+}
+
+void cmp_layers_free(cmp_layer *l, int n)
+{
+    for (int i = 0; l && i < n; i++) {
+        free(l[i].tensor);
+        free(l[i].node);
+    }
+    free(l);
+}
+
+/* ---- auto-exclusion ---- */
+
+int cmp_meets(const cmp_target *t, const cmp_metrics *m)
+{
+    if (!isnan(t->cosine) && !(m->cosine >= t->cosine)) return 0;
+    if (!isnan(t->top1_drop)) {
+        double top1 = !isnan(m->top1_acc) ? m->top1_acc : m->top1_agree;
+        if (isnan(top1) || !(t->fp32_top1 - top1 <= t->top1_drop)) return 0;
+    }
+    return 1;
+}
+
+ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t)
+{
+    ptq_status st = PTQ_OK;
+    cmp_metrics fm;
+    t->fp32_top1 = 1.0; /* agreement of FP32 with itself */
+    if (isnan(t->top1_drop) || !ev->labels) return PTQ_OK;
+    ptq_graph *g = (ptq_graph *)ev->g; /* only read */
+    TRY(cmp_evaluate(ev, &g, 1, &fm));
+    t->fp32_top1 = fm.top1_acc;
+done:
+    return st;
+}
+
+/* Appends to names the nodes that consume the dequantized form of `tensor` in gq. */
+static int consumers_of(const ptq_graph *gq, const char *tensor, const char **names, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < gq->n_nodes; i++) {
+        const ptq_node *q = &gq->nodes[i];
+        if (strcmp(q->op_type, "QuantizeLinear") || q->inputs[0] < 0 || strcmp(gq->values[q->inputs[0]].name, tensor))
+            continue;
+        for (int j = 0; j < gq->n_nodes; j++) { /* Q -> DQ -> consumers */
+            const ptq_node *dq = &gq->nodes[j];
+            if (strcmp(dq->op_type, "DequantizeLinear") || dq->inputs[0] != q->outputs[0]) continue;
+            for (int k = 0; k < gq->n_nodes; k++)
+                for (int a = 0; a < gq->nodes[k].n_inputs; a++)
+                    if (gq->nodes[k].inputs[a] == dq->outputs[0] && gq->nodes[k].name[0] && n < cap) {
+                        names[n++] = gq->nodes[k].name;
+                        break;
+                    }
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    const cmp_eval *ev;
+    const io_range *ranges;
+    int n_ranges;
+    const quant_options *qo;      /* the user's exclusions come first */
+    const char **nodes;           /* candidate c's nodes: nodes[start[c] .. start[c + 1]) */
+    int *start, n_cand, evaluations;
+} search;
+
+/* The metrics with the nodes of the candidates flagged in use excluded. */
+static ptq_status eval_excluding(search *s, const int *use, cmp_metrics *m)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    quant_report rep = {0};
+    int cap = s->qo->n_exclude_nodes + s->start[s->n_cand] + 1, n = 0;
+    const char **list = malloc(sizeof *list * (size_t)cap);
+    CHECK_ALLOC(list);
+    for (int i = 0; i < s->qo->n_exclude_nodes; i++) list[n++] = s->qo->exclude_nodes[i];
+    for (int c = 0; c < s->n_cand; c++)
+        for (int j = s->start[c]; use[c] && j < s->start[c + 1]; j++) list[n++] = s->nodes[j];
+    quant_options qo = *s->qo;
+    qo.exclude_nodes = list;
+    qo.n_exclude_nodes = n;
+    TRY(cmp_build_qdq(s->ev, s->ranges, s->n_ranges, &qo, &g, &rep));
+    TRY(cmp_evaluate(s->ev, &g, 1, m));
+    s->evaluations++;
+done:
+    free(list);
+    quant_report_free(&rep);
+    ptq_graph_destroy(g);
+    return st;
+}
+
+static int by_iso_sqnr(const void *a, const void *b)
+{
+    const cmp_layer *x = *(const cmp_layer *const *)a, *y = *(const cmp_layer *const *)b;
+    int c = (x->iso_sqnr_db > y->iso_sqnr_db) - (x->iso_sqnr_db < y->iso_sqnr_db);
+    return c ? c : (x > y) - (x < y); /* ties: execution order */
+}
+
+void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order)
+{
+    for (int i = 0; i < n; i++) order[i] = &layers[i];
+    qsort(order, (size_t)n, sizeof *order, by_iso_sqnr);
+}
+
+ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ranges, const quant_options *qopt,
+                            const ptq_graph *gq, const cmp_layer *layers, int n_layers, const cmp_target *t,
+                            cmp_exclusion *out)
+{
+    ptq_status st = PTQ_OK;
+    search s = {.ev = ev, .ranges = ranges, .n_ranges = n_ranges, .qo = qopt};
+    const cmp_layer **order = malloc(sizeof *order * ((size_t)n_layers + 1));
+    int *use = calloc((size_t)n_layers + 1, sizeof *use);
+    s.nodes = malloc(sizeof *s.nodes * ((size_t)n_layers * 8 + 1));
+    s.start = malloc(sizeof *s.start * ((size_t)n_layers + 2));
+    memset(out, 0, sizeof *out);
+    CHECK_ALLOC(order);
+    CHECK_ALLOC(use);
+    CHECK_ALLOC(s.nodes);
+    CHECK_ALLOC(s.start);
+    /* candidates: quantized tensors, worst isolated SQNR first, as the nodes consuming them */
+    cmp_layers_by_harm(layers, n_layers, order);
+    int k = 0;
+    for (int i = 0; i < n_layers; i++) {
+        s.start[s.n_cand] = k;
+        int got = consumers_of(gq, order[i]->tensor, s.nodes + k, 8);
+        if (got) {
+            k += got;
+            s.n_cand++;
+        }
+    }
+    s.start[s.n_cand] = k;
+    /* the smallest prefix that meets the target: doubling, then bisection (lo fails, hi meets) */
+    cmp_metrics m;
+    int lo = 0, hi = 1, found = 0;
+    while (!found && lo < s.n_cand) {
+        if (hi > s.n_cand) hi = s.n_cand;
+        for (int c = 0; c < s.n_cand; c++) use[c] = c < hi;
+        TRY(eval_excluding(&s, use, &m));
+        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: cosine %.6f\n", hi, hi == 1 ? "" : "s", m.cosine);
+        if (cmp_meets(t, &m)) {
+            found = 1;
+            out->reached = m;
+        } else {
+            lo = hi;
+            hi *= 2;
+        }
+    }
+    if (!found) FAIL(PTQ_ERR_ARG, "the target is not reached even with all %d quantized tensors in float", s.n_cand);
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        for (int c = 0; c < s.n_cand; c++) use[c] = c < mid;
+        TRY(eval_excluding(&s, use, &m));
+        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: cosine %.6f\n", mid, mid == 1 ? "" : "s", m.cosine);
+        if (cmp_meets(t, &m)) {
+            hi = mid;
+            out->reached = m;
+        } else {
+            lo = mid;
+        }
+    }
+    /* then each chosen candidate back in, least harmful first, kept quantized when the target holds */
+    for (int c = 0; c < s.n_cand; c++) use[c] = c < hi;
+    for (int c = hi - 2; c >= 0; c--) {
+        use[c] = 0;
+        TRY(eval_excluding(&s, use, &m));
+        if (cmp_meets(t, &m)) out->reached = m;
+        else use[c] = 1;
+    }
+    out->nodes = malloc(sizeof *out->nodes * ((size_t)k + 1));
+    CHECK_ALLOC(out->nodes);
+    for (int c = 0; c < s.n_cand; c++)
+        for (int j = s.start[c]; use[c] && j < s.start[c + 1]; j++) {
+            int dup = 0;
+            for (int e = 0; e < out->n_nodes; e++) dup |= !strcmp(out->nodes[e], s.nodes[j]);
+            if (dup) continue;
+            if (!(out->nodes[out->n_nodes] = ptq_strdup(s.nodes[j]))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+            out->n_nodes++;
+        }
+    out->evaluations = s.evaluations;
+done:
+    if (st != PTQ_OK) cmp_exclusion_free(out);
+    free(order);
+    free(use);
+    free(s.nodes);
+    free(s.start);
+    return st;
+}
+
+void cmp_exclusion_free(cmp_exclusion *x)
+{
+    for (int i = 0; x->nodes && i < x->n_nodes; i++) free(x->nodes[i]);
+    free(x->nodes);
+    memset(x, 0, sizeof *x);
+}
+
+char *cmp_layer_precisions(const cmp_exclusion *x)
+{
+    size_t len = 32;
+    for (int e = 0; e < x->n_nodes; e++) len += strlen(x->nodes[e]) + 8;
+    char *s = malloc(len), *p = s;
+    if (!s) return NULL;
+    p += sprintf(p, "--layerPrecisions=");
+    for (int e = 0; e < x->n_nodes; e++) p += sprintf(p, "%s%s:fp16", e ? "," : "", x->nodes[e]);
+    return s;
+}

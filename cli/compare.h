@@ -1,0 +1,105 @@
+/* compare.h: the engine of `ptq compare` and `ptq quantize --auto-exclude`: QDQ variants
+ * of a model simulated by the executor against the FP32 model on held-out images.
+ *
+ *   cmp_eval ev = {.g = fp32_graph, .model = "m.onnx", .o = eval_images, .cfg = cfg};
+ *   ptq_graph *q = NULL;
+ *   TRY(cmp_build_qdq(&ev, ranges, n, &qopt, &q, &report));   // one method's QDQ graph
+ *   cmp_metrics m;
+ *   TRY(cmp_evaluate(&ev, &q, 1, &m));                         // output cosine, SQNR, ...
+ *   cmp_layer *layers; int nl;
+ *   TRY(cmp_layers(&ev, q, &layers, &nl));                     // per quantized tensor
+ *
+ * Metrics are over every float output of every evaluation image together (one cosine
+ * of the concatenation, not a mean of per-image values): a = FP32, b = QDQ,
+ *   cosine = sum ab / sqrt(sum aa * sum bb), SQNR = 10 log10(sum aa / sum (a - b)^2),
+ *   max_abs = max |a - b|; for a classifier (output 0 of shape [N, C], C > 1) top-1
+ * agreement of argmax (first maximum) and, with labels, top-1 accuracy of the QDQ model.
+ * Layer-wise, for each activation tensor t given a Q/DQ pair: "accumulated" compares the
+ * QDQ model's dequantized t (everything before it quantized) with FP32 t, "isolated"
+ * compares DQ(Q(FP32 t)) (only t quantized) with FP32 t. The FP32 and QDQ plans run in
+ * lockstep (ptq_plan_step), so only tensors seen out of order are copied.
+ * Graphs made by cmp_build_qdq are owned by the caller (ptq_graph_destroy). */
+#ifndef PTQ_CLI_COMPARE_H
+#define PTQ_CLI_COMPARE_H
+
+#include "io/ranges.h"
+#include "preprocess/dataset.h"
+#include "quant/qdq.h"
+#include "runtime/graph.h"
+
+/* The evaluation images decoded and their FP32 outputs, kept in memory up to a budget so
+ * that repeated evaluations (the exclusion search) skip decoding and the FP32 run. Past
+ * the budget it keeps nothing and every evaluation streams from the images again. */
+typedef struct cmp_cache cmp_cache;
+cmp_cache *cmp_cache_create(size_t budget_bytes);
+void cmp_cache_destroy(cmp_cache *c); /* NULL-safe */
+
+typedef struct {
+    const ptq_graph *g;         /* the FP32 model (borrowed) */
+    const char *model;          /* its path: QDQ variants are loaded from it */
+    pp_dataset_options o;       /* the evaluation images */
+    pp_config cfg;
+    const char *labels;         /* NULL, a file "image,label" or "folders" (one folder per class) */
+    int nthreads;
+    int quiet;
+    cmp_cache *cache;           /* NULL: none (borrowed) */
+} cmp_eval;
+
+typedef struct {
+    double cosine, sqnr_db, max_abs;
+    double top1_agree, top1_acc; /* NAN when not a classifier / no labels */
+    int images;
+} cmp_metrics;
+
+typedef struct {
+    char *tensor;               /* the quantized activation */
+    char *node;                 /* its first quantized consumer */
+    const char *op_type;        /* that consumer's op type (borrowed from the graph) */
+    double acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine;
+    float amax;
+} cmp_layer;
+
+/* Loads ev->model again, upgrades it to opset 13 and inserts Q/DQ with these ranges and
+ * the options' exclusions (range/range_user of qopt are replaced). */
+ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
+                         quant_report *report);
+/* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
+ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
+/* Layer-wise errors of one QDQ graph, in FP32 execution order; free with cmp_layers_free. */
+ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *qdq, cmp_layer **out, int *n);
+void cmp_layers_free(cmp_layer *l, int n);
+/* order[0..n): the layers, worst isolated SQNR first (ties in execution order). */
+void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order);
+
+/* A quality target: output cosine >= cosine, and/or a top-1 drop (accuracy with labels,
+ * else agreement with FP32, whose own value is fp32_top1: 1 for agreement) <= top1_drop.
+ * NAN leaves a criterion out. */
+typedef struct {
+    double cosine, top1_drop, fp32_top1;
+} cmp_target;
+int cmp_meets(const cmp_target *t, const cmp_metrics *m);
+/* Sets t->fp32_top1: the FP32 model's top-1 accuracy with labels (one evaluation pass),
+ * else 1 (FP32 agrees with itself). */
+ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t);
+
+typedef struct {
+    char **nodes;               /* nodes to keep in float, owned */
+    int n_nodes;
+    cmp_metrics reached;        /* the metrics with them excluded */
+    int evaluations;            /* evaluation passes the search took */
+} cmp_exclusion;
+
+/* Sensitivity search: the quantized tensors of gq (made from these ranges and options),
+ * most harmful first by isolated SQNR (layers: cmp_layers of gq), are returned to float
+ * (their consumer nodes excluded) in that order; the smallest prefix meeting the target is
+ * found by doubling then bisection, then each chosen tensor is tried quantized again, least
+ * harmful first, and stays quantized when the target still holds. Each step is one
+ * evaluation pass. Fails (PTQ_ERR_ARG) when even all of them in float miss the target. */
+ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ranges, const quant_options *qopt,
+                            const ptq_graph *gq, const cmp_layer *layers, int n_layers, const cmp_target *t,
+                            cmp_exclusion *out);
+void cmp_exclusion_free(cmp_exclusion *x);
+/* "--layerPrecisions=a:fp16,b:fp16" for trtexec (malloc'd; NULL when out of memory). */
+char *cmp_layer_precisions(const cmp_exclusion *x);
+
+#endif

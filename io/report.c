@@ -1,0 +1,858 @@
+/* report.c: the JSON and HTML reports of `ptq compare` (layout in report.h).
+ *
+ * JSON: a cJSON tree printed once and written atomically. HTML: streamed with fprintf into an
+ * atomic temporary file (write errors surface at commit through ferror); charts are inline SVG
+ * drawn here in a fixed viewBox and scaled by CSS, so the page needs nothing but itself. */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file.h"
+
+#define DASH "\xe2\x80\x93" /* "–": a missing value */
+#define INF "\xe2\x88\x9e"  /* "∞" */
+#define MINUS "\xe2\x88\x92" /* "−" */
+#define NODES_FILE "excluded-nodes.txt"
+
+/* ---------- checks shared by both writers ---------- */
+
+static ptq_status check_report(const char *path, const io_report *r)
+{
+    ptq_status st = PTQ_OK;
+    if (!path || !r) FAIL(PTQ_ERR_ARG, "report: NULL %s", path ? "report" : "path");
+    if (r->n_methods < 0 || (r->n_methods && !r->methods)) FAIL(PTQ_ERR_ARG, "%s: %d methods without an array", path, r->n_methods);
+    if (r->n_layers < 0 || (r->n_layers && !r->layers)) FAIL(PTQ_ERR_ARG, "%s: %d layers without an array", path, r->n_layers);
+    if (r->n_hists < 0 || (r->n_hists && !r->hists)) FAIL(PTQ_ERR_ARG, "%s: %d histograms without an array", path, r->n_hists);
+    for (int i = 0; i < r->n_hists; i++) {
+        const io_report_hist *h = &r->hists[i];
+        if (h->n_bins < 0 || (h->n_bins && !h->bins))
+            FAIL(PTQ_ERR_ARG, "%s: histogram %d ('%s'): %d bins without an array", path, i, h->tensor ? h->tensor : "", h->n_bins);
+        if (h->n_thresholds < 0 || (h->n_thresholds && (!h->thresholds || !h->threshold_methods)))
+            FAIL(PTQ_ERR_ARG, "%s: histogram %d ('%s'): %d thresholds without arrays", path, i, h->tensor ? h->tensor : "",
+                 h->n_thresholds);
+    }
+    const io_report_exclusion *e = r->exclusion;
+    if (e && (e->n_excluded < 0 || (e->n_excluded && !e->excluded_nodes)))
+        FAIL(PTQ_ERR_ARG, "%s: %d excluded nodes without an array", path, e->n_excluded);
+done:
+    return st;
+}
+
+/* ---------- the ptq --exclude-nodes option for a node list ---------- */
+
+/* One name as an fnmatch pattern matching only itself: glob characters escaped, and a leading
+ * '@', '#' or space escaped (they would mean a file, a comment, or be stripped). CR and LF
+ * cannot pass through a line-based file: they become '?'. Returns a malloc'd string. */
+static char *glob_escape(const char *name)
+{
+    size_t n = strlen(name);
+    char *out = malloc(2 * n + 1), *o = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (c == '\n' || c == '\r') {
+            *o++ = '?';
+            continue;
+        }
+        if (c == '*' || c == '?' || c == '[' || c == '\\' || (i == 0 && (c == '@' || c == '#' || c == ' '))) *o++ = '\\';
+        *o++ = c;
+    }
+    *o = 0;
+    return out;
+}
+
+/* Whether the comma list can carry these names (no name holds a ','). */
+static int names_fit_comma_list(const io_report_exclusion *e)
+{
+    for (int i = 0; i < e->n_excluded; i++)
+        if (e->excluded_nodes[i] && strchr(e->excluded_nodes[i], ',')) return 0;
+    return 1;
+}
+
+/* "--exclude-nodes 'a,b'" (single-quoted for sh when needed), "--exclude-nodes @excluded-nodes.txt"
+ * when a name holds a ',', NULL (no error) for an empty list; *st = NOMEM on failure. */
+static char *ptq_exclude_args(const io_report_exclusion *e, ptq_status *st)
+{
+    *st = PTQ_OK;
+    if (!e || e->n_excluded == 0) return NULL;
+    if (!names_fit_comma_list(e)) {
+        char *s = malloc(sizeof "--exclude-nodes @" NODES_FILE);
+        if (s) strcpy(s, "--exclude-nodes @" NODES_FILE);
+        else *st = PTQ_ERR_NOMEM;
+        return s;
+    }
+    size_t cap = 64, len = 0;
+    char *list = malloc(cap), *out = NULL;
+    if (!list) goto nomem;
+    list[0] = 0;
+    for (int i = 0; i < e->n_excluded; i++) {
+        char *esc = glob_escape(e->excluded_nodes[i] ? e->excluded_nodes[i] : "");
+        if (!esc) goto nomem;
+        size_t n = strlen(esc);
+        if (len + n + 2 > cap) {
+            while (len + n + 2 > cap) cap *= 2;
+            char *grown = realloc(list, cap);
+            if (!grown) {
+                free(esc);
+                goto nomem;
+            }
+            list = grown;
+        }
+        if (i) list[len++] = ',';
+        memcpy(list + len, esc, n + 1);
+        len += n;
+        free(esc);
+    }
+    int plain = 1;
+    for (const char *p = list; *p; p++)
+        if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/:=,+-", *p)) plain = 0;
+    /* quoted: each ' becomes '\'' */
+    out = malloc(sizeof "--exclude-nodes ''" + 4 * len);
+    if (!out) goto nomem;
+    char *o = out + sprintf(out, "--exclude-nodes %s", plain ? "" : "'");
+    for (const char *p = list; *p; p++) {
+        if (*p == '\'' && !plain) o += sprintf(o, "'\\''");
+        else *o++ = *p;
+    }
+    if (!plain) *o++ = '\'';
+    *o = 0;
+    free(list);
+    return out;
+nomem:
+    free(list);
+    *st = PTQ_ERR_NOMEM;
+    return NULL;
+}
+
+/* ---------- JSON ---------- */
+
+/* A number that reads back exactly, in the fewest digits (cJSON's own printer accepts
+ * 15 digits that are only close); null when not finite. */
+static cJSON *num_item(double v)
+{
+    char buf[40];
+    if (!isfinite(v)) return cJSON_CreateNull();
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return cJSON_CreateRaw(buf);
+}
+
+static int add_num(cJSON *o, const char *key, double v)
+{
+    cJSON *item = num_item(v);
+    if (!item) return 0;
+    cJSON_AddItemToObject(o, key, item);
+    return 1;
+}
+
+static int add_str(cJSON *o, const char *key, const char *s)
+{
+    return (s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+static int add_item(cJSON *array, cJSON *item)
+{
+    if (!item) return 0;
+    cJSON_AddItemToArray(array, item);
+    return 1;
+}
+
+ptq_status io_report_write_json(const char *path, const io_report *r)
+{
+    ptq_status st = PTQ_OK;
+    cJSON *root = NULL;
+    char *text = NULL, *args = NULL;
+    int ok = 1;
+    TRY(check_report(path, r));
+    root = cJSON_CreateObject();
+    CHECK_ALLOC(root);
+    ok &= add_str(root, "format", "ptq-compare");
+    ok &= add_num(root, "version", 1);
+    ok &= add_str(root, "model", r->model);
+    ok &= add_str(root, "preset", r->preset);
+    ok &= add_str(root, "calib_images", r->calib_images);
+    ok &= add_num(root, "n_calib", r->n_calib);
+    ok &= add_str(root, "eval_images", r->eval_images);
+    ok &= add_num(root, "n_eval", r->n_eval);
+    ok &= add_str(root, "criterion", r->criterion);
+    ok &= add_str(root, "best_method", r->best_method);
+    cJSON *methods = cJSON_AddArrayToObject(root, "methods");
+    CHECK_ALLOC(methods);
+    for (int i = 0; i < r->n_methods && ok; i++) {
+        const io_report_method *m = &r->methods[i];
+        cJSON *o = cJSON_CreateObject();
+        ok &= add_item(methods, o);
+        if (!ok) break;
+        ok &= add_str(o, "method", m->method);
+        ok &= add_num(o, "cosine", m->cosine);
+        ok &= add_num(o, "sqnr_db", m->sqnr_db);
+        ok &= add_num(o, "max_abs", m->max_abs);
+        ok &= add_num(o, "top1_agree", m->top1_agree);
+        ok &= add_num(o, "top1_acc", m->top1_acc);
+    }
+    ok &= add_str(root, "layers_method", r->layers_method);
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    CHECK_ALLOC(layers);
+    for (int i = 0; i < r->n_layers && ok; i++) {
+        const io_report_layer *l = &r->layers[i];
+        cJSON *o = cJSON_CreateObject();
+        ok &= add_item(layers, o);
+        if (!ok) break;
+        ok &= add_num(o, "index", i);
+        ok &= add_str(o, "tensor", l->tensor);
+        ok &= add_str(o, "node", l->node);
+        ok &= add_str(o, "op_type", l->op_type);
+        ok &= add_num(o, "acc_sqnr_db", l->acc_sqnr_db);
+        ok &= add_num(o, "acc_cosine", l->acc_cosine);
+        ok &= add_num(o, "iso_sqnr_db", l->iso_sqnr_db);
+        ok &= add_num(o, "iso_cosine", l->iso_cosine);
+    }
+    cJSON *hists = cJSON_AddArrayToObject(root, "histograms");
+    CHECK_ALLOC(hists);
+    for (int i = 0; i < r->n_hists && ok; i++) {
+        const io_report_hist *h = &r->hists[i];
+        cJSON *o = cJSON_CreateObject();
+        ok &= add_item(hists, o);
+        if (!ok) break;
+        ok &= add_str(o, "tensor", h->tensor);
+        ok &= add_num(o, "amax", h->amax);
+        cJSON *bins = cJSON_AddArrayToObject(o, "bins");
+        CHECK_ALLOC(bins);
+        for (int b = 0; b < h->n_bins && ok; b++)
+            ok &= add_item(bins, num_item(h->bins[b]));
+        cJSON *th = cJSON_AddArrayToObject(o, "thresholds");
+        CHECK_ALLOC(th);
+        for (int t = 0; t < h->n_thresholds && ok; t++) {
+            cJSON *to = cJSON_CreateObject();
+            ok &= add_item(th, to);
+            if (!ok) break;
+            ok &= add_str(to, "method", h->threshold_methods[t]);
+            ok &= add_num(to, "amax", h->thresholds[t]);
+        }
+    }
+    if (!ok) FAIL(PTQ_ERR_NOMEM, "%s: out of memory building the JSON", path);
+    const io_report_exclusion *e = r->exclusion;
+    if (!e) {
+        CHECK_ALLOC(cJSON_AddNullToObject(root, "exclusion"));
+    } else {
+        cJSON *o = cJSON_AddObjectToObject(root, "exclusion");
+        CHECK_ALLOC(o);
+        ok &= add_str(o, "target", e->target);
+        ok &= add_num(o, "reached", e->reached);
+        cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+        CHECK_ALLOC(nodes);
+        for (int i = 0; i < e->n_excluded && ok; i++)
+            ok &= add_item(nodes, e->excluded_nodes[i] ? cJSON_CreateString(e->excluded_nodes[i]) : cJSON_CreateNull());
+        ok &= add_str(o, "trtexec_arg", e->trtexec_arg);
+        args = ptq_exclude_args(e, &st);
+        if (st != PTQ_OK) FAIL(st, "out of memory at %s:%d", __FILE__, __LINE__);
+        ok &= add_str(o, "ptq_args", args);
+        if (!ok) FAIL(PTQ_ERR_NOMEM, "%s: out of memory building the JSON", path);
+    }
+    text = cJSON_Print(root);
+    CHECK_ALLOC(text);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* replace the terminator: write text + newline */
+    TRY(io_write_atomic(path, text, len + 1));
+done:
+    cJSON_Delete(root);
+    free(text);
+    free(args);
+    return st;
+}
+
+/* ---------- HTML helpers ---------- */
+
+/* Text or attribute value, escaped; NULL as "–". Control characters other than tab and
+ * newline are parse errors in HTML: written as U+FFFD. */
+static void put_esc(FILE *fp, const char *s)
+{
+    if (!s) {
+        fputs(DASH, fp);
+        return;
+    }
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '&': fputs("&amp;", fp); break;
+        case '<': fputs("&lt;", fp); break;
+        case '>': fputs("&gt;", fp); break;
+        case '"': fputs("&quot;", fp); break;
+        case '\'': fputs("&#39;", fp); break;
+        default:
+            if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f) fputs("&#xFFFD;", fp);
+            else fputc(*p, fp);
+        }
+    }
+}
+
+/* A number in printf format fmt; NaN as "–", ±Inf as "∞" / "−∞". */
+static void put_num(FILE *fp, const char *fmt, double v)
+{
+    if (isnan(v)) fputs(DASH, fp);
+    else if (isinf(v)) fputs(v > 0 ? INF : MINUS INF, fp);
+    else fprintf(fp, fmt, v);
+}
+
+/* A fraction in [0, 1] as a percentage. */
+static void put_pct(FILE *fp, double v)
+{
+    if (isfinite(v)) fprintf(fp, "%.2f%%", 100.0 * v);
+    else put_num(fp, "%g", v);
+}
+
+/* Axis ticks: step of 1, 2 or 5 x 10^k giving about `target` intervals over [*lo, *hi];
+ * *lo and *hi widen to multiples of the step. Returns the step. */
+static double nice_step(double *lo, double *hi, int target)
+{
+    if (!(*hi > *lo)) {
+        *lo -= 1;
+        *hi += 1;
+    }
+    double rough = (*hi - *lo) / target, mag = pow(10, floor(log10(rough))), norm = rough / mag;
+    double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+    *lo = floor(*lo / step + 1e-9) * step;
+    *hi = ceil(*hi / step - 1e-9) * step;
+    return step;
+}
+
+static const char *const PALETTE[] = {"#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+#define N_PALETTE (int)(sizeof PALETTE / sizeof PALETTE[0])
+
+/* A method's colour: its position in the methods table, so every chart agrees. */
+static const char *method_color(const io_report *r, const char *name, int fallback)
+{
+    for (int i = 0; name && i < r->n_methods; i++)
+        if (r->methods[i].method && strcmp(r->methods[i].method, name) == 0) return PALETTE[i % N_PALETTE];
+    return PALETTE[(r->n_methods + fallback) % N_PALETTE];
+}
+
+static const char CSS[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em auto;max-width:1100px;"
+    "padding:0 1em;color:#222;line-height:1.4}\n"
+    "h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\n"
+    "code,pre,.name{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,monospace;font-size:.9em}\n"
+    ".name{overflow-wrap:anywhere}\n"
+    "pre{background:#f5f5f5;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}\n"
+    "table{border-collapse:collapse;margin:.5em 0}th,td{padding:.25em .6em;border-bottom:1px solid #e2e2e2;"
+    "text-align:left;vertical-align:top}\n"
+    "th{background:#f0f0f0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}\n"
+    "table.layers{width:100%}table.layers td.name{min-width:13em}\n"
+    "tr.best td{background:#e3f4e1;font-weight:600}tr.excluded td{background:#fdf1dc}\n"
+    ".note{color:#666;font-size:.9em}\n"
+    ".layers-wrap{max-height:32em;overflow-y:auto;border:1px solid #e2e2e2}\n"
+    "svg.chart{width:100%;height:auto;display:block;margin:.5em 0;background:#fff}\n"
+    "svg.chart text{font-size:12px;fill:#333}svg.chart .axis line,svg.chart .axis path{stroke:#444}\n"
+    "svg.chart .grid line{stroke:#e6e6e6}svg.chart polyline{fill:none;stroke-width:1.6}\n"
+    "svg.chart .acc{stroke:#1f77b4}svg.chart .iso{stroke:#ff7f0e}\n"
+    "svg.chart circle.acc{fill:#1f77b4;stroke:none}svg.chart circle.iso{fill:#ff7f0e;stroke:none}\n"
+    "svg.chart rect.bar{fill:#6b8fb5}svg.chart line.threshold{stroke-width:1.6;stroke-dasharray:5 3}\n"
+    "figure{margin:1.5em 0}figcaption{font-size:.9em;color:#444}\n";
+
+/* ---------- the layer-wise SQNR chart ---------- */
+
+enum { LW = 960, LH = 380, LL = 62, LR = 20, LT = 34, LB = 52 };
+
+/* y of a value on the SQNR axis; ±Inf pinned to the edges. */
+static double sqnr_y(double v, double lo, double hi)
+{
+    if (v > hi) v = hi;
+    if (v < lo) v = lo;
+    return LT + (hi - v) / (hi - lo) * (LH - LT - LB);
+}
+
+static double layer_x(int i, int n)
+{
+    double w = LW - LL - LR;
+    return n <= 1 ? LL + w / 2 : LL + w * i / (n - 1);
+}
+
+static void put_series(FILE *fp, const io_report *r, int iso, double lo, double hi)
+{
+    const char *cls = iso ? "iso" : "acc";
+    int n = r->n_layers, open = 0;
+    fprintf(fp, "<g class=\"series %s\">\n", cls);
+    /* one polyline per run of non-NaN values */
+    for (int i = 0; i < n; i++) {
+        double v = iso ? r->layers[i].iso_sqnr_db : r->layers[i].acc_sqnr_db;
+        if (isnan(v)) {
+            if (open) fputs("\"/>\n", fp);
+            open = 0;
+            continue;
+        }
+        if (!open) fprintf(fp, "<polyline class=\"%s\" points=\"", cls);
+        fprintf(fp, "%s%.1f,%.1f", open ? " " : "", layer_x(i, n), sqnr_y(v, lo, hi));
+        open = 1;
+    }
+    if (open) fputs("\"/>\n", fp);
+    for (int i = 0; i < n; i++) {
+        const io_report_layer *l = &r->layers[i];
+        double v = iso ? l->iso_sqnr_db : l->acc_sqnr_db, c = iso ? l->iso_cosine : l->acc_cosine;
+        if (isnan(v)) continue;
+        fprintf(fp, "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>#%d ", cls, layer_x(i, n),
+                sqnr_y(v, lo, hi), n > 150 ? "1.8" : "2.6", i);
+        put_esc(fp, l->tensor);
+        fputs(" (", fp);
+        put_esc(fp, l->op_type);
+        fputs(" ", fp);
+        put_esc(fp, l->node);
+        fprintf(fp, "): %s SQNR ", iso ? "isolated" : "accumulated");
+        put_num(fp, "%.2f", v);
+        fputs(" dB, cosine ", fp);
+        put_num(fp, "%.6f", c);
+        fputs("</title></circle>\n", fp);
+    }
+    fputs("</g>\n", fp);
+}
+
+static void put_layer_chart(FILE *fp, const io_report *r)
+{
+    int n = r->n_layers, finite = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        double v[2] = {r->layers[i].acc_sqnr_db, r->layers[i].iso_sqnr_db};
+        for (int k = 0; k < 2; k++)
+            if (isfinite(v[k])) { /* the axis spans at most ±1e6 dB; values beyond are pinned */
+                lo = fmin(lo, fmax(v[k], -1e6));
+                hi = fmax(hi, fmin(v[k], 1e6));
+                finite++;
+            }
+    }
+    if (!finite) lo = 0, hi = 1;
+    double step = nice_step(&lo, &hi, 6);
+    fprintf(fp, "<svg class=\"chart layer-sqnr\" viewBox=\"0 0 %d %d\" role=\"img\">\n", LW, LH);
+    fputs("<title>SQNR per layer in execution order</title>\n", fp);
+    /* grid and y axis */
+    fputs("<g class=\"grid\">\n", fp);
+    int nt = (int)lround((hi - lo) / step);
+    for (int k = 0; k <= nt; k++)
+        fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LL, LW - LR, sqnr_y(lo + k * step, lo, hi),
+                sqnr_y(lo + k * step, lo, hi));
+    fputs("</g>\n<g class=\"axis y\">\n", fp);
+    fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>\n", LL, LL, LT, LH - LB);
+    for (int k = 0; k <= nt; k++) {
+        double t = lo + k * step, y = sqnr_y(t, lo, hi);
+        fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", LL - 5, LL, y, y);
+        fprintf(fp, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LL - 8, y + 4, fabs(t) < step * 1e-6 ? 0.0 : t);
+    }
+    fprintf(fp, "<text transform=\"translate(16 %d) rotate(-90)\" text-anchor=\"middle\">SQNR (dB)</text>\n", (LT + LH - LB) / 2);
+    fputs("</g>\n<g class=\"axis x\">\n", fp);
+    fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>\n", LL, LW - LR, LH - LB, LH - LB);
+    if (n > 0) {
+        double xlo = 0, xhi = n - 1, xs = nice_step(&xlo, &xhi, 10);
+        if (xs < 1) xs = 1;
+        for (int k = 0; k * xs <= n - 1 + 1e-9; k++) {
+            int t = (int)lround(k * xs);
+            double x = layer_x(t, n);
+            fprintf(fp, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/>", x, x, LH - LB, LH - LB + 5);
+            fprintf(fp, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", x, LH - LB + 18, t);
+        }
+    }
+    fprintf(fp, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">layer (execution order)</text>\n", (LL + LW - LR) / 2, LH - 10);
+    fputs("</g>\n", fp);
+    if (!finite)
+        fprintf(fp, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no finite SQNR value</text>\n", (LL + LW - LR) / 2,
+                (LT + LH - LB) / 2);
+    put_series(fp, r, 0, lo, hi);
+    put_series(fp, r, 1, lo, hi);
+    /* legend */
+    fprintf(fp,
+            "<g class=\"legend\">"
+            "<line class=\"acc\" x1=\"%d\" x2=\"%d\" y1=\"14\" y2=\"14\" stroke-width=\"2\"/>"
+            "<text x=\"%d\" y=\"18\">accumulated (every layer quantized)</text>"
+            "<line class=\"iso\" x1=\"%d\" x2=\"%d\" y1=\"14\" y2=\"14\" stroke-width=\"2\"/>"
+            "<text x=\"%d\" y=\"18\">isolated (this layer only)</text></g>\n",
+            LL, LL + 24, LL + 30, LL + 280, LL + 304, LL + 310);
+    fputs("</svg>\n", fp);
+}
+
+/* ---------- histograms ---------- */
+
+enum { HW = 960, HH = 300, HL = 62, HR = 24, HB = 48, HMAXBARS = 240, HROW = 15 };
+
+typedef struct {
+    double x, v;
+    int idx, row, right;
+} th_label;
+
+static int cmp_th(const void *a, const void *b)
+{
+    const th_label *p = a, *q = b;
+    if (p->x != q->x) return p->x < q->x ? -1 : 1;
+    return p->idx - q->idx;
+}
+
+static void put_decade(FILE *fp, int k)
+{
+    if (k >= 0 && k <= 3) fprintf(fp, "%.0f", pow(10, k));
+    else fprintf(fp, "1e%d", k);
+}
+
+static ptq_status put_hist(FILE *fp, const io_report *r, const io_report_hist *h)
+{
+    ptq_status st = PTQ_OK;
+    int nb = h->n_bins, group = nb > HMAXBARS ? (nb + HMAXBARS - 1) / HMAXBARS : 1, nbar = nb ? (nb + group - 1) / group : 0;
+    double *bar = calloc((size_t)nbar + 1, sizeof *bar);
+    th_label *lab = calloc((size_t)h->n_thresholds + 1, sizeof *lab);
+    CHECK_ALLOC(bar);
+    CHECK_ALLOC(lab);
+    double minpos = INFINITY, maxv = 0;
+    for (int i = 0; i < nb; i++) {
+        double c = h->bins[i];
+        if (isfinite(c) && c > 0) bar[i / group] += c;
+    }
+    for (int i = 0; i < nbar; i++)
+        if (bar[i] > 0) {
+            minpos = fmin(minpos, bar[i]);
+            maxv = fmax(maxv, bar[i]);
+        }
+    int valid = isfinite(h->amax) && h->amax > 0 && maxv > 0;
+    /* threshold labels: sorted by x, each in the first row where it does not overlap */
+    int rows = 0, nl = 0;
+    double row_end[64];
+    for (int t = 0; valid && t < h->n_thresholds; t++) {
+        double v = h->thresholds[t];
+        if (isnan(v)) continue;
+        double x = HL + fmin(fmax(v / h->amax, 0), 1) * (HW - HL - HR);
+        lab[nl++] = (th_label){x, v, t, 0, 0};
+    }
+    qsort(lab, (size_t)nl, sizeof *lab, cmp_th);
+    for (int i = 0; i < nl; i++) {
+        const char *name = h->threshold_methods[lab[i].idx];
+        double w = 7.0 * ((name ? strlen(name) : 1) + 10); /* "name 1.234" at ~7 px per character */
+        lab[i].right = lab[i].x + w > HW;
+        double a = lab[i].right ? lab[i].x - w : lab[i].x, b = lab[i].right ? lab[i].x : lab[i].x + w;
+        int row = 0;
+        while (row < rows && row_end[row] > a) row++;
+        if (row == 64) row = 63;
+        if (row == rows && rows < 64) rows++;
+        row_end[row] = b + 4;
+        lab[i].row = row;
+    }
+    int top = 14 + HROW * (rows ? rows : 1);
+    int ht = valid ? HH + HROW * (rows > 1 ? rows - 1 : 0) : top + 40;
+    double pw = HW - HL - HR, ph = ht - top - HB;
+    fprintf(fp, "<svg class=\"chart hist\" viewBox=\"0 0 %d %d\" role=\"img\">\n<title>", HW, ht);
+    fputs("histogram of |x| of ", fp);
+    put_esc(fp, h->tensor);
+    fputs("</title>\n", fp);
+    if (!valid) {
+        fprintf(fp, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n</svg>\n", HW / 2, top + 20,
+                nb == 0 || maxv <= 0 ? "empty histogram" : "no valid range (amax)");
+        goto done;
+    }
+    /* log axis from half the smallest count (so it still shows) up to a whole decade; ticks at decades */
+    double floor_l = log10(minpos) - 0.3;
+    int dlo = (int)ceil(floor_l), dhi = (int)ceil(log10(maxv));
+    if (dhi <= floor_l) dhi = (int)floor(floor_l) + 1;
+    double span = dhi - floor_l;
+    int dstep = (int)ceil(span / 8);
+    fputs("<g class=\"grid\">\n", fp);
+    for (int k = dlo; k <= dhi; k += dstep) {
+        double y = top + ph * (dhi - k) / span;
+        fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", HL, HW - HR, y, y);
+    }
+    fputs("</g>\n<g class=\"bars\">\n", fp);
+    for (int i = 0; i < nbar; i++) {
+        if (bar[i] <= 0) continue;
+        int b0 = i * group, b1 = b0 + group < nb ? b0 + group : nb;
+        double x0 = HL + pw * b0 / nb, x1 = HL + pw * b1 / nb;
+        double y = top + ph * (dhi - log10(bar[i])) / span;
+        fprintf(fp, "<rect class=\"bar\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\"><title>|x| in [%.4g, %.4g): %.6g</title></rect>\n",
+                x0, y, fmax(x1 - x0 - (pw / nbar > 3 ? 0.5 : 0), 0.3), top + ph - y, h->amax * b0 / nb, h->amax * b1 / nb, bar[i]);
+    }
+    fputs("</g>\n<g class=\"axis y\">\n", fp);
+    fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\"/>\n", HL, HL, top, top + ph);
+    for (int k = dlo; k <= dhi; k += dstep) {
+        double y = top + ph * (dhi - k) / span;
+        fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", HL - 5, HL, y, y,
+                HL - 8, y + 4);
+        put_decade(fp, k);
+        fputs("</text>\n", fp);
+    }
+    fprintf(fp, "<text transform=\"translate(16 %.0f) rotate(-90)\" text-anchor=\"middle\">count (log)</text>\n", top + ph / 2);
+    fputs("</g>\n<g class=\"axis x\">\n", fp);
+    fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>\n", HL, HW - HR, top + ph, top + ph);
+    double xlo = 0, xhi = h->amax, xs = nice_step(&xlo, &xhi, 8);
+    for (int k = 0; k * xs <= h->amax * (1 + 1e-9); k++) {
+        double t = k * xs, x = HL + pw * t / h->amax;
+        fprintf(fp, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                x, x, top + ph, top + ph + 5, x, top + ph + 18, t);
+    }
+    fprintf(fp, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">|x| (histogram range 0 to %.4g)</text>\n", (HL + HW - HR) / 2, ht - 8, h->amax);
+    fputs("</g>\n<g class=\"thresholds\">\n", fp);
+    for (int i = 0; i < nl; i++) {
+        const char *name = h->threshold_methods[lab[i].idx], *color = method_color(r, name, lab[i].idx);
+        double x = lab[i].x, ly = 12 + HROW * lab[i].row;
+        fprintf(fp, "<g class=\"threshold\"><line class=\"threshold\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", x, x,
+                ly + 3, top + ph, color);
+        fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" style=\"fill:%s\">", lab[i].right ? x - 3 : x + 3, ly,
+                lab[i].right ? "end" : "start", color);
+        put_esc(fp, name);
+        fputs(" ", fp);
+        put_num(fp, "%.4g", lab[i].v);
+        if (lab[i].v > h->amax) fputs(" \xe2\x86\x92", fp); /* "→": beyond the histogram */
+        fputs("</text><title>", fp);
+        put_esc(fp, name);
+        fputs(": amax ", fp);
+        put_num(fp, "%.6g", lab[i].v);
+        fputs("</title></g>\n", fp);
+    }
+    fputs("</g>\n</svg>\n", fp);
+done:
+    free(bar);
+    free(lab);
+    return st;
+}
+
+/* ---------- the page ---------- */
+
+typedef struct {
+    double key;
+    int idx;
+} sort_key;
+
+/* ascending, NaN last, ties in execution order */
+static int cmp_key(const void *a, const void *b)
+{
+    const sort_key *p = a, *q = b;
+    int pn = isnan(p->key), qn = isnan(q->key);
+    if (pn != qn) return pn - qn;
+    if (!pn && p->key != q->key) return p->key < q->key ? -1 : 1;
+    return p->idx - q->idx;
+}
+
+static int is_excluded(const io_report *r, const char *node)
+{
+    const io_report_exclusion *e = r->exclusion;
+    for (int i = 0; e && node && i < e->n_excluded; i++)
+        if (e->excluded_nodes[i] && strcmp(e->excluded_nodes[i], node) == 0) return 1;
+    return 0;
+}
+
+static void put_kv(FILE *fp, const char *key, const char *value)
+{
+    fprintf(fp, "<tr><th>%s</th><td class=\"name\">", key);
+    put_esc(fp, value);
+    fputs("</td></tr>\n", fp);
+}
+
+static void put_methods(FILE *fp, const io_report *r)
+{
+    int agree = 0, acc = 0;
+    for (int i = 0; i < r->n_methods; i++) {
+        agree |= !isnan(r->methods[i].top1_agree);
+        acc |= !isnan(r->methods[i].top1_acc);
+    }
+    fputs("<section id=\"methods\">\n<h2>Methods</h2>\n", fp);
+    if (!r->n_methods) {
+        fputs("<p class=\"note\">No method was evaluated.</p>\n</section>\n", fp);
+        return;
+    }
+    fputs("<p class=\"note\">Model outputs of each calibration method against FP32 on the evaluation images.</p>\n", fp);
+    fputs("<table class=\"methods\">\n<thead><tr><th>method</th><th class=\"num\">cosine</th><th class=\"num\">SQNR (dB)</th>"
+          "<th class=\"num\">max |error|</th>",
+          fp);
+    if (agree) fputs("<th class=\"num\">top-1 agreement</th>", fp);
+    if (acc) fputs("<th class=\"num\">top-1 accuracy</th>", fp);
+    fputs("</tr></thead>\n<tbody>\n", fp);
+    for (int i = 0; i < r->n_methods; i++) {
+        const io_report_method *m = &r->methods[i];
+        int best = r->best_method && m->method && strcmp(r->best_method, m->method) == 0;
+        fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : "");
+        put_esc(fp, m->method);
+        if (best) fputs(" \xe2\x98\x85", fp); /* "★" */
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.6f", m->cosine);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.2f", m->sqnr_db);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.4g", m->max_abs);
+        fputs("</td>", fp);
+        if (agree) {
+            fputs("<td class=\"num\">", fp);
+            put_pct(fp, m->top1_agree);
+            fputs("</td>", fp);
+        }
+        if (acc) {
+            fputs("<td class=\"num\">", fp);
+            put_pct(fp, m->top1_acc);
+            fputs("</td>", fp);
+        }
+        fputs("</tr>\n", fp);
+    }
+    fputs("</tbody>\n</table>\n</section>\n", fp);
+}
+
+static ptq_status put_layers(FILE *fp, const io_report *r)
+{
+    ptq_status st = PTQ_OK;
+    sort_key *keys = NULL;
+    fputs("<section id=\"layers\">\n<h2>Layer-wise SQNR", fp);
+    if (r->layers_method) {
+        fputs(" (", fp);
+        put_esc(fp, r->layers_method);
+        fputs(")", fp);
+    }
+    fputs("</h2>\n", fp);
+    if (r->n_layers)
+        fputs("<p class=\"note\">Each quantized tensor against FP32: <em>accumulated</em> with every layer up to it "
+          "quantized, <em>isolated</em> with only its own layer quantized. A drop in the isolated curve points at the "
+          "layer that loses precision; hover a point for its tensor.</p>\n",
+          fp);
+    if (!r->n_layers) {
+        fputs("<p class=\"note\">No layer-wise numbers in this report.</p>\n</section>\n", fp);
+        return st;
+    }
+    put_layer_chart(fp, r);
+    keys = malloc(sizeof *keys * (size_t)r->n_layers);
+    CHECK_ALLOC(keys);
+    for (int i = 0; i < r->n_layers; i++) keys[i] = (sort_key){r->layers[i].iso_sqnr_db, i};
+    qsort(keys, (size_t)r->n_layers, sizeof *keys, cmp_key);
+    fputs("<h3>Layers, worst isolated SQNR first</h3>\n<div class=\"layers-wrap\">\n<table class=\"layers\">\n"
+          "<thead><tr><th class=\"num\">#</th><th>tensor</th><th>node</th><th>op</th><th class=\"num\">isolated SQNR (dB)</th>"
+          "<th class=\"num\">isolated cosine</th><th class=\"num\">accumulated SQNR (dB)</th><th class=\"num\">accumulated cosine</th>"
+          "</tr></thead>\n<tbody>\n",
+          fp);
+    for (int k = 0; k < r->n_layers; k++) {
+        const io_report_layer *l = &r->layers[keys[k].idx];
+        int ex = is_excluded(r, l->node);
+        fprintf(fp, "<tr%s><td class=\"num\">%d</td><td class=\"name\">", ex ? " class=\"excluded\"" : "", keys[k].idx);
+        put_esc(fp, l->tensor);
+        fputs("</td><td class=\"name\">", fp);
+        put_esc(fp, l->node);
+        if (ex) fputs(" (excluded)", fp);
+        fputs("</td><td>", fp);
+        put_esc(fp, l->op_type);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.2f", l->iso_sqnr_db);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.6f", l->iso_cosine);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.2f", l->acc_sqnr_db);
+        fputs("</td><td class=\"num\">", fp);
+        put_num(fp, "%.6f", l->acc_cosine);
+        fputs("</td></tr>\n", fp);
+    }
+    fputs("</tbody>\n</table>\n</div>\n</section>\n", fp);
+done:
+    free(keys);
+    return st;
+}
+
+static ptq_status put_exclusion(FILE *fp, const io_report *r)
+{
+    ptq_status st = PTQ_OK;
+    const io_report_exclusion *e = r->exclusion;
+    char *args = NULL;
+    fputs("<section id=\"exclusion\">\n<h2>Layers to keep in float</h2>\n", fp);
+    if (!e) {
+        fputs("<p class=\"note\">No exclusion search was run.</p>\n</section>\n", fp);
+        return st;
+    }
+    fputs("<table class=\"kv\">\n", fp);
+    put_kv(fp, "target", e->target);
+    fputs("<tr><th>reached</th><td class=\"num\">", fp);
+    put_num(fp, "%.6g", e->reached);
+    fprintf(fp, "</td></tr>\n<tr><th>nodes excluded</th><td class=\"num\">%d</td></tr>\n</table>\n", e->n_excluded);
+    if (!e->n_excluded) {
+        fputs("<p>No node needs to stay in float.</p>\n</section>\n", fp);
+        return st;
+    }
+    fputs("<ol class=\"excluded-nodes\">\n", fp);
+    for (int i = 0; i < e->n_excluded; i++) {
+        fputs("<li><code>", fp);
+        put_esc(fp, e->excluded_nodes[i]);
+        fputs("</code></li>\n", fp);
+    }
+    fputs("</ol>\n", fp);
+    if (e->trtexec_arg) {
+        fputs("<h3>TensorRT</h3>\n<p class=\"note\">For <code>trtexec --int8</code> with the calibration cache; "
+              "<code>--layerPrecisions</code> needs <code>--precisionConstraints=obey</code> (or <code>prefer</code>).</p>\n"
+              "<pre class=\"trtexec\">",
+              fp);
+        put_esc(fp, e->trtexec_arg);
+        fputs(" --precisionConstraints=obey</pre>\n", fp);
+    }
+    fputs("<h3>ptq</h3>\n<p class=\"note\">For a Q/DQ model that leaves these nodes in float:</p>\n"
+          "<pre class=\"ptq-args\">ptq quantize MODEL ... ", fp);
+    args = ptq_exclude_args(e, &st);
+    if (st != PTQ_OK) FAIL(st, "out of memory at %s:%d", __FILE__, __LINE__);
+    put_esc(fp, args);
+    fputs("</pre>\n", fp);
+    if (!names_fit_comma_list(e)) {
+        fputs("<p>A node name holds a ',', so the names go through a file, <code>" NODES_FILE "</code>, one pattern a line:</p>\n"
+              "<pre class=\"nodes-file\">",
+              fp);
+        for (int i = 0; i < e->n_excluded; i++) {
+            char *esc = glob_escape(e->excluded_nodes[i] ? e->excluded_nodes[i] : "");
+            CHECK_ALLOC(esc);
+            put_esc(fp, esc);
+            fputs("\n", fp);
+            free(esc);
+        }
+        fputs("</pre>\n", fp);
+    }
+    fputs("</section>\n", fp);
+done:
+    free(args);
+    return st;
+}
+
+ptq_status io_report_write_html(const char *path, const io_report *r)
+{
+    ptq_status st = PTQ_OK;
+    io_atomic_file f = {0};
+    TRY(check_report(path, r));
+    TRY(io_atomic_open(&f, path));
+    FILE *fp = f.fp;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>ptq compare: ",
+          fp);
+    put_esc(fp, r->model);
+    fprintf(fp, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>ptq compare: <span class=\"name\">", CSS);
+    put_esc(fp, r->model);
+    fputs("</span></h1>\n<section id=\"summary\">\n<table class=\"kv\">\n", fp);
+    put_kv(fp, "model", r->model);
+    put_kv(fp, "preset", r->preset);
+    fprintf(fp, "<tr><th>calibration images</th><td class=\"name\">%d from ", r->n_calib);
+    put_esc(fp, r->calib_images);
+    fprintf(fp, "</td></tr>\n<tr><th>evaluation images</th><td class=\"name\">%d from ", r->n_eval);
+    put_esc(fp, r->eval_images);
+    fputs("</td></tr>\n<tr class=\"best\"><th>best method</th><td class=\"name\">", fp);
+    put_esc(fp, r->best_method);
+    fputs(" (by ", fp);
+    put_esc(fp, r->criterion);
+    fputs(")</td></tr>\n</table>\n</section>\n", fp);
+    put_methods(fp, r);
+    TRY(put_layers(fp, r));
+    fputs("<section id=\"histograms\">\n<h2>Activation histograms and thresholds</h2>\n", fp);
+    if (!r->n_hists) fputs("<p class=\"note\">No histogram in this report.</p>\n", fp);
+    else
+        fputs("<p class=\"note\">Counts of |x| on a log scale, with the amax each method chose: values beyond a line "
+              "saturate, and the bins below it share 127 levels.</p>\n",
+              fp);
+    for (int i = 0; i < r->n_hists; i++) {
+        fputs("<figure>\n", fp);
+        TRY(put_hist(fp, r, &r->hists[i]));
+        fputs("<figcaption><span class=\"name\">", fp);
+        put_esc(fp, r->hists[i].tensor);
+        fprintf(fp, "</span>: %d bins over [0, ", r->hists[i].n_bins);
+        put_num(fp, "%.6g", r->hists[i].amax);
+        fputs("]</figcaption>\n</figure>\n", fp);
+    }
+    fputs("</section>\n", fp);
+    TRY(put_exclusion(fp, r));
+    fputs("<footer class=\"note\">Written by ptq compare. This page is self-contained: no script, no external file.</footer>\n"
+          "</body>\n</html>\n",
+          fp);
+    TRY(io_atomic_commit(&f));
+done:
+    if (st != PTQ_OK) io_atomic_abort(&f);
+    return st;
+}

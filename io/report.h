@@ -1,0 +1,106 @@
+/* report.h: the report of `ptq compare` as pretty JSON and as one self-contained HTML file
+ * (inline CSS and inline SVG charts drawn here; no script, no external asset, no network).
+ *
+ *   io_report_method m[] = {{"max", 0.991, 21.3, 0.41, NAN, NAN}, {"entropy", 0.996, 24.8, 0.52, NAN, NAN}};
+ *   io_report r = {.model = "det.onnx", .preset = "paddleocr-det", .n_methods = 2, .methods = m,
+ *                  .best_method = "entropy", .criterion = "cosine", ...};
+ *   TRY(io_report_write_json("cmp.json", &r));
+ *   TRY(io_report_write_html("cmp.html", &r));
+ *
+ * Everything in an io_report is plain data borrowed from the caller, read during the call only;
+ * the writers keep nothing. Any string may be NULL (written as null in JSON, "–" in HTML) and any
+ * double may be NaN for "not applicable" (null in JSON, "–" in HTML); ±Inf (an exact SQNR) is
+ * also null in JSON (JSON has no Inf) and "∞" in HTML. A count of 0 with a NULL array is valid.
+ * Both files are written to a temporary file and renamed (io/file.h): never left half-written.
+ *
+ * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
+ *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
+ *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc}],
+ *   layers_method, layers: [{index, tensor, node, op_type, acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine}]
+ *     (execution order; index counts from 0),
+ *   histograms: [{tensor, amax, bins: [...], thresholds: [{method, amax}]}],
+ *   exclusion: {target, reached, nodes: [...], trtexec_arg, ptq_args} or null, where ptq_args is
+ *     the `ptq quantize` option that excludes the same nodes: "--exclude-nodes 'a,b'" (shell-quoted,
+ *     glob characters escaped), or "--exclude-nodes @excluded-nodes.txt" when a name holds a ','
+ *     (the HTML then shows that file's lines); null when no node is excluded.
+ *
+ * HTML: summary; methods table (best row class "best"; top-1 columns only when some method has
+ * them); layer-wise SQNR chart (<svg class="chart layer-sqnr">, absent without layers: one
+ * <polyline class="acc|iso"> per run of non-NaN values, one <circle> with a <title> naming the
+ * tensor per point, ±Inf pinned to the axis ends); layers table, worst isolated SQNR first (NaN
+ * last, excluded nodes marked); one <svg class="chart hist"> per histogram (log-count bars, at most
+ * 240, adjacent bins summed; one labelled <line class="threshold"> per non-NaN threshold, in the
+ * method's colour of the methods table, pinned at the right edge with "→" when beyond amax);
+ * the exclusion section. Every string is HTML-escaped. */
+#ifndef PTQ_IO_REPORT_H
+#define PTQ_IO_REPORT_H
+
+#include "runtime/status.h"
+
+/* One calibration method evaluated end to end on the held-out images (model outputs vs FP32). */
+typedef struct {
+    const char *method;   /* "max", "entropy", "percentile-99.99", "mse", ... */
+    double cosine;        /* cosine similarity of the outputs, quantized vs FP32, in [-1, 1] */
+    double sqnr_db;       /* 10 log10(sum fp32^2 / sum (fp32 - quantized)^2), dB */
+    double max_abs;       /* largest |fp32 - quantized| over all outputs */
+    double top1_agree;    /* fraction in [0, 1] of images whose top-1 class equals FP32's; NaN if n/a */
+    double top1_acc;      /* top-1 accuracy in [0, 1] against labels; NaN if there are no labels */
+} io_report_method;
+
+/* One quantized tensor, for the method named by io_report.layers_method. */
+typedef struct {
+    const char *tensor;   /* output tensor name */
+    const char *node;     /* producing node's name */
+    const char *op_type;  /* producing node's op type ("Conv") */
+    double acc_sqnr_db;   /* accumulated: every layer so far quantized, this tensor vs FP32, dB */
+    double acc_cosine;    /* accumulated, cosine */
+    double iso_sqnr_db;   /* isolated: only this layer quantized (FP32 inputs), dB */
+    double iso_cosine;    /* isolated, cosine */
+} io_report_layer;
+
+/* The histogram of |x| of one tensor, with the amax each method chose for it. */
+typedef struct {
+    const char *tensor;
+    double amax;                          /* the histogram covers [0, amax] (largest |x| seen), > 0 */
+    int n_bins;                           /* equal-width bins over [0, amax] */
+    const double *bins;                   /* n_bins counts (any non-negative scale; NaN drawn as 0) */
+    int n_thresholds;
+    const char *const *threshold_methods; /* n_thresholds method names */
+    const double *thresholds;             /* n_thresholds amax values, same order */
+} io_report_hist;
+
+/* Nodes to leave in float so a target is reached (the result of the exclusion search). */
+typedef struct {
+    const char *target;                /* e.g. "cosine >= 0.98" */
+    double reached;                    /* the metric reached with these nodes excluded */
+    int n_excluded;
+    const char *const *excluded_nodes; /* n_excluded node names, in the order they were excluded */
+    const char *trtexec_arg;           /* "--layerPrecisions=a:fp32,b:fp32" alone (shown verbatim; the page
+                                        * adds the --precisionConstraints=obey it needs); NULL: none */
+} io_report_exclusion;
+
+/* The whole report. Arrays hold n_* elements each. */
+typedef struct {
+    const char *model;            /* model path or name */
+    const char *preset;           /* preprocessing preset */
+    const char *calib_images;     /* calibration image folder (or list) */
+    const char *eval_images;      /* held-out evaluation image folder */
+    int n_calib, n_eval;          /* image counts actually used */
+    const char *criterion;        /* what best_method was chosen on, e.g. "cosine" */
+    const char *best_method;      /* one of methods[].method (highlighted), or NULL */
+    int n_methods;
+    const io_report_method *methods;
+    const char *layers_method;    /* the method the layer-wise numbers are for */
+    int n_layers;
+    const io_report_layer *layers; /* execution order */
+    int n_hists;
+    const io_report_hist *hists;
+    const io_report_exclusion *exclusion; /* NULL if no exclusion search was run */
+} io_report;
+
+/* Writes the JSON layout above (cJSON's pretty print: tab indents; every double reads back exactly). */
+ptq_status io_report_write_json(const char *path, const io_report *r);
+/* Writes the self-contained HTML page. */
+ptq_status io_report_write_html(const char *path, const io_report *r);
+
+#endif

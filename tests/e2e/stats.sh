@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Statistics files, `ptq stats merge`, --stats, --from-stats and --from-cache on the PaddleOCR
+# cls model (fast) with real photos:
+# - two disjoint shards (list files) calibrated with --stats and merged give, through
+#   `calibrate --from-stats --method all`, caches and JSON byte-identical to one pass over all
+#   the photos, and every tensor's statistics identical bit for bit to the one pass's.
+#   Order: the image list is sorted by path (preprocess/dataset.c), so the one pass over
+#   all.txt reads a.txt (16 images: two full batches of 8) then b.txt, the same batches.
+#   Interleaved shards (odd/even lines: other neighbours and positions in each batch of 8) and
+#   merging in the other order are checked too: neither matters (R is the smallest power of
+#   two above amax, so bins never depend on the history). What does matter is the batch SIZE
+#   an image runs in: the executor's MatMul rounds differently for another M (--batch 3 vs 8
+#   changes the last bit of 2 of the 216 tensors), so the shards here keep every image in a
+#   batch of the one pass's size (the last image, text.png, is alone in the tail batch of 1 in
+#   both b.txt/odd.txt and the one pass).
+# - corrupt, truncated, other-model, other-preprocessing and repeated-shard files refused
+#   with one line naming the files; --from-stats on another model refused;
+# - quantize --from-stats and --from-cache write QDQ models byte-identical to quantize from
+#   the images (from a cache: scales identical, amax = scale*127 may differ in its last bit,
+#   which only shows in the JSON); tensors missing from a cache are named and stay float.
+# A small python reader of the format (stats.h) compares the per-tensor records.
+. "$(dirname "$0")/lib.sh"
+M=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
+REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
+PHOTOS=$ROOT/build/photos
+METHODS="max percentile-99.9 percentile-99.99 percentile-99.999 entropy mse"
+ls -d "$PHOTOS"/* | LC_ALL=C sort > "$TMP/all.txt"
+head -n 16 "$TMP/all.txt" > "$TMP/a.txt"        # 16 images: two full batches of 8
+tail -n +17 "$TMP/all.txt" > "$TMP/b.txt"       # the rest (one of them does not decode)
+awk 'NR % 2 == 1' "$TMP/all.txt" > "$TMP/odd.txt"
+awk 'NR % 2 == 0' "$TMP/all.txt" > "$TMP/even.txt"
+rm -f "$TMP"/*.ptqstats "$TMP"/*.cache "$TMP"/*.json "$TMP"/*.onnx
+
+cat > "$TMP/statsfile.py" <<'PYEOF'
+# Reads a .ptqstats file (format in io/stats.h): header fields and each tensor's raw record.
+import struct, sys, json
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for c in b: h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+def read(path):
+    d = open(path, 'rb').read()
+    assert d[:8] == b'PTQSTATS' and struct.unpack_from('<Q', d, len(d) - 8)[0] == fnv(d[:-8]), path
+    p = 8
+    ver, flags, model, plen = struct.unpack_from('<IIQI', d, p); p += 20
+    prep = d[p:p + plen].decode(); p += plen
+    ns, = struct.unpack_from('<I', d, p); p += 4
+    shards = list(struct.unpack_from('<%dQ' % ns, d, p)); p += 8 * ns
+    nimg, nt = struct.unpack_from('<QI', d, p); p += 12
+    tensors = []
+    for _ in range(nt):
+        start = p
+        ln, = struct.unpack_from('<I', d, p); p += 4
+        name = d[p:p + ln].decode(); p += ln
+        p += 40 + 12 + 8
+        nb, = struct.unpack_from('<I', d, p); p += 4
+        for _ in range(nb):
+            while d[p] & 0x80: p += 1
+            p += 1
+        tensors.append((name, d[start:p]))
+    assert p == len(d) - 8
+    return dict(version=ver, model=model, prep=prep, shards=shards, images=nimg, tensors=tensors)
+cmd = sys.argv[1]
+if cmd == 'same':   # same tensor records (names, order, statistics bit for bit)
+    a, b = read(sys.argv[2]), read(sys.argv[3])
+    assert a['model'] == b['model'] and a['prep'] == b['prep'] and a['images'] == b['images'], (a['images'], b['images'])
+    assert [n for n, _ in a['tensors']] == [n for n, _ in b['tensors']]
+    diff = [n for (n, x), (_, y) in zip(a['tensors'], b['tensors']) if x != y]
+    assert not diff, '%d of %d tensors differ, first %s' % (len(diff), len(a['tensors']), diff[:3])
+    print('%d tensors identical, %d images, image lists %d and %d' % (len(a['tensors']), a['images'], len(a['shards']), len(b['shards'])))
+elif cmd == 'header':
+    h = read(sys.argv[2]); h['tensors'] = len(h['tensors']); print(json.dumps(h))
+PYEOF
+stats_same() { $PY "$TMP/statsfile.py" same "$@"; }
+cal() { # out-name, then options
+  local o=$1; shift
+  "$PTQ" calibrate "$M" --method all --cache "$TMP/$o.cache" --json "$TMP/$o.json" "$@"
+}
+same_caches() { # a b: every method's cache and JSON identical
+  for m in $METHODS; do
+    cmp "$TMP/$1.$m.cache" "$TMP/$2.$m.cache" && cmp "$TMP/$1.$m.json" "$TMP/$2.$m.json" || return 1
+  done
+  echo "6 caches and 6 JSON files identical ($(wc -l < "$TMP/$1.entropy.cache") lines each)"
+}
+refused() { # expected-message-part, command...: fails with one line on stderr containing the part
+  local want=$1; shift
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then echo "accepted: $*"; return 1; fi
+  [ "$(echo "$err" | grep -v ': warning: ' | wc -l)" = 1 ] || { echo "not one line: $err"; return 1; }
+  echo "$err" | grep -qF -- "$want" || { echo "message lacks '$want': $err"; return 1; }
+  echo "$err" | grep -v ': warning: '
+}
+
+shards() {
+  for s in all a b odd even; do
+    cal "$s" --images "$TMP/$s.txt" --preset paddleocr-cls --stats "$TMP/$s.ptqstats" 2>/dev/null || return 1
+  done
+  $PY "$TMP/statsfile.py" header "$TMP/all.ptqstats" | grep -q '"images": 33' && echo "5 passes, 33 images in the one pass"
+}
+check "calibrate --stats: one pass over all photos, shards a (16) + b (18, one broken), odd/even lines" shards
+
+merged_equals_one_pass() { # name shard shard
+  local n=$1; shift
+  "$PTQ" stats merge "$@" -o "$TMP/$n.ptqstats" 2>/dev/null &&
+  cal "$n" --from-stats "$TMP/$n.ptqstats" 2>/dev/null && same_caches "$n" all && stats_same "$TMP/$n.ptqstats" "$TMP/all.ptqstats"
+}
+check "merge a+b, calibrate --from-stats --method all: caches and JSON byte-identical to one pass; statistics bit for bit" \
+  merged_equals_one_pass ab "$TMP/a.ptqstats" "$TMP/b.ptqstats"
+check "merge in the other order (b+a): the same" merged_equals_one_pass ba "$TMP/b.ptqstats" "$TMP/a.ptqstats"
+check "order and grouping do not matter: interleaved shards (odd/even lines) merged equal the sorted one pass" \
+  merged_equals_one_pass oe "$TMP/odd.ptqstats" "$TMP/even.ptqstats"
+check "--from-stats of the one pass's own file reproduces its caches" bash -c "
+  '$PTQ' calibrate '$M' --from-stats '$TMP/all.ptqstats' --method all --cache '$TMP/again.cache' --json '$TMP/again.json' 2>/dev/null &&
+  for m in $METHODS; do cmp '$TMP/again.'\$m.cache '$TMP/all.'\$m.cache || exit 1; done && echo identical"
+
+corrupt() {
+  local size; size=$(stat -c %s "$TMP/a.ptqstats")
+  cp "$TMP/a.ptqstats" "$TMP/flip.ptqstats"
+  printf '\x5a' | dd of="$TMP/flip.ptqstats" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+  cmp -s "$TMP/flip.ptqstats" "$TMP/a.ptqstats" && { echo "byte not changed"; return 1; }
+  head -c $((size - 100)) "$TMP/a.ptqstats" > "$TMP/trunc.ptqstats"
+  refused "flip.ptqstats: checksum mismatch" "$PTQ" stats merge "$TMP/flip.ptqstats" "$TMP/b.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "flip.ptqstats: checksum mismatch" "$PTQ" calibrate "$M" --from-stats "$TMP/flip.ptqstats" --cache "$TMP/x.cache" &&
+  refused "trunc.ptqstats" "$PTQ" stats merge "$TMP/b.ptqstats" "$TMP/trunc.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "not a ptq statistics file" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/all.max.cache" -o "$TMP/x.ptqstats" &&
+  [ ! -e "$TMP/x.ptqstats" ]
+}
+check "a flipped byte, a truncation, a cache instead of statistics: refused, naming the file, nothing written" corrupt
+
+others() {
+  "$PTQ" calibrate "$REC" --images "$TMP/b.txt" --preset paddleocr-rec --limit 2 --method max --cache "$TMP/rec.cache" \
+     --stats "$TMP/rec.ptqstats" 2>/dev/null &&
+  cal brec --images "$TMP/b.txt" --preset paddleocr-rec --stats "$TMP/brec.ptqstats" 2>/dev/null &&
+  cal bexif --images "$TMP/b.txt" --preset paddleocr-cls --exif off --stats "$TMP/bexif.ptqstats" 2>/dev/null &&
+  refused "different models" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/rec.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "different preprocessing (size=192x48 vs size=320x48)" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/brec.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "different preprocessing (exif=on vs exif=off)" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/bexif.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "statistics of another model" "$PTQ" calibrate "$REC" --from-stats "$TMP/ab.ptqstats" --cache "$TMP/x.cache" &&
+  refused "statistics of another model" "$PTQ" quantize "$REC" --from-stats "$TMP/ab.ptqstats" -o "$TMP/x.onnx" &&
+  [ ! -e "$TMP/x.ptqstats" ] && [ ! -e "$TMP/x.cache" ] && [ ! -e "$TMP/x.onnx" ]
+}
+check "other model (rec), other preset (paddleocr-rec), --exif off: merge refused; --from-stats on another model refused" others
+twice() {
+  refused "the same shard twice" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/b.ptqstats" "$TMP/a.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "a.ptqstats: both contain the image list" "$PTQ" stats merge "$TMP/ab.ptqstats" "$TMP/a.ptqstats" -o "$TMP/x.ptqstats"
+}
+check "the same shard twice refused (a b a; merged ab + a)" twice
+
+npy() {
+  "$PTQ" preprocess --images "$TMP/a.txt" --preset paddleocr-cls --dump "$TMP/a.npy" 2>/dev/null &&
+  "$PTQ" calibrate "$M" --input "$TMP/a.npy" --method entropy --cache "$TMP/npy.cache" --stats "$TMP/npy.ptqstats" 2>/dev/null &&
+  "$PTQ" calibrate "$M" --from-stats "$TMP/npy.ptqstats" --method entropy --cache "$TMP/npy2.cache" 2>/dev/null &&
+  cmp "$TMP/npy.cache" "$TMP/npy2.cache" && "$PTQ" stats show "$TMP/npy.ptqstats" | grep -qE '^preprocessing +npy:[0-9a-f]{16}$' &&
+  refused "different preprocessing" "$PTQ" stats merge "$TMP/npy.ptqstats" "$TMP/b.ptqstats" -o "$TMP/x.ptqstats"
+}
+check "--input .npy: --stats/--from-stats round trip; recorded as npy:<hash>, not mergeable with images" npy
+
+quant_from_stats() {
+  for m in entropy percentile:99.99; do
+    local t=${m/:/-}
+    "$PTQ" quantize "$M" --images "$TMP/all.txt" --preset paddleocr-cls --method $m -o "$TMP/qi.$t.onnx" \
+       --cache "$TMP/qi.$t.cache" --json "$TMP/qi.$t.json" --stats "$TMP/qi.ptqstats" 2>/dev/null &&
+    stats_same "$TMP/qi.ptqstats" "$TMP/all.ptqstats" >/dev/null &&
+    "$PTQ" quantize "$M" --from-stats "$TMP/ab.ptqstats" --method $m -o "$TMP/qs.$t.onnx" \
+       --cache "$TMP/qs.$t.cache" --json "$TMP/qs.$t.json" 2>/dev/null &&
+    cmp "$TMP/qi.$t.onnx" "$TMP/qs.$t.onnx" && cmp "$TMP/qi.$t.cache" "$TMP/qs.$t.cache" && cmp "$TMP/qi.$t.json" "$TMP/qs.$t.json" || return 1
+  done
+  echo "entropy and percentile:99.99: QDQ models ($(stat -c %s "$TMP/qi.entropy.onnx") bytes), caches and JSON identical"
+}
+check "quantize --from-stats (merged shards) == quantize from the photos: QDQ model, cache, JSON byte-identical; quantize --stats == calibrate --stats" quant_from_stats
+
+quant_from_cache() {
+  "$PTQ" quantize "$M" --images "$TMP/all.txt" --preset paddleocr-cls --method max -o "$TMP/qi.max.onnx" \
+     --cache "$TMP/qi.max.cache" --json "$TMP/qi.max.json" 2>/dev/null &&
+  "$PTQ" quantize "$M" --from-cache "$TMP/all.max.cache" -o "$TMP/qc.max.onnx" --cache "$TMP/qc.max.cache" \
+     --json "$TMP/qc.max.json" 2>/dev/null &&
+  cmp "$TMP/qi.max.onnx" "$TMP/qc.max.onnx" && cmp "$TMP/qi.max.cache" "$TMP/qc.max.cache" && $PY -c "
+import json, numpy as np
+a = json.load(open('$TMP/qi.max.json'))['tensors']; b = json.load(open('$TMP/qc.max.json'))['tensors']
+assert sorted(a) == sorted(b)
+assert all(np.float32(a[k]['scale']) == np.float32(b[k]['scale']) for k in a), 'scales differ'
+d = [k for k in a if np.float32(a[k]['amax']) != np.float32(b[k]['amax'])]
+assert all(abs(np.float32(a[k]['amax']) - np.float32(b[k]['amax'])) <= np.spacing(np.float32(a[k]['amax'])) for k in d)
+print('QDQ models and caches identical; %d scales identical; amax = scale*127 differs from the calibrated amax by one ulp in %d tensors (JSON only)' % (len(a), len(d)))"
+}
+check "quantize --from-cache (calibrate --method max) == quantize --method max from the photos: QDQ model and cache byte-identical" quant_from_cache
+
+missing() {
+  # two activation tensors the rules quantize (inputs of QuantizeLinear in the QDQ model), removed from the cache
+  local names; names=$($PY -c "
+import onnx
+m = onnx.load('$TMP/qi.max.onnx'); inits = {i.name for i in m.graph.initializer}
+acts = [n.input[0] for n in m.graph.node if n.op_type == 'QuantizeLinear' and n.input[0] not in inits]
+drop = [acts[0], acts[len(acts) // 2]]
+lines = open('$TMP/all.max.cache').read().splitlines(True)
+keep = [l for l in lines if l.rsplit(': ', 1)[0] not in drop]
+assert len(keep) == len(lines) - 2
+open('$TMP/partial.cache', 'w').writelines(keep)
+print(drop[0]); print(drop[1])") || return 1
+  local n1 n2 err; n1=$(echo "$names" | sed -n 1p); n2=$(echo "$names" | sed -n 2p)
+  err=$("$PTQ" quantize "$M" --from-cache "$TMP/partial.cache" -o "$TMP/qp.onnx" --report "$TMP/qp.tsv" 2>&1) || { echo "$err"; return 1; }
+  echo "$err" | grep -qF "tensor '$n1' has no range in $TMP/partial.cache: the nodes reading it stay float" &&
+  echo "$err" | grep -qF "tensor '$n2' has no range" && echo "$err" | grep -q "; 2 warnings;" &&
+  grep -qF "no calibrated range for '$n1'" "$TMP/qp.tsv" && grep -qF "no calibrated range for '$n2'" "$TMP/qp.tsv" && $PY -c "
+import onnx
+m = onnx.load('$TMP/qp.onnx'); q = {n.input[0] for n in m.graph.node if n.op_type == 'QuantizeLinear'}
+assert '$n1' not in q and '$n2' not in q, 'still quantized'
+onnx.checker.check_model(m)
+print('$n1 and $n2 named, left float; 2 warnings; %d Q nodes, checker-valid' % len(q))"
+}
+check "quantize --from-cache with two needed tensors missing: named, their consumers stay float, 2 warnings in the summary" missing
+
+usage() {
+  refused "--method does not apply to --from-cache" "$PTQ" quantize "$M" --from-cache "$TMP/all.max.cache" --method max -o "$TMP/x.onnx" &&
+  refused "give one of" "$PTQ" quantize "$M" --from-cache "$TMP/all.max.cache" --images "$PHOTOS" -o "$TMP/x.onnx" &&
+  refused "--from-stats replaces" "$PTQ" calibrate "$M" --from-stats "$TMP/ab.ptqstats" --images "$PHOTOS" --cache "$TMP/x.cache" &&
+  refused "runs none" "$PTQ" quantize "$M" --from-stats "$TMP/ab.ptqstats" --stats "$TMP/y.ptqstats" -o "$TMP/x.onnx" &&
+  refused "-o OUT.ptqstats is required" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/b.ptqstats" &&
+  { "$PTQ" quantize "$M" --from-cache "$TMP/all.max.cache" --method max -o "$TMP/x.onnx" 2>/dev/null; [ $? = 2 ]; }
+}
+check "usage errors (exit 2): --method with --from-cache, two sources, --stats with --from-stats, merge without -o" usage
+finish
