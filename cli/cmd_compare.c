@@ -23,6 +23,14 @@
 #define HIST_BINS 256
 #define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
 
+/* Seconds since t0. */
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 static void usage(FILE *fp)
 {
     fprintf(fp,
@@ -119,7 +127,7 @@ int cmd_compare(int argc, char **argv)
     const char *thr_names[MAX_METHODS];
     double thr[N_HISTS][MAX_METHODS];
     int n_hists = 0;
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     src.o.batch = 8;
     opterr = 0;
@@ -221,8 +229,12 @@ int cmd_compare(int argc, char **argv)
         quant_report_free(&rep);
         if (st != PTQ_OK) goto fail;
     }
-    fprintf(stderr, "ptq compare: evaluating %d method%s on %s\n", n_methods, n_methods == 1 ? "" : "s", eval_dir);
-    if ((st = cmp_evaluate(&ev, variants, n_methods, metrics)) != PTQ_OK) goto fail;
+    fprintf(stderr, "ptq compare: calibration pass %.1f s; evaluating %d method%s on %s\n", since(&t0), n_methods,
+            n_methods == 1 ? "" : "s", eval_dir);
+    /* one method at a time (one QDQ plan in memory); the first pass keeps the decoded
+     * images and FP32 outputs in the cache for the others */
+    for (int m = 0; m < n_methods; m++)
+        if ((st = cmp_evaluate(&ev, &variants[m], 1, &metrics[m])) != PTQ_OK) goto fail;
     int classifier = !isnan(metrics[0].top1_agree), labelled = classifier && !isnan(metrics[0].top1_acc);
     const char *criterion = labelled ? "top-1 accuracy, then cosine" : classifier ? "top-1 agreement, then cosine" : "cosine";
     int best = 0;
@@ -243,7 +255,7 @@ int cmd_compare(int argc, char **argv)
 
     /* layer-wise errors of one method */
     if (layers_m < 0) layers_m = best;
-    fprintf(stderr, "ptq compare: layer-wise errors of %s\n", tags[layers_m]);
+    fprintf(stderr, "ptq compare: %.1f s; layer-wise errors of %s\n", since(&t0), tags[layers_m]);
     if ((st = cmp_layers(&ev, variants[layers_m], &layers, &n_layers)) != PTQ_OK) goto fail;
     order = malloc(sizeof *order * ((size_t)n_layers + 1));
     if (!order) {
@@ -335,10 +347,8 @@ int cmd_compare(int argc, char **argv)
         if (json && (st = io_report_write_json(json, &r)) != PTQ_OK) goto fail;
         if (html && (st = io_report_write_html(html, &r)) != PTQ_OK) goto fail;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(stderr, "ptq compare: %d calibration images, %d evaluation images, %d methods, %d layers; %.1f s\n", src.images,
-            metrics[0].images, n_methods, n_layers,
-            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+            metrics[0].images, n_methods, n_layers, since(&t0));
     goto done;
 fail:
     rc = cli_fail(st);

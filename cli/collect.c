@@ -21,6 +21,11 @@ static int wanted(const cli_collector *c, const char *name)
     return 0;
 }
 
+static int wanted_name(const char *name, void *user)
+{
+    return wanted(user, name);
+}
+
 /* The observer: calls come in the same order every batch, so a cursor finds the entry. */
 static ptq_status observe(const char *name, int node, const ptq_tensor *t, void *user)
 {
@@ -88,6 +93,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     ptq_plan_options popt = ptq_plan_defaults();
     popt.observer = observe;
     popt.observer_user = col;
+    if (col->n_globs) popt.observe_filter = wanted_name; /* the rest may fuse */
     popt.nthreads = o.threads;
     int batch_done = 0, images = 0, skipped = 0;
     int64_t planned_n = -1;

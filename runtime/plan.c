@@ -3,7 +3,8 @@
  *   2. bind input shapes, then infer node by node; a node whose inputs are all
  *      constant is run at once and its outputs become constants (this folds shape
  *      subgraphs: Shape -> Gather -> Concat -> Reshape);
- *   3. fuse (only when no observer is set, so every observed tensor exists):
+ *   3. fuse, never removing a graph output or a tensor the observer sees (all float
+ *      tensors unless options.observe_filter narrows them):
  *      BatchNormalization into the preceding Conv's weights, then a single-use
  *      activation into the op that produces its input;
  *   4. lay out one activation arena by liveness (first fit, 64-byte aligned); graph
@@ -346,6 +347,20 @@ static int is_graph_output(const ptq_plan *p, int v)
     return 0;
 }
 
+/* The observer sees v: a float tensor of the graph (not a constant the planner made)
+ * that the filter, if any, accepts. */
+static int observes(const ptq_plan *p, int v)
+{
+    if (!p->opt.observer || v < 0 || v >= p->g->n_values || p->vals[v].dtype != PTQ_F32) return 0;
+    return !p->opt.observe_filter || p->opt.observe_filter(p->g->values[v].name, p->opt.observer_user);
+}
+
+/* A tensor fusion must keep: a graph output or an observed tensor. */
+static int pinned(const ptq_plan *p, int v)
+{
+    return is_graph_output(p, v) || observes(p, v);
+}
+
 static int op_is(const ptq_plan *p, const plan_step *s, const char *type)
 {
     return strcmp(p->g->nodes[s->node].op_type, type) == 0;
@@ -381,7 +396,7 @@ static ptq_status fuse_batchnorm(ptq_plan *p)
         plan_step *conv = &p->steps[i];
         if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
         int y = conv->out_vals[0], j = -1;
-        if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *bn = &p->steps[j];
         if (!op_is(p, bn, "BatchNormalization") || bn->ctx.n_in != 5 || bn->in_vals[0] != y) continue;
         int ok = p->is_const[conv->in_vals[1]] && (conv->ctx.n_in < 3 || p->is_const[conv->in_vals[2]]);
@@ -477,7 +492,7 @@ static ptq_status fuse_activations(ptq_plan *p)
         plan_step *s = &p->steps[i];
         if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
         int y = s->out_vals[0], j = -1;
-        if (y < 0 || p->vals[y].dtype != PTQ_F32 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        if (y < 0 || p->vals[y].dtype != PTQ_F32 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *a = &p->steps[j];
         ptq_activation act;
         if (a->in_vals[0] != y || !activation_of(p, a, &act)) continue;
@@ -540,7 +555,7 @@ static ptq_status fold_affine(ptq_plan *p)
         int copied = 0, changed = 0;
         for (;;) {
             int y = conv->out_vals[0], j = -1;
-            if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) break;
+            if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) break;
             plan_step *c = &p->steps[j];
             int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
             if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2) break;
@@ -618,7 +633,8 @@ static ptq_status fuse_hardswish_pattern(ptq_plan *p)
             int three = add->in_vals[0] == x ? add->in_vals[1] : (add->in_vals[1] == x ? add->in_vals[0] : -1);
             if (!scalar_const_is(p, three, 3.0f)) continue;
             int jx = producer_step(p, x);
-            if (jx < 0 || is_graph_output(p, x) || consumers(p, x, &dummy) != 2) continue;
+            if (jx < 0 || pinned(p, x) || pinned(p, t) || pinned(p, cv) || pinned(p, m) || consumers(p, x, &dummy) != 2)
+                continue;
             plan_step *prod = &p->steps[jx];
             if (!(prod->def->flags & PTQ_OP_FUSE_ACT) || prod->ctx.act.kind != PTQ_ACT_NONE || prod->ctx.act.has_post ||
                 prod->out_vals[0] != x || p->vals[x].dtype != PTQ_F32 || !ptq_shape_equal(&p->vals[x], &p->vals[d->out_vals[0]]))
@@ -644,7 +660,7 @@ static ptq_status fuse_post_affine(ptq_plan *p)
         plan_step *s = &p->steps[i];
         if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
         int y = s->out_vals[0], j = -1;
-        if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *mul = &p->steps[j];
         if (!op_is(p, mul, "Mul") || mul->ctx.n_in != 2) continue;
         int kv = mul->in_vals[0] == y ? mul->in_vals[1] : mul->in_vals[0];
@@ -653,7 +669,7 @@ static ptq_status fuse_post_affine(ptq_plan *p)
             continue;
         int z = mul->out_vals[0], ja = -1;
         plan_step *add = NULL;
-        if (!is_graph_output(p, z) && consumers(p, z, &ja) == 1) {
+        if (!pinned(p, z) && consumers(p, z, &ja) == 1) {
             plan_step *c = &p->steps[ja];
             int bv = c->ctx.n_in == 2 ? (c->in_vals[0] == z ? c->in_vals[1] : c->in_vals[0]) : -1;
             if (op_is(p, c, "Add") && bv >= 0 && p->is_const[bv] && p->vals[bv].dtype == PTQ_F32 &&
@@ -829,7 +845,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         if (g->values[v].kind == PTQ_VALUE_INTERMEDIATE && g->values[v].producer < 0)
             FAIL(PTQ_ERR_FORMAT, "graph output '%s' is produced by no node", g->values[v].name);
     }
-    if (p->opt.fuse && !p->opt.observer) {
+    if (p->opt.fuse) { /* observed tensors are pinned: with every tensor observed nothing fuses */
         TRY(fuse_batchnorm(p));
         TRY(fold_affine(p));
         TRY(fuse_activations(p));
@@ -910,7 +926,7 @@ static void print_profile(const ptq_plan *p)
 static ptq_status observe(ptq_plan *p, int v, int node)
 {
     const ptq_tensor *t = &p->vals[v];
-    if (t->dtype != PTQ_F32) return PTQ_OK;
+    if (!observes(p, v)) return PTQ_OK;
     return p->opt.observer(p->g->values[v].name, node, t, p->opt.observer_user);
 }
 

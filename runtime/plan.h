@@ -31,6 +31,10 @@ typedef struct {
     int fuse;                   /* fold BatchNormalization into Conv, fuse activations (default 1) */
     ptq_observer_fn observer;   /* NULL: none */
     void *observer_user;
+    /* Which float tensors the observer sees (NULL: all); called at plan time with the
+     * observer's user pointer. Tensors it does not see may be fused away, so a narrow
+     * observer keeps most of the fused plan's speed. */
+    int (*observe_filter)(const char *name, void *user);
 } ptq_plan_options;
 
 /* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
