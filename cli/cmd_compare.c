@@ -196,6 +196,7 @@ int cmd_compare(int argc, char **argv)
 
     /* one calibration pass */
     if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
+    fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
     if (!(cache = cmp_cache_create(EVAL_CACHE_BYTES))) {
         st = PTQ_ERR_NOMEM;
         ptq_error("out of memory");
@@ -229,7 +230,7 @@ int cmd_compare(int argc, char **argv)
         quant_report_free(&rep);
         if (st != PTQ_OK) goto fail;
     }
-    fprintf(stderr, "ptq compare: calibration pass %.1f s; evaluating %d method%s on %s\n", since(&t0), n_methods,
+    fprintf(stderr, "ptq compare: %.1f s; evaluating %d method%s on %s\n", since(&t0), n_methods,
             n_methods == 1 ? "" : "s", eval_dir);
     /* one method at a time (one QDQ plan in memory); the first pass keeps the decoded
      * images and FP32 outputs in the cache for the others */

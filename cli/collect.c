@@ -91,6 +91,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     }
     const char *in_name = g->values[in_v].name;
     ptq_plan_options popt = ptq_plan_defaults();
+    if (col->nthreads < 1) col->nthreads = o.threads > 0 ? o.threads : omp_get_max_threads();
     popt.observer = observe;
     popt.observer_user = col;
     if (col->n_globs) popt.observe_filter = wanted_name; /* the rest may fuse */
