@@ -162,12 +162,12 @@ static int label_of(const label_set *l, const char *path)
 
 /* ---- output metrics ---- */
 
+/* Sums that make cosine and SQNR of b against a: sum ab, aa, bb, (a - b)^2, and max |a - b|. */
 typedef struct {
     double ab, aa, bb, dd, max_abs;
-    long agree, rows, correct, labelled;
-} acc;
+} sums;
 
-static void acc_add(acc *m, const float *a, const float *b, size_t n)
+static void sums_add(sums *m, const float *a, const float *b, size_t n)
 {
     double ab = 0, aa = 0, bb = 0, dd = 0, mx = m->max_abs;
     for (size_t i = 0; i < n; i++) {
@@ -185,17 +185,22 @@ static void acc_add(acc *m, const float *a, const float *b, size_t n)
     m->max_abs = mx;
 }
 
-static double cosine_of(double ab, double aa, double bb)
+typedef struct {
+    sums s;
+    long agree, rows, correct, labelled;
+} acc;
+
+static double cosine_of(const sums *m)
 {
-    if (aa == 0 && bb == 0) return 1.0;
-    if (aa == 0 || bb == 0) return 0.0;
-    return ab / sqrt(aa * bb);
+    if (m->aa == 0 && m->bb == 0) return 1.0;
+    if (m->aa == 0 || m->bb == 0) return 0.0;
+    return m->ab / sqrt(m->aa * m->bb);
 }
 
-static double sqnr_of(double aa, double dd)
+static double sqnr_of(const sums *m)
 {
-    if (dd == 0) return INFINITY;
-    return 10.0 * log10(aa / dd);
+    if (m->dd == 0) return INFINITY;
+    return 10.0 * log10(m->aa / m->dd);
 }
 
 static int argmax(const float *x, int64_t n)
@@ -208,9 +213,9 @@ static int argmax(const float *x, int64_t n)
 
 static void metrics_of(const acc *m, int classifier, int labelled, int images, cmp_metrics *out)
 {
-    out->cosine = cosine_of(m->ab, m->aa, m->bb);
-    out->sqnr_db = sqnr_of(m->aa, m->dd);
-    out->max_abs = m->max_abs;
+    out->cosine = cosine_of(&m->s);
+    out->sqnr_db = sqnr_of(&m->s);
+    out->max_abs = m->s.max_abs;
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
     out->images = images;
@@ -308,7 +313,7 @@ static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float 
         TRY(cli_runner_run(&rs[k], x));
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
-            if (y->dtype == PTQ_F32 && fp32[o]) acc_add(&accs[k], fp32[o], y->data, ptq_tensor_numel(y));
+            if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
         }
         if (!classifier) continue;
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
@@ -425,8 +430,7 @@ done:
 typedef struct {
     const char *tensor, *dq;  /* names in the QDQ graph (borrowed) */
     float scale;
-    double a_ab, a_aa, a_bb, a_dd;   /* accumulated */
-    double i_ab, i_aa, i_bb, i_dd;   /* isolated */
+    sums acc, iso;                   /* accumulated, isolated */
     float *copy;                     /* the QDQ side, when it came first */
     size_t copy_n;
     int order;                       /* FP32 execution order, -1 unseen */
@@ -444,23 +448,6 @@ typedef struct {
     int pending;                     /* layer the QDQ plan is being stepped to, or -1 */
     const float *fp32;               /* that layer's FP32 data */
 } lockstep;
-
-static ptq_status pair(layer_acc *l, const float *a, const float *b, size_t n)
-{
-    double ab = 0, aa = 0, bb = 0, dd = 0;
-    for (size_t i = 0; i < n; i++) {
-        double x = a[i], y = b[i], d = x - y;
-        ab += x * y;
-        aa += x * x;
-        bb += y * y;
-        dd += d * d;
-    }
-    l->a_ab += ab;
-    l->a_aa += aa;
-    l->a_bb += bb;
-    l->a_dd += dd;
-    return PTQ_OK;
-}
 
 /* What each plan's observer sees (everything else may fuse): the quantized tensors on
  * the FP32 side, their dequantized forms on the QDQ side. */
@@ -492,7 +479,8 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
     size_t n = ptq_tensor_numel(t);
     if (k == ls->pending) {
         ls->pending = -1;
-        return pair(l, ls->fp32, t->data, n);
+        sums_add(&l->acc, ls->fp32, t->data, n);
+        return PTQ_OK;
     }
     free(l->copy);
     l->copy = malloc(n * sizeof(float));
@@ -510,7 +498,7 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
  * in float). Written out here so that it vectorises; blocks of 1024 keep float partial
  * sums short before they are added in double. */
 __attribute__((target_clones("avx2", "default")))
-static void isolated_sums(const float *a, size_t n, float scale, double *ab, double *aa, double *bb, double *dd)
+static void isolated_sums(const float *a, size_t n, float scale, sums *m)
 {
     double s_ab = 0, s_aa = 0, s_bb = 0, s_dd = 0;
     for (size_t b = 0; b < n; b += 1024) {
@@ -532,10 +520,10 @@ static void isolated_sums(const float *a, size_t n, float scale, double *ab, dou
         s_bb += p_bb;
         s_dd += p_dd;
     }
-    *ab = s_ab;
-    *aa = s_aa;
-    *bb = s_bb;
-    *dd = s_dd;
+    m->ab += s_ab;
+    m->aa += s_aa;
+    m->bb += s_bb;
+    m->dd += s_dd;
 }
 
 /* FP32 side: a tensor the QDQ model quantizes. Isolated error at once; accumulated
@@ -552,14 +540,9 @@ static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, 
     const float *a = t->data;
     size_t n = ptq_tensor_numel(t);
     if (l->order < 0) l->order = ls->seen++;
-    double ab = 0, aa = 0, bb = 0, dd = 0;
-    isolated_sums(a, n, l->scale, &ab, &aa, &bb, &dd);
-    l->i_ab += ab;
-    l->i_aa += aa;
-    l->i_bb += bb;
-    l->i_dd += dd;
+    isolated_sums(a, n, l->scale, &l->iso);
     if (l->copy) {
-        if (l->copy_n == n) pair(l, a, l->copy, n);
+        if (l->copy_n == n) sums_add(&l->acc, a, l->copy, n);
         free(l->copy);
         l->copy = NULL;
         return PTQ_OK;
@@ -661,10 +644,10 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
             r->node = ptq_strdup(node);
             r->op_type = op;
             r->amax = l->scale * 127.0f;
-            r->acc_cosine = cosine_of(l->a_ab, l->a_aa, l->a_bb);
-            r->acc_sqnr_db = sqnr_of(l->a_aa, l->a_dd);
-            r->iso_cosine = cosine_of(l->i_ab, l->i_aa, l->i_bb);
-            r->iso_sqnr_db = sqnr_of(l->i_aa, l->i_dd);
+            r->acc_cosine = cosine_of(&l->acc);
+            r->acc_sqnr_db = sqnr_of(&l->acc);
+            r->iso_cosine = cosine_of(&l->iso);
+            r->iso_sqnr_db = sqnr_of(&l->iso);
             if (!r->tensor || !r->node) {
                 cmp_layers_free(res, m);
                 FAIL(PTQ_ERR_NOMEM, "out of memory");
