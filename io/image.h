@@ -25,6 +25,8 @@ typedef enum { IO_IMAGE_UNKNOWN = 0, IO_IMAGE_JPEG, IO_IMAGE_PNG } io_image_form
 typedef struct {
     int apply_exif;       /* rotate/flip by the EXIF Orientation tag (default 1) */
     uint64_t max_pixels;  /* refuse larger images (default 1 << 28) */
+    int libpng_only;      /* decode PNG with libpng's row API only, never the fast path (0; tests
+                           * compare the two) */
 } io_image_options;
 
 typedef struct {

@@ -1,7 +1,15 @@
-/* dataset.c: file listing, then a producer thread that decodes and preprocesses
- * batches into a ring of (prefetch + 1) slots; the consumer takes them in order.
- * Within a batch, images decode in parallel (OpenMP) into fixed places, so the
- * result does not depend on the thread count. */
+/* dataset.c: file listing, then a pool of worker threads that decode and preprocess
+ * images ahead of the consumer, and the consumer that gathers them into batches.
+ *
+ * Image i of the (sorted or shuffled) list goes to cell i % n_cells of a ring of
+ * prefetch * batch cells; workers claim images in list order, each into its own cell,
+ * and at most n_cells images past the one the consumer waits for. pp_dataset_next takes
+ * the cells in list order, skipping (or, with strict, stopping at) the images that
+ * failed, and copies the good ones into the batch it hands out. So a batch holds the
+ * same images in the same order, and warnings come in the same order, at any thread
+ * count; memory stays at (prefetch + 1) batches whatever the folder size. With a
+ * --limit, an image is only claimed while the images before it that did not fail are
+ * fewer than the limit, so nothing past the limit is decoded (or warned about). */
 #include "dataset.h"
 
 #include <dirent.h>
@@ -20,34 +28,45 @@
 #include "io/image.h"
 #include "runtime/graph.h"
 
+enum { CELL_FREE = 0, CELL_BUSY, CELL_DONE };
+
 typedef struct {
-    float *data;
-    pp_meta *meta;
-    const char **paths;
-    int n;
-    int ready; /* filled by the producer, not yet released by the consumer */
-} slot;
+    float *data;      /* one image's tensor */
+    pp_meta meta;
+    ptq_status st;    /* the image's outcome; msg names the file when not PTQ_OK */
+    char msg[512];
+    int state;        /* CELL_*: claimed by a worker (BUSY), then handed to the consumer (DONE) */
+} cell;
+
+#define MAX_WORKERS 256
 
 struct pp_dataset {
     pp_dataset_options o;
     pp_config cfg;
     char **files;
     int n_files;
-    size_t floats;  /* per image */
-    slot *slots;
-    int n_slots;
-    pthread_t thread;
-    int started;
+    size_t floats;        /* per image */
+    cell *cells;
+    int n_cells;
+    float *out;           /* the batch handed out: batch * floats */
+    pp_meta *out_meta;
+    const char **out_paths;
+    pthread_t workers[MAX_WORKERS];
+    int n_workers;
+    int sync;                /* mu and the condition variables are initialised */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop, finished;   /* consumer asks to stop; producer has published its last batch */
-    ptq_status error;     /* producer's failure (strict), with its message */
+    pthread_cond_t work_cv;  /* workers: a cell was freed, an image failed, or stop */
+    pthread_cond_t done_cv;  /* consumer: a cell is done */
+    int stop;                /* close: workers finish their image and leave */
+    int claimed;             /* images claimed by workers (list order) */
+    int failed_done;         /* claimed images that failed, as workers finish them */
+    int taken;               /* images the consumer has taken out of the cells */
+    ptq_status error;        /* strict: the first bad image (sticky), with its message */
     char error_msg[1024];
-    int produced, taken, holding; /* batches published, batches handed out, a batch is out */
-    int consumed;                 /* images handed out */
-    int used, skipped;    /* written by the producer under mu */
+    int consumed;            /* images handed out */
+    int skipped;             /* images the consumer passed over */
     uint64_t hash;
-    double t0;
+    double t0, shown;
 };
 
 pp_dataset_options pp_dataset_defaults(void)
@@ -170,91 +189,47 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- producer ---- */
+/* ---- workers ---- */
 
-static void *producer(void *arg)
+/* Whether a worker may claim the next image (called with mu held). */
+static int can_claim(const pp_dataset *d)
+{
+    if (d->claimed >= d->n_files || d->claimed >= d->taken + d->n_cells || d->error != PTQ_OK) return 0;
+    /* images claimed so far that did not fail (or are still being decoded) */
+    return d->o.limit <= 0 || d->claimed - d->failed_done < d->o.limit;
+}
+
+static void *worker(void *arg)
 {
     pp_dataset *d = arg;
-    int batch = d->o.batch, next = 0, nthreads = d->o.threads > 0 ? d->o.threads : omp_get_max_threads();
-    float *tmp = malloc(sizeof(float) * d->floats * (size_t)batch);
-    pp_meta *tmeta = malloc(sizeof(pp_meta) * (size_t)batch);
-    ptq_status *tst = malloc(sizeof(ptq_status) * (size_t)batch);
-    char (*tmsg)[512] = malloc(sizeof(*tmsg) * (size_t)batch);
     io_image_options io = io_image_defaults();
     io.apply_exif = d->o.exif;
-    if (!tmp || !tmeta || !tst || !tmsg) {
-        pthread_mutex_lock(&d->mu);
-        d->error = PTQ_ERR_NOMEM;
-        snprintf(d->error_msg, sizeof d->error_msg, "out of memory for a batch of %d images", batch);
-        d->finished = 1;
-        pthread_cond_broadcast(&d->cv);
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->stop && d->claimed < d->n_files && !can_claim(d)) pthread_cond_wait(&d->work_cv, &d->mu);
+        if (d->stop || d->claimed >= d->n_files) break;
+        int i = d->claimed++;
+        cell *c = &d->cells[i % d->n_cells];
+        c->state = CELL_BUSY;
         pthread_mutex_unlock(&d->mu);
-        goto out;
-    }
-    for (int b = 0;; b++) {
-        slot *s = &d->slots[b % d->n_slots];
-        pthread_mutex_lock(&d->mu);
-        while (s->ready && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
-        int stop = d->stop;
-        pthread_mutex_unlock(&d->mu);
-        if (stop) break;
-        int n = 0, failed = 0;
-        while (n < batch && next < d->n_files && !failed) {
-            int room = batch - n, used_so_far;
-            pthread_mutex_lock(&d->mu);
-            used_so_far = d->used;
-            pthread_mutex_unlock(&d->mu);
-            if (d->o.limit > 0 && used_so_far + n >= d->o.limit) break;
-            if (d->o.limit > 0 && room > d->o.limit - used_so_far - n) room = d->o.limit - used_so_far - n;
-            int k = d->n_files - next < room ? d->n_files - next : room;
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-            for (int i = 0; i < k; i++) {
-                io_image img;
-                tst[i] = io_image_load(d->files[next + i], &io, &img);
-                if (tst[i] == PTQ_OK) {
-                    tst[i] = pp_image_to_tensor(&img, &d->cfg, tmp + (size_t)i * d->floats, &tmeta[i]);
-                    io_image_free(&img);
-                }
-                if (tst[i] != PTQ_OK) snprintf(tmsg[i], sizeof tmsg[i], "%s", ptq_last_error());
-            }
-            for (int i = 0; i < k; i++) {
-                if (tst[i] != PTQ_OK) {
-                    pthread_mutex_lock(&d->mu);
-                    if (d->o.strict) {
-                        d->error = tst[i];
-                        snprintf(d->error_msg, sizeof d->error_msg, "%s", tmsg[i]);
-                        failed = 1;
-                    } else {
-                        d->skipped++;
-                        if (!d->o.quiet) fprintf(stderr, "%sptq: warning: skipped %s\n", isatty(STDERR_FILENO) ? "\n" : "", tmsg[i]);
-                    }
-                    pthread_mutex_unlock(&d->mu);
-                    if (failed) break;
-                    continue;
-                }
-                memcpy(s->data + (size_t)n * d->floats, tmp + (size_t)i * d->floats, sizeof(float) * d->floats);
-                s->meta[n] = tmeta[i];
-                s->paths[n] = d->files[next + i];
-                n++;
-            }
-            next += k;
+
+        io_image img;
+        c->st = io_image_load(d->files[i], &io, &img);
+        if (c->st == PTQ_OK) {
+            c->st = pp_image_to_tensor(&img, &d->cfg, c->data, &c->meta);
+            io_image_free(&img);
         }
+        if (c->st != PTQ_OK) snprintf(c->msg, sizeof c->msg, "%s", ptq_last_error());
+
         pthread_mutex_lock(&d->mu);
-        s->n = failed ? 0 : n;
-        s->ready = 1;
-        d->used += s->n;
-        d->produced++;
-        if (n == 0 || failed) d->finished = 1;
-        pthread_cond_broadcast(&d->cv);
-        int done_all = d->finished;
-        pthread_mutex_unlock(&d->mu);
-        if (done_all) break;
+        c->state = CELL_DONE;
+        if (c->st != PTQ_OK) {
+            d->failed_done++;
+            pthread_cond_broadcast(&d->work_cv); /* the limit may let one more image in */
+        }
+        pthread_cond_broadcast(&d->done_cv);
     }
-out:
-    free(tmp);
-    free(tmeta);
-    free(tst);
-    free(tmsg);
+    pthread_mutex_unlock(&d->mu);
     return NULL;
 }
 
@@ -284,6 +259,10 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     }
     d = calloc(1, sizeof *d);
     CHECK_ALLOC(d);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->work_cv, NULL);
+    pthread_cond_init(&d->done_cv, NULL);
+    d->sync = 1;
     d->o = *o;
     d->o.prefetch = o->prefetch < 1 ? 1 : (o->prefetch > 16 ? 16 : o->prefetch);
     d->cfg = *c;
@@ -291,23 +270,34 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     d->n_files = files.n;
     files.v = NULL;
     d->floats = pp_tensor_floats(c);
-    d->n_slots = d->o.prefetch + 1;
-    d->slots = calloc((size_t)d->n_slots, sizeof *d->slots);
-    CHECK_ALLOC(d->slots);
-    for (int i = 0; i < d->n_slots; i++) {
-        d->slots[i].data = malloc(sizeof(float) * d->floats * (size_t)o->batch);
-        d->slots[i].meta = malloc(sizeof(pp_meta) * (size_t)o->batch);
-        d->slots[i].paths = malloc(sizeof(char *) * (size_t)o->batch);
-        CHECK_ALLOC(d->slots[i].data);
-        CHECK_ALLOC(d->slots[i].meta);
-        CHECK_ALLOC(d->slots[i].paths);
+    d->n_cells = d->o.prefetch * o->batch;
+    d->cells = calloc((size_t)d->n_cells, sizeof *d->cells);
+    CHECK_ALLOC(d->cells);
+    for (int i = 0; i < d->n_cells; i++) {
+        d->cells[i].data = malloc(sizeof(float) * d->floats);
+        CHECK_ALLOC(d->cells[i].data);
     }
-    pthread_mutex_init(&d->mu, NULL);
-    pthread_cond_init(&d->cv, NULL);
+    d->out = malloc(sizeof(float) * d->floats * (size_t)o->batch);
+    d->out_meta = malloc(sizeof(pp_meta) * (size_t)o->batch);
+    d->out_paths = malloc(sizeof(char *) * (size_t)o->batch);
+    CHECK_ALLOC(d->out);
+    CHECK_ALLOC(d->out_meta);
+    CHECK_ALLOC(d->out_paths);
     d->hash = 1469598103934665603ull;
     d->t0 = now_s();
-    if (pthread_create(&d->thread, NULL, producer, d) != 0) FAIL(PTQ_ERR_NOMEM, "cannot start the decoding thread");
-    d->started = 1;
+    {
+        int want = o->threads > 0 ? o->threads : omp_get_max_threads();
+        if (want < 1) want = 1;
+        if (want > MAX_WORKERS) want = MAX_WORKERS;
+        if (want > files.n) want = files.n;
+        for (int i = 0; i < want; i++) {
+            if (pthread_create(&d->workers[i], NULL, worker, d) != 0) {
+                if (d->n_workers == 0) FAIL(PTQ_ERR_NOMEM, "cannot start the decoding threads");
+                break; /* fewer workers: slower, same result */
+            }
+            d->n_workers++;
+        }
+    }
     *out = d;
     d = NULL;
 done:
@@ -322,10 +312,12 @@ int pp_dataset_files(const pp_dataset *d)
     return d->n_files;
 }
 
-static void progress(pp_dataset *d)
+static void progress(pp_dataset *d, int last)
 {
     if (d->o.quiet || !isatty(STDERR_FILENO)) return;
-    double t = now_s() - d->t0;
+    double now = now_s(), t = now - d->t0;
+    if (!last && now - d->shown < 0.1) return; /* at most ten refreshes a second */
+    d->shown = now;
     int total = d->o.limit > 0 && d->o.limit < d->n_files ? d->o.limit : d->n_files;
     double rate = t > 0 ? d->consumed / t : 0;
     double eta = rate > 0 ? (total - d->consumed) / rate : 0;
@@ -335,38 +327,57 @@ static void progress(pp_dataset *d)
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta, const char *const **paths)
 {
     ptq_status st = PTQ_OK;
+    int k = 0;
     *n = 0;
     pthread_mutex_lock(&d->mu);
-    if (d->holding) { /* give the previous batch's slot back to the producer */
-        d->slots[(d->taken - 1) % d->n_slots].ready = 0;
-        d->holding = 0;
-        pthread_cond_broadcast(&d->cv);
+    while (k < d->o.batch && d->error == PTQ_OK && d->taken < d->n_files &&
+           !(d->o.limit > 0 && d->consumed + k >= d->o.limit)) {
+        int i = d->taken;
+        cell *c = &d->cells[i % d->n_cells];
+        while (c->state != CELL_DONE) pthread_cond_wait(&d->done_cv, &d->mu);
+        /* the cell is ours until it is marked free: copy it out without the lock */
+        pthread_mutex_unlock(&d->mu);
+        int good = c->st == PTQ_OK;
+        if (good) {
+            memcpy(d->out + (size_t)k * d->floats, c->data, sizeof(float) * d->floats);
+            d->out_meta[k] = c->meta;
+            d->out_paths[k] = d->files[i];
+        } else if (!d->o.strict && !d->o.quiet) {
+            fprintf(stderr, "%sptq: warning: skipped %s\n", isatty(STDERR_FILENO) ? "\n" : "", c->msg);
+        }
+        pthread_mutex_lock(&d->mu);
+        if (good) {
+            k++;
+        } else if (d->o.strict) {
+            d->error = c->st;
+            snprintf(d->error_msg, sizeof d->error_msg, "%s", c->msg);
+        } else {
+            d->skipped++;
+        }
+        c->state = CELL_FREE;
+        d->taken++;
+        pthread_cond_broadcast(&d->work_cv);
     }
-    slot *s = &d->slots[d->taken % d->n_slots];
-    while (!s->ready && d->error == PTQ_OK && !(d->finished && d->produced <= d->taken))
-        pthread_cond_wait(&d->cv, &d->mu);
     if (d->error != PTQ_OK) {
         st = d->error;
         ptq_error("%s", d->error_msg);
-    } else if (s->ready && s->n > 0) {
-        *data = s->data;
-        *n = s->n;
-        if (meta) *meta = s->meta;
-        if (paths) *paths = s->paths;
-        d->taken++;
-        d->holding = 1;
-        d->consumed += s->n;
-        for (int i = 0; i < s->n; i++) {
-            for (const char *c = s->paths[i]; *c; c++) d->hash = (d->hash ^ (uint8_t)*c) * 1099511628211ull;
-            d->hash = (d->hash ^ (uint8_t)'\n') * 1099511628211ull;
-        }
-    } else if (s->ready) {
-        s->ready = 0; /* the empty end-of-data batch */
-        pthread_cond_broadcast(&d->cv);
+        k = 0;
     }
+    d->consumed += k;
     pthread_mutex_unlock(&d->mu);
-    if (st == PTQ_OK) progress(d);
-    if (st == PTQ_OK && *n == 0 && !d->o.quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < k; i++) {
+        for (const char *c = d->out_paths[i]; *c; c++) d->hash = (d->hash ^ (uint8_t)*c) * 1099511628211ull;
+        d->hash = (d->hash ^ (uint8_t)'\n') * 1099511628211ull;
+    }
+    *n = k;
+    if (k > 0) {
+        *data = d->out;
+        if (meta) *meta = d->out_meta;
+        if (paths) *paths = d->out_paths;
+    }
+    progress(d, k == 0);
+    if (k == 0 && !d->o.quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
 }
 
@@ -386,21 +397,23 @@ uint64_t pp_dataset_list_hash(const pp_dataset *d)
 void pp_dataset_close(pp_dataset *d)
 {
     if (!d) return;
-    if (d->started) {
+    if (d->n_workers > 0) {
         pthread_mutex_lock(&d->mu);
         d->stop = 1;
-        pthread_cond_broadcast(&d->cv);
+        pthread_cond_broadcast(&d->work_cv);
         pthread_mutex_unlock(&d->mu);
-        pthread_join(d->thread, NULL);
+        for (int i = 0; i < d->n_workers; i++) pthread_join(d->workers[i], NULL);
+    }
+    if (d->sync) {
         pthread_mutex_destroy(&d->mu);
-        pthread_cond_destroy(&d->cv);
+        pthread_cond_destroy(&d->work_cv);
+        pthread_cond_destroy(&d->done_cv);
     }
-    for (int i = 0; d->slots && i < d->n_slots; i++) {
-        free(d->slots[i].data);
-        free(d->slots[i].meta);
-        free(d->slots[i].paths);
-    }
-    free(d->slots);
+    for (int i = 0; d->cells && i < d->n_cells; i++) free(d->cells[i].data);
+    free(d->cells);
+    free(d->out);
+    free(d->out_meta);
+    free(d->out_paths);
     for (int i = 0; i < d->n_files; i++) free(d->files[i]);
     free(d->files);
     free(d);

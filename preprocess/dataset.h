@@ -1,6 +1,7 @@
 /* dataset.h: an image folder (recursive) or a list file, as batches of model input
- * tensors, decoded and preprocessed by a producer thread a few batches ahead of the
- * consumer, in memory bounded by (prefetch + 1) batches whatever the folder size.
+ * tensors, decoded and preprocessed by `threads` worker threads up to `prefetch`
+ * batches ahead of the consumer, in memory bounded by (prefetch + 1) batches whatever
+ * the folder size.
  *
  *   pp_dataset_options o = pp_dataset_defaults();
  *   o.images = "photos/"; o.batch = 8;
@@ -30,7 +31,7 @@ typedef struct {
     int strict;          /* a bad image is an error instead of a counted skip */
     int exif;            /* apply EXIF orientation (1) */
     int batch;           /* images per batch (>= 1) */
-    int threads;         /* decode threads (0: OpenMP default) */
+    int threads;         /* decoding worker threads (0: OpenMP's default thread count) */
     int prefetch;        /* batches prepared ahead (>= 1) */
     int quiet;           /* no warnings or progress on stderr */
 } pp_dataset_options;

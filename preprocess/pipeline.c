@@ -132,6 +132,17 @@ static void fill(const pp_config *c, float *out, int k, float v)
         for (size_t i = 0; i < plane; i++) out[(size_t)k * plane + i] = v;
 }
 
+/* Fills columns x0..width-1 of every row of channel k with v (the right padding). */
+static void fill_right(const pp_config *c, float *out, int k, int x0, float v)
+{
+    size_t W = (size_t)c->width, H = (size_t)c->height;
+    for (size_t y = 0; y < H; y++)
+        for (size_t x = (size_t)x0; x < W; x++) {
+            if (c->nhwc) out[(y * W + x) * 3 + (size_t)k] = v;
+            else out[((size_t)k * H + y) * W + x] = v;
+        }
+}
+
 ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *out, pp_meta *meta)
 {
     ptq_status st = PTQ_OK;
@@ -203,7 +214,7 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
         canvas = malloc((size_t)rw * (size_t)H * 3);
         CHECK_ALLOC(canvas);
         TRY(pp_resize_u8(img->data, w, h, canvas, rw, H, 3, c->interp));
-        for (int k = 0; k < 3; k++) fill(c, out, k, c->pad_float);
+        for (int k = 0; k < 3; k++) fill_right(c, out, k, rw, c->pad_float); /* emit writes the rest */
         emit(canvas, rw, H, 0, 0, c, out);
         m.resized_w = rw;
         m.resized_h = H;
