@@ -85,6 +85,22 @@ static ptq_status qdq_check(const ptq_op_ctx *ctx, ptq_dtype zp_dt, qdq_layout *
         }                                                                          \
     } while (0)
 
+/* Runs range(ctx, L, s, e) over [0, total) cut into equal flat parts, one per thread
+ * (one part below PAR_MIN elements); every element is computed alone, so the result
+ * does not depend on the split. */
+typedef void (*qdq_range_fn)(const ptq_op_ctx *ctx, const qdq_layout *L, size_t s, size_t e);
+static void run_split(const ptq_op_ctx *ctx, const qdq_layout *L, qdq_range_fn range)
+{
+    size_t n = L->total;
+    int T = n > PAR_MIN && ctx->nthreads > 1 ? ctx->nthreads : 1;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+    for (int t = 0; t < T; t++) {
+        size_t q = n / (size_t)T, r = n % (size_t)T, ut = (size_t)t;
+        size_t s = q * ut + (ut < r ? ut : r), e = s + q + (ut < r ? 1 : 0);
+        range(ctx, L, s, e);
+    }
+}
+
 /* ------------------------------------------------------------ QuantizeLinear */
 
 /* avx2 clone: rintf becomes one vroundps (the default build has no SSE4.1 and calls libm) */
@@ -144,14 +160,7 @@ static ptq_status quantize_run(ptq_op_ctx *ctx)
     qdq_layout L;
     ptq_status st = qdq_check(ctx, PTQ_UNDEFINED, &L);
     if (st != PTQ_OK || L.total == 0) return st;
-    size_t n = L.total;
-    int T = n > PAR_MIN && ctx->nthreads > 1 ? ctx->nthreads : 1;
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) {
-        size_t q = n / (size_t)T, r = n % (size_t)T, ut = (size_t)t;
-        size_t s = q * ut + (ut < r ? ut : r), e = s + q + (ut < r ? 1 : 0);
-        quant_range(ctx, &L, s, e);
-    }
+    run_split(ctx, &L, quant_range);
     return PTQ_OK;
 }
 
@@ -201,14 +210,7 @@ static ptq_status dequantize_run(ptq_op_ctx *ctx)
     qdq_layout L;
     ptq_status st = qdq_check(ctx, ctx->in[0]->dtype, &L);
     if (st != PTQ_OK || L.total == 0) return st;
-    size_t n = L.total;
-    int T = n > PAR_MIN && ctx->nthreads > 1 ? ctx->nthreads : 1;
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) {
-        size_t q = n / (size_t)T, r = n % (size_t)T, ut = (size_t)t;
-        size_t s = q * ut + (ut < r ? ut : r), e = s + q + (ut < r ? 1 : 0);
-        dequant_range(ctx, &L, s, e);
-    }
+    run_split(ctx, &L, dequant_range);
     return PTQ_OK;
 }
 
