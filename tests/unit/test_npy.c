@@ -7,32 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/npy.h"
-#include "tests/test.h"
-
-static char tmp_dir[512];
-
-static void make_tmp_dir(void)
-{
-    const char *b = getenv("BUILD");
-    char base[400];
-    snprintf(base, sizeof base, "%s/tmp", b && b[0] ? b : "build");
-    mkdir(base, 0755);
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/npy", base);
-    mkdir(tmp_dir, 0755);
-}
-
-static const char *tmp_path(const char *name)
-{
-    static char p[4][700];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp_dir, name);
-    return p[k];
-}
+#include "tests/unit/op_test.h"
 
 static int write_bytes(const char *path, const void *data, size_t len)
 {
@@ -360,7 +338,7 @@ TEST(numpy_interop)
 
 int main(void)
 {
-    make_tmp_dir();
+    make_tmp_dir("npy");
     RUN(round_trip_every_dtype_and_rank);
     RUN(header_text_is_numpys);
     RUN(reads_numpy_layouts);

@@ -16,159 +16,21 @@
 #include "runtime/kernels/conv_ref.h"
 #include "runtime/kernels/depthwise.h"
 #include "runtime/op.h"
-#include "tests/test.h"
+#include "tests/unit/op_test.h"
 
 #define ATOL 1e-4
 #define RTOL 1e-4
+#define W_CONST 6u /* op_node.const_mask: w and b visible at infer (constants) */
 
 /* ------------------------------------------------------------ helpers */
 
-static uint32_t rng_state = 20240611u;
-static uint32_t rnd(void)
+/* Runs one node (named node7, opset 13) on ins (NULL = omitted) into *y (allocated here,
+ * caller frees); x never has data at infer. Consumes o's attributes. */
+static ptq_status run_op(const char *op, const ptq_tensor *const *ins, int n_in, ptq_tensor *y, op_node *o)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-static int64_t irand(int64_t lo, int64_t hi) /* [lo, hi] */
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-static float frand(void)
-{
-    return -1.0f + 2.0f * (float)(rnd() >> 8) / 16777216.0f;
-}
-
-static ptq_tensor mk_rand(int rank, const int64_t *dims)
-{
-    ptq_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = PTQ_F32;
-    t.rank = rank;
-    for (int d = 0; d < rank; d++) t.dims[d] = dims[d];
-    if (ptq_tensor_alloc(&t) != PTQ_OK) abort();
-    size_t n = ptq_tensor_numel(&t);
-    for (size_t i = 0; i < n; i++) ((float *)t.data)[i] = frand();
-    return t;
-}
-
-static ptq_attr attr_int(const char *name, int64_t v)
-{
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup(name);
-    a.type = PTQ_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-static ptq_attr attr_ints(const char *name, const int64_t *v, int n)
-{
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup(name);
-    a.type = PTQ_ATTR_INTS;
-    a.ints = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-    if (!a.ints) abort();
-    for (int i = 0; i < n; i++) a.ints[i] = v[i];
-    a.n = (size_t)n;
-    return a;
-}
-
-static ptq_attr attr_str(const char *name, const char *v)
-{
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup(name);
-    a.type = PTQ_ATTR_STRING;
-    a.s = ptq_strdup(v);
-    a.s_len = strlen(v);
-    return a;
-}
-
-typedef struct {
-    int nthreads;       /* 0: 1 */
-    int w_const;        /* weights and bias visible at infer (constants) */
-    ptq_activation act;
-    ptq_attr attrs[8];  /* moved into the node */
-    int n_attrs;
-} opts;
-
-/* Runs one node on ins (NULL = omitted) into *y (allocated here, caller frees).
- * x never has data at infer; w and b only when o.w_const. */
-static ptq_status run_op(const char *op, const ptq_tensor *const *ins, int n_in, ptq_tensor *y, opts o)
-{
-    ptq_status st = PTQ_OK;
-    ptq_graph *g = ptq_graph_create();
-    const ptq_op_def *def = ptq_op_get(ptq_op_find("", op));
-    int in_v[3], out_v, nid = -1;
-    ptq_tensor hidden[3];
-    const ptq_tensor *inp[3] = {0};
-    ptq_tensor *outp[1] = {y};
-    ptq_op_ctx ctx;
-    void *scratch = NULL;
-    memset(&ctx, 0, sizeof ctx);
-    memset(y, 0, sizeof *y);
-    if (!g || !def) {
-        ptq_error("no graph or no kernel for %s", op);
-        st = PTQ_ERR_INTERNAL;
-        goto done;
-    }
-    for (int i = 0; i < n_in; i++) {
-        static const char *names[3] = {"x", "w", "b"};
-        in_v[i] = -1;
-        if (ins[i]) TRY(ptq_graph_add_value(g, names[i], &in_v[i]));
-        if (ins[i]) {
-            hidden[i] = *ins[i];
-            if (i == 0 || !o.w_const) hidden[i].data = NULL;
-            inp[i] = &hidden[i];
-        }
-    }
-    TRY(ptq_graph_add_value(g, "y", &out_v));
-    TRY(ptq_graph_add_node(g, "node7", op, "", in_v, n_in, &out_v, 1, &nid));
-    for (int k = 0; k < o.n_attrs; k++) TRY(ptq_node_add_attr(&g->nodes[nid], &o.attrs[k]));
-    o.n_attrs = 0;
-    ctx.node = &g->nodes[nid];
-    ctx.opset = 13;
-    ctx.n_in = n_in;
-    ctx.in = inp;
-    ctx.n_out = 1;
-    ctx.out = outp;
-    ctx.act = o.act;
-    ctx.nthreads = o.nthreads ? o.nthreads : 1;
-    TRY(def->infer(&ctx));
-    TRY(ptq_tensor_alloc(y));
-    {
-        size_t n = ptq_tensor_numel(y);
-        for (size_t i = 0; i < n; i++) ((float *)y->data)[i] = NAN; /* every element must be written */
-    }
-    if (ctx.scratch_bytes) {
-        scratch = ptq_aligned_alloc(ctx.scratch_bytes);
-        CHECK_ALLOC(scratch);
-        memset(scratch, 0xff, ctx.scratch_bytes); /* NaN garbage */
-    }
-    ctx.scratch = scratch;
-    for (int i = 0; i < n_in; i++) inp[i] = ins[i];
-    TRY(def->run(&ctx));
-done:
-    for (int k = 0; k < o.n_attrs; k++) ptq_attr_clear(&o.attrs[k]);
-    if (def && def->free_state && ctx.state) def->free_state(ctx.state);
-    ptq_aligned_free(scratch);
-    ptq_graph_destroy(g);
-    return st;
-}
-
-/* Compares y with ref (numel n); prints the first few mismatches; returns mismatches. */
-static int compare(const float *y, const float *ref, size_t n, const char *what)
-{
-    int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!test_close_((double)y[i], (double)ref[i], ATOL, RTOL)) {
-            if (bad < 3) printf("    %s: element %zu = %.9g, expected %.9g\n", what, i, (double)y[i], (double)ref[i]);
-            bad++;
-        }
-    return bad;
+    o->name = "node7";
+    o->opset = 13;
+    return op_run_ins(o, op, ins, n_in, y);
 }
 
 /* A convolution case; spatial arrays hold nsp values. */
@@ -233,25 +95,26 @@ static int check_case(const conv_case *c, int transposed, int nthreads, int w_co
         wd[2 + d] = c->k[d];
     }
     bd[0] = g.c_out;
-    ptq_tensor x = mk_rand(2 + c->nsp, xd), w = mk_rand(2 + c->nsp, wd), b = mk_rand(1, bd), y;
-    opts o;
+    ptq_tensor x = tensor_rand(2 + c->nsp, xd, -1, 1), w = tensor_rand(2 + c->nsp, wd, -1, 1);
+    ptq_tensor b = tensor_rand(1, bd, -1, 1), y;
+    op_node o;
     memset(&o, 0, sizeof o);
     o.nthreads = nthreads;
-    o.w_const = w_const;
+    o.const_mask = w_const ? W_CONST : 0;
     if (act) o.act = *act;
     int64_t pads[6];
     for (int d = 0; d < c->nsp; d++) {
         pads[d] = c->pb[d];
         pads[c->nsp + d] = c->pe[d];
     }
-    o.attrs[o.n_attrs++] = attr_ints("strides", c->stride, c->nsp);
-    o.attrs[o.n_attrs++] = attr_ints("dilations", c->dil, c->nsp);
-    o.attrs[o.n_attrs++] = attr_ints("pads", pads, 2 * c->nsp);
-    o.attrs[o.n_attrs++] = attr_int("group", c->group);
-    if (irand(0, 1)) o.attrs[o.n_attrs++] = attr_ints("kernel_shape", c->k, c->nsp);
-    if (transposed) o.attrs[o.n_attrs++] = attr_ints("output_padding", c->out_pad, c->nsp);
+    add_ints(&o, "strides", c->stride, c->nsp);
+    add_ints(&o, "dilations", c->dil, c->nsp);
+    add_ints(&o, "pads", pads, 2 * c->nsp);
+    add_int(&o, "group", c->group);
+    if (irand(0, 1)) add_ints(&o, "kernel_shape", c->k, c->nsp);
+    if (transposed) add_ints(&o, "output_padding", c->out_pad, c->nsp);
     const ptq_tensor *ins[3] = {&x, &w, &b};
-    ptq_status st = run_op(transposed ? "ConvTranspose" : "Conv", ins, c->bias ? 3 : 2, &y, o);
+    ptq_status st = run_op(transposed ? "ConvTranspose" : "Conv", ins, c->bias ? 3 : 2, &y, &o);
     int bad = 0;
     if (st != PTQ_OK) {
         printf("    error: %s\n", ptq_last_error());
@@ -272,7 +135,7 @@ static int check_case(const conv_case *c, int transposed, int nthreads, int w_co
             else
                 kern_conv_ref_f32(&g, x.data, w.data, c->bias ? b.data : NULL, ref);
             if (act) ptq_activation_apply(act, ref, n);
-            bad = compare(y.data, ref, n, transposed ? "ConvTranspose" : "Conv");
+            bad = compare_f32(y.data, ref, n, ATOL, RTOL, transposed ? "ConvTranspose" : "Conv");
             free(ref);
         }
     }
@@ -395,20 +258,12 @@ TEST(conv_transpose_random)
 
 TEST(conv_fused_activation)
 {
-    ptq_activation acts[4];
-    memset(acts, 0, sizeof acts);
-    acts[0].kind = PTQ_ACT_RELU;
-    acts[1].kind = PTQ_ACT_CLIP;
-    acts[1].alpha = -0.25f;
-    acts[1].beta = 0.5f;
-    acts[2].kind = PTQ_ACT_HARD_SWISH;
-    acts[2].has_post = 1;
-    acts[2].post_mul = 2.0f;
-    acts[2].post_add = -1.0f;
-    acts[3].kind = PTQ_ACT_NONE;
-    acts[3].has_post = 1;
-    acts[3].post_mul = 0.5f;
-    acts[3].post_add = 0.25f;
+    const ptq_activation acts[4] = {
+        {.kind = PTQ_ACT_RELU},
+        {.kind = PTQ_ACT_CLIP, .alpha = -0.25f, .beta = 0.5f},
+        {.kind = PTQ_ACT_HARD_SWISH, .has_post = 1, .post_mul = 2.0f, .post_add = -1.0f},
+        {.kind = PTQ_ACT_NONE, .has_post = 1, .post_mul = 0.5f, .post_add = 0.25f},
+    };
     conv_case up = {2, 1, 6, 5, 1, {9, 11}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {0, 0}, 1}; /* exact cover */
     for (int k = 0; k < 4; k++) EXPECT_EQ_INT(check_case(&up, 1, 2, k % 2, &acts[k]), 0);
     for (int it = 0; it < 40; it++) {
@@ -423,32 +278,21 @@ TEST(conv_fused_activation)
 /* The vectorised epilogue equals ptq_activation_apply bit for bit, NaN and infinities included. */
 TEST(act_matches_shared)
 {
-    ptq_activation acts[9];
-    memset(acts, 0, sizeof acts);
-    acts[0].kind = PTQ_ACT_RELU;
-    acts[1].kind = PTQ_ACT_CLIP;
-    acts[1].alpha = -1.0f;
-    acts[1].beta = 6.0f;
-    acts[2].kind = PTQ_ACT_LEAKY_RELU;
-    acts[2].alpha = 0.01f;
-    acts[3].kind = PTQ_ACT_SIGMOID;
-    acts[4].kind = PTQ_ACT_HARD_SIGMOID;
-    acts[4].alpha = 0.2f;
-    acts[4].beta = 0.5f;
-    acts[5].kind = PTQ_ACT_HARD_SWISH;
-    acts[6].kind = PTQ_ACT_HARD_SWISH_DIV6;
-    acts[7].kind = PTQ_ACT_HARD_SWISH;
-    acts[7].has_post = 1;
-    acts[7].post_mul = 1.5f;
-    acts[7].post_add = -0.125f;
-    acts[8].kind = PTQ_ACT_NONE;
-    acts[8].has_post = 1;
-    acts[8].post_mul = 3.0f;
-    acts[8].post_add = 1.0f;
+    const ptq_activation acts[9] = {
+        {.kind = PTQ_ACT_RELU},
+        {.kind = PTQ_ACT_CLIP, .alpha = -1.0f, .beta = 6.0f},
+        {.kind = PTQ_ACT_LEAKY_RELU, .alpha = 0.01f},
+        {.kind = PTQ_ACT_SIGMOID},
+        {.kind = PTQ_ACT_HARD_SIGMOID, .alpha = 0.2f, .beta = 0.5f},
+        {.kind = PTQ_ACT_HARD_SWISH},
+        {.kind = PTQ_ACT_HARD_SWISH_DIV6},
+        {.kind = PTQ_ACT_HARD_SWISH, .has_post = 1, .post_mul = 1.5f, .post_add = -0.125f},
+        {.kind = PTQ_ACT_NONE, .has_post = 1, .post_mul = 3.0f, .post_add = 1.0f},
+    };
     enum { N = 1003 };
     static float a[N], b[N];
     for (int k = 0; k < 9; k++) {
-        for (int i = 0; i < N; i++) a[i] = frand() * 10.0f;
+        for (int i = 0; i < N; i++) a[i] = frand(-1, 1) * 10.0f;
         a[0] = NAN;
         a[1] = INFINITY;
         a[2] = -INFINITY;
@@ -498,17 +342,17 @@ TEST(act_matches_shared)
 static ptq_tensor run_threads(const char *op, const ptq_tensor *x, const ptq_tensor *w, const ptq_tensor *b,
                               const int64_t *pads, const int64_t *strides, int64_t group, int nthreads)
 {
-    opts o;
+    op_node o;
     memset(&o, 0, sizeof o);
     o.nthreads = nthreads;
-    o.w_const = 1;
+    o.const_mask = W_CONST;
     o.act.kind = PTQ_ACT_HARD_SWISH;
-    o.attrs[o.n_attrs++] = attr_ints("pads", pads, 4);
-    o.attrs[o.n_attrs++] = attr_ints("strides", strides, 2);
-    o.attrs[o.n_attrs++] = attr_int("group", group);
+    add_ints(&o, "pads", pads, 4);
+    add_ints(&o, "strides", strides, 2);
+    add_int(&o, "group", group);
     const ptq_tensor *ins[3] = {x, w, b};
     ptq_tensor y;
-    if (run_op(op, ins, 3, &y, o) != PTQ_OK) printf("    error: %s\n", ptq_last_error());
+    if (run_op(op, ins, 3, &y, &o) != PTQ_OK) printf("    error: %s\n", ptq_last_error());
     return y;
 }
 
@@ -530,12 +374,12 @@ TEST(conv_threads_bit_identical)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t cout = strcmp(cases[i].op, "Conv") == 0 ? cases[i].w[0] : cases[i].w[1] * cases[i].group;
-        ptq_tensor x = mk_rand(4, cases[i].x), w = mk_rand(4, cases[i].w), b = mk_rand(1, &cout);
+        ptq_tensor x = tensor_rand(4, cases[i].x, -1, 1), w = tensor_rand(4, cases[i].w, -1, 1);
+        ptq_tensor b = tensor_rand(1, &cout, -1, 1);
         ptq_tensor y1 = run_threads(cases[i].op, &x, &w, &b, cases[i].pads, cases[i].strides, cases[i].group, 1);
         for (int nt = 2; nt <= 3; nt++) {
             ptq_tensor yn = run_threads(cases[i].op, &x, &w, &b, cases[i].pads, cases[i].strides, cases[i].group, nt);
-            int same = y1.data && yn.data && ptq_shape_equal(&y1, &yn) &&
-                       memcmp(y1.data, yn.data, ptq_tensor_nbytes(&y1)) == 0;
+            int same = same_bits(&y1, &yn);
             if (!same) printf("    case %zu (%s): %d threads differ from 1\n", i, cases[i].op, nt);
             EXPECT(same);
             ptq_tensor_free(&yn);
@@ -555,15 +399,15 @@ TEST(conv_auto_pad)
         const char *mode = modes[it % 3];
         int64_t H = irand(3, 12), W = irand(3, 12), k = irand(1, 4), s = irand(1, 3);
         int64_t xd[4] = {1, 2, H, W}, wd[4] = {3, 2, k, k}, in[2] = {H, W};
-        ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
-        opts o;
+        ptq_tensor x = tensor_rand(4, xd, -1, 1), w = tensor_rand(4, wd, -1, 1), y;
+        op_node o;
         memset(&o, 0, sizeof o);
         int64_t st2[2] = {s, s}, ks[2] = {k, k};
-        o.attrs[o.n_attrs++] = attr_str("auto_pad", mode);
-        o.attrs[o.n_attrs++] = attr_ints("strides", st2, 2);
-        o.attrs[o.n_attrs++] = attr_ints("kernel_shape", ks, 2);
+        add_str(&o, "auto_pad", mode);
+        add_ints(&o, "strides", st2, 2);
+        add_ints(&o, "kernel_shape", ks, 2);
         const ptq_tensor *ins[2] = {&x, &w};
-        ptq_status st = run_op("Conv", ins, 2, &y, o);
+        ptq_status st = run_op("Conv", ins, 2, &y, &o);
         conv_case c;
         memset(&c, 0, sizeof c);
         c.nsp = 2;
@@ -598,7 +442,7 @@ TEST(conv_auto_pad)
                 float *ref = malloc(sizeof(float) * n);
                 if (!ref) abort();
                 kern_conv_ref_f32(&g, x.data, w.data, NULL, ref);
-                int bad = compare(y.data, ref, n, mode);
+                int bad = compare_f32(y.data, ref, n, ATOL, RTOL, mode);
                 if (bad) case_print(&c, mode);
                 EXPECT_EQ_INT(bad, 0);
                 free(ref);
@@ -611,13 +455,13 @@ TEST(conv_auto_pad)
     /* ConvTranspose with output_shape: 3x3 input, 3x3 kernel, stride 2 -> 10x8 */
     {
         int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {1, 2, 3, 3}, os[2] = {10, 8}, st2[2] = {3, 2};
-        ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
-        opts o;
+        ptq_tensor x = tensor_rand(4, xd, -1, 1), w = tensor_rand(4, wd, -1, 1), y;
+        op_node o;
         memset(&o, 0, sizeof o);
-        o.attrs[o.n_attrs++] = attr_ints("strides", st2, 2);
-        o.attrs[o.n_attrs++] = attr_ints("output_shape", os, 2);
+        add_ints(&o, "strides", st2, 2);
+        add_ints(&o, "output_shape", os, 2);
         const ptq_tensor *ins[2] = {&x, &w};
-        ptq_status st = run_op("ConvTranspose", ins, 2, &y, o);
+        ptq_status st = run_op("ConvTranspose", ins, 2, &y, &o);
         EXPECT(st == PTQ_OK);
         if (st == PTQ_OK) {
             EXPECT_EQ_INT(y.dims[2], 10);
@@ -656,13 +500,13 @@ TEST(depthwise_kernel)
         float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * 25), *y = malloc(sizeof(float) * nout);
         float *ref = malloc(sizeof(float) * nout), *scr = malloc(sizeof(float) * per);
         if (!x || !w || !y || !ref || !scr) abort();
-        for (size_t i = 0; i < nin; i++) x[i] = frand();
-        for (int i = 0; i < 25; i++) w[i] = frand();
+        for (size_t i = 0; i < nin; i++) x[i] = frand(-1, 1);
+        for (int i = 0; i < 25; i++) w[i] = frand(-1, 1);
         ptq_activation none;
         memset(&none, 0, sizeof none);
         kern_depthwise_plane_f32(&g, band, x, w, 0.5f, &none, y, scr);
         kern_depthwise_plane_ref(&g, x, w, 0.5f, ref);
-        int bad = compare(y, ref, nout, "depthwise");
+        int bad = compare_f32(y, ref, nout, ATOL, RTOL, "depthwise");
         if (bad)
             printf("    in %lldx%lld k %lld s %lld/%lld d %lld/%lld p %lld/%lld out %lldx%lld band %lld\n",
                    (long long)g.in[1], (long long)g.in[2], (long long)k, (long long)g.stride[1], (long long)g.stride[2],
@@ -681,11 +525,11 @@ TEST(depthwise_kernel)
 TEST(conv_edge_shapes)
 {
     int64_t xd[4] = {0, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
-    ptq_tensor x = mk_rand(4, xd), w = mk_rand(4, wd), y;
-    opts o;
+    ptq_tensor x = tensor_rand(4, xd, -1, 1), w = tensor_rand(4, wd, -1, 1), y;
+    op_node o;
     memset(&o, 0, sizeof o);
     const ptq_tensor *ins[2] = {&x, &w};
-    ptq_status st = run_op("Conv", ins, 2, &y, o);
+    ptq_status st = run_op("Conv", ins, 2, &y, &o);
     EXPECT(st == PTQ_OK);
     if (st == PTQ_OK) {
         EXPECT_EQ_INT(y.dims[0], 0);
@@ -702,15 +546,15 @@ TEST(conv_edge_shapes)
 static void expect_error(const char *op, const int64_t *xd, int xr, const int64_t *wd, int wr, const int64_t *bd,
                          ptq_dtype xdt, int64_t group, ptq_status want, const char *needle)
 {
-    ptq_tensor x = mk_rand(xr, xd), w = mk_rand(wr, wd), b, y;
+    ptq_tensor x = tensor_rand(xr, xd, -1, 1), w = tensor_rand(wr, wd, -1, 1), b, y;
     memset(&b, 0, sizeof b);
-    if (bd) b = mk_rand(1, bd);
+    if (bd) b = tensor_rand(1, bd, -1, 1);
     x.dtype = xdt;
-    opts o;
+    op_node o;
     memset(&o, 0, sizeof o);
-    o.attrs[o.n_attrs++] = attr_int("group", group);
+    add_int(&o, "group", group);
     const ptq_tensor *ins[3] = {&x, &w, &b};
-    ptq_status st = run_op(op, ins, bd ? 3 : 2, &y, o);
+    ptq_status st = run_op(op, ins, bd ? 3 : 2, &y, &o);
     EXPECT_EQ_INT(st, want);
     const char *m = ptq_last_error();
     if (!strstr(m, needle) || !strstr(m, "node7")) printf("    message: %s (wanted '%s')\n", m, needle);
@@ -741,6 +585,7 @@ TEST(conv_errors)
 
 int main(void)
 {
+    op_test_seed(20240611u);
     RUN(depthwise_kernel);
     RUN(conv_random_2d);
     RUN(conv_random_shifted);

@@ -14,142 +14,21 @@
 #include "runtime/graph.h"
 #include "runtime/kernels/sgemm.h"
 #include "runtime/op.h"
-#include "tests/test.h"
+#include "tests/unit/op_test.h"
 
 #define ATOL 1e-4
 #define RTOL 1e-4
+#define B_CONST 6u /* op_node.const_mask: inputs 1 and 2 visible at infer */
 
 /* ------------------------------------------------------------ helpers */
 
-static uint32_t rng_state = 777u;
-static uint32_t rnd(void)
+/* Runs one node (named mm3; opset o->opset, 0: 13) on ins (NULL = omitted) into *y
+ * (allocated here; caller frees). Consumes o's attributes. */
+static ptq_status run_op(const char *op, const ptq_tensor *const *ins, int n_in, ptq_tensor *y, op_node *o)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-static int64_t irand(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-static float frand(void)
-{
-    return -1.0f + 2.0f * (float)(rnd() >> 8) / 16777216.0f;
-}
-
-static ptq_tensor mk_rand(int rank, const int64_t *dims)
-{
-    ptq_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = PTQ_F32;
-    t.rank = rank;
-    for (int d = 0; d < rank; d++) t.dims[d] = dims[d];
-    if (ptq_tensor_alloc(&t) != PTQ_OK) abort();
-    size_t n = ptq_tensor_numel(&t);
-    for (size_t i = 0; i < n; i++) ((float *)t.data)[i] = frand();
-    return t;
-}
-
-static ptq_attr attr_int(const char *name, int64_t v)
-{
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup(name);
-    a.type = PTQ_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-static ptq_attr attr_float(const char *name, float v)
-{
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup(name);
-    a.type = PTQ_ATTR_FLOAT;
-    a.f = v;
-    return a;
-}
-
-typedef struct {
-    int nthreads;      /* 0: 1 */
-    int64_t opset;     /* 0: 13 */
-    int b_const;       /* inputs 1 and 2 visible at infer */
-    ptq_activation act;
-    ptq_attr attrs[6];
-    int n_attrs;
-} opts;
-
-/* Runs one node on ins (NULL = omitted) into *y (allocated here; caller frees). */
-static ptq_status run_op(const char *op, const ptq_tensor *const *ins, int n_in, ptq_tensor *y, opts o)
-{
-    ptq_status st = PTQ_OK;
-    ptq_graph *g = ptq_graph_create();
-    const ptq_op_def *def = ptq_op_get(ptq_op_find("", op));
-    int in_v[3], out_v, nid = -1;
-    ptq_tensor hidden[3];
-    const ptq_tensor *inp[3] = {0};
-    ptq_tensor *outp[1] = {y};
-    ptq_op_ctx ctx;
-    void *scratch = NULL;
-    memset(&ctx, 0, sizeof ctx);
-    memset(y, 0, sizeof *y);
-    if (!g || !def) {
-        ptq_error("no graph or no kernel for %s", op);
-        st = PTQ_ERR_INTERNAL;
-        goto done;
-    }
-    for (int i = 0; i < n_in; i++) {
-        static const char *names[3] = {"a", "b", "c"};
-        in_v[i] = -1;
-        if (!ins[i]) continue;
-        TRY(ptq_graph_add_value(g, names[i], &in_v[i]));
-        hidden[i] = *ins[i];
-        if (i == 0 || !o.b_const) hidden[i].data = NULL;
-        inp[i] = &hidden[i];
-    }
-    TRY(ptq_graph_add_value(g, "y", &out_v));
-    TRY(ptq_graph_add_node(g, "mm3", op, "", in_v, n_in, &out_v, 1, &nid));
-    for (int k = 0; k < o.n_attrs; k++) TRY(ptq_node_add_attr(&g->nodes[nid], &o.attrs[k]));
-    o.n_attrs = 0;
-    ctx.node = &g->nodes[nid];
-    ctx.opset = o.opset ? o.opset : 13;
-    ctx.n_in = n_in;
-    ctx.in = inp;
-    ctx.n_out = 1;
-    ctx.out = outp;
-    ctx.act = o.act;
-    ctx.nthreads = o.nthreads ? o.nthreads : 1;
-    TRY(def->infer(&ctx));
-    TRY(ptq_tensor_alloc(y));
-    {
-        size_t n = ptq_tensor_numel(y);
-        for (size_t i = 0; i < n; i++) ((float *)y->data)[i] = NAN;
-    }
-    if (ctx.scratch_bytes) {
-        scratch = ptq_aligned_alloc(ctx.scratch_bytes);
-        CHECK_ALLOC(scratch);
-    }
-    ctx.scratch = scratch;
-    for (int i = 0; i < n_in; i++) inp[i] = ins[i];
-    TRY(def->run(&ctx));
-done:
-    for (int k = 0; k < o.n_attrs; k++) ptq_attr_clear(&o.attrs[k]);
-    if (def && def->free_state && ctx.state) def->free_state(ctx.state);
-    ptq_aligned_free(scratch);
-    ptq_graph_destroy(g);
-    return st;
-}
-
-static int compare(const float *y, const float *ref, size_t n, const char *what)
-{
-    int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!test_close_((double)y[i], (double)ref[i], ATOL, RTOL)) {
-            if (bad < 3) printf("    %s: element %zu = %.9g, expected %.9g\n", what, i, (double)y[i], (double)ref[i]);
-            bad++;
-        }
-    return bad;
+    o->name = "mm3";
+    if (!o->opset) o->opset = 13;
+    return op_run_ins(o, op, ins, n_in, y);
 }
 
 /* ------------------------------------------------------------ Gemm */
@@ -169,18 +48,19 @@ static int gemm_case(int64_t M, int64_t N, int64_t K, int ta, int tb, float alph
     case 7: cr = 2; break;
     default: break;
     }
-    ptq_tensor a = mk_rand(2, ad), b = mk_rand(2, bd), c = mk_rand(cr, cd), y;
-    opts o;
+    ptq_tensor a = tensor_rand(2, ad, -1, 1), b = tensor_rand(2, bd, -1, 1), c = tensor_rand(cr, cd, -1, 1);
+    ptq_tensor y;
+    op_node o;
     memset(&o, 0, sizeof o);
     o.nthreads = nthreads;
-    o.b_const = (int)irand(0, 1);
+    o.const_mask = irand(0, 1) ? B_CONST : 0;
     if (act) o.act = *act;
-    if (ta || irand(0, 1)) o.attrs[o.n_attrs++] = attr_int("transA", ta);
-    if (tb || irand(0, 1)) o.attrs[o.n_attrs++] = attr_int("transB", tb);
-    if (alpha != 1.0f) o.attrs[o.n_attrs++] = attr_float("alpha", alpha);
-    if (beta != 1.0f) o.attrs[o.n_attrs++] = attr_float("beta", beta);
+    if (ta || irand(0, 1)) add_int(&o, "transA", ta);
+    if (tb || irand(0, 1)) add_int(&o, "transB", tb);
+    if (alpha != 1.0f) add_float(&o, "alpha", alpha);
+    if (beta != 1.0f) add_float(&o, "beta", beta);
     const ptq_tensor *ins[3] = {&a, &b, &c};
-    ptq_status st = run_op("Gemm", ins, cform ? 3 : 2, &y, o);
+    ptq_status st = run_op("Gemm", ins, cform ? 3 : 2, &y, &o);
     int bad = 0;
     if (st != PTQ_OK) {
         printf("    error: %s\n", ptq_last_error());
@@ -204,7 +84,7 @@ static int gemm_case(int64_t M, int64_t N, int64_t K, int ta, int tb, float alph
                 ref[i * N + j] = (float)s;
             }
         if (act) ptq_activation_apply(act, ref, (size_t)(M * N));
-        bad = compare(y.data, ref, (size_t)(M * N), "Gemm");
+        bad = compare_f32(y.data, ref, (size_t)(M * N), ATOL, RTOL, "Gemm");
         free(ref);
     }
     if (bad)
@@ -221,7 +101,7 @@ TEST(gemm_random)
 {
     for (int it = 0; it < 200; it++) {
         int64_t M = irand(1, 20), N = irand(1, 20), K = irand(1, 20);
-        float alpha = it % 3 ? 1.0f : frand() * 2.0f, beta = it % 4 ? 1.0f : (it % 8 ? 0.0f : frand() * 2.0f);
+        float alpha = it % 3 ? 1.0f : frand(-1, 1) * 2.0f, beta = it % 4 ? 1.0f : (it % 8 ? 0.0f : frand(-1, 1) * 2.0f);
         EXPECT_EQ_INT(gemm_case(M, N, K, (int)irand(0, 1), (int)irand(0, 1), alpha, beta, it % 8, 1 + it % 3, NULL), 0);
     }
 }
@@ -244,32 +124,32 @@ TEST(gemm_tiles_and_threads)
 TEST(gemm_opset_rules)
 {
     int64_t ad[2] = {3, 4}, bd[2] = {4, 5};
-    ptq_tensor a = mk_rand(2, ad), b = mk_rand(2, bd), y;
+    ptq_tensor a = tensor_rand(2, ad, -1, 1), b = tensor_rand(2, bd, -1, 1), y;
     const ptq_tensor *ins[2] = {&a, &b};
-    opts o;
+    op_node o;
     memset(&o, 0, sizeof o);
     o.opset = 9;
-    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, o), PTQ_ERR_FORMAT);
+    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, &o), PTQ_ERR_FORMAT);
     EXPECT(strstr(ptq_last_error(), "required before opset 11") != NULL);
     EXPECT(strstr(ptq_last_error(), "mm3") != NULL);
     ptq_tensor_free(&y);
     o.opset = 11;
-    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, o), PTQ_OK);
+    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, &o), PTQ_OK);
     ptq_tensor_free(&y);
     /* inner dims differ; C that does not broadcast; int input */
     int64_t bd2[2] = {5, 5}, cd[2] = {2, 5};
-    ptq_tensor b2 = mk_rand(2, bd2), c = mk_rand(2, cd);
+    ptq_tensor b2 = tensor_rand(2, bd2, -1, 1), c = tensor_rand(2, cd, -1, 1);
     const ptq_tensor *ins2[2] = {&a, &b2};
     memset(&o, 0, sizeof o);
-    EXPECT_EQ_INT(run_op("Gemm", ins2, 2, &y, o), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(run_op("Gemm", ins2, 2, &y, &o), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "inner dims") != NULL);
     ptq_tensor_free(&y);
     const ptq_tensor *ins3[3] = {&a, &b, &c};
-    EXPECT_EQ_INT(run_op("Gemm", ins3, 3, &y, o), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(run_op("Gemm", ins3, 3, &y, &o), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "does not broadcast") != NULL);
     ptq_tensor_free(&y);
     a.dtype = PTQ_F64;
-    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, o), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(run_op("Gemm", ins, 2, &y, &o), PTQ_ERR_UNSUPPORTED);
     EXPECT(strstr(ptq_last_error(), "float64") != NULL);
     a.dtype = PTQ_F32;
     ptq_tensor_free(&y);
@@ -284,14 +164,14 @@ TEST(gemm_opset_rules)
 /* numpy matmul of a (ra dims) and b (rb dims) in doubles; y has the expected shape. */
 static int matmul_case(int ra, const int64_t *da, int rb, const int64_t *db, int nthreads, const ptq_activation *act)
 {
-    ptq_tensor a = mk_rand(ra, da), b = mk_rand(rb, db), y;
-    opts o;
+    ptq_tensor a = tensor_rand(ra, da, -1, 1), b = tensor_rand(rb, db, -1, 1), y;
+    op_node o;
     memset(&o, 0, sizeof o);
     o.nthreads = nthreads;
-    o.b_const = (int)irand(0, 1);
+    o.const_mask = irand(0, 1) ? B_CONST : 0;
     if (act) o.act = *act;
     const ptq_tensor *ins[2] = {&a, &b};
-    ptq_status st = run_op("MatMul", ins, 2, &y, o);
+    ptq_status st = run_op("MatMul", ins, 2, &y, &o);
     int bad = 0;
     /* promoted shapes */
     int64_t pa[PTQ_MAX_RANK + 1], pb[PTQ_MAX_RANK + 1];
@@ -359,7 +239,7 @@ static int matmul_case(int ra, const int64_t *da, int rb, const int64_t *db, int
                     }
             }
             if (act) ptq_activation_apply(act, ref, (size_t)(nb * M * N));
-            bad = compare(y.data, ref, (size_t)(nb * M * N), "MatMul");
+            bad = compare_f32(y.data, ref, (size_t)(nb * M * N), ATOL, RTOL, "MatMul");
             free(ref);
         }
     }
@@ -439,19 +319,20 @@ TEST(matmul_random)
 TEST(matmul_threads_bit_identical)
 {
     int64_t da[3] = {2, 200, 120}, db[2] = {120, 700}, dc[4] = {1, 8, 40, 15}, dd[4] = {1, 8, 15, 40};
-    ptq_tensor a = mk_rand(3, da), b = mk_rand(2, db), c = mk_rand(4, dc), d = mk_rand(4, dd);
+    ptq_tensor a = tensor_rand(3, da, -1, 1), b = tensor_rand(2, db, -1, 1);
+    ptq_tensor c = tensor_rand(4, dc, -1, 1), d = tensor_rand(4, dd, -1, 1);
     const ptq_tensor *p1[2] = {&a, &b}, *p2[2] = {&c, &d};
     for (int which = 0; which < 2; which++) {
         ptq_tensor y1, yn;
-        opts o;
+        op_node o;
         memset(&o, 0, sizeof o);
         o.nthreads = 1;
-        EXPECT_EQ_INT(run_op("MatMul", which ? p2 : p1, 2, &y1, o), PTQ_OK);
+        EXPECT_EQ_INT(run_op("MatMul", which ? p2 : p1, 2, &y1, &o), PTQ_OK);
         for (int nt = 2; nt <= 3; nt++) {
             memset(&o, 0, sizeof o);
             o.nthreads = nt;
-            EXPECT_EQ_INT(run_op("MatMul", which ? p2 : p1, 2, &yn, o), PTQ_OK);
-            EXPECT(y1.data && yn.data && memcmp(y1.data, yn.data, ptq_tensor_nbytes(&y1)) == 0);
+            EXPECT_EQ_INT(run_op("MatMul", which ? p2 : p1, 2, &yn, &o), PTQ_OK);
+            EXPECT(same_bits(&y1, &yn));
             ptq_tensor_free(&yn);
         }
         ptq_tensor_free(&y1);
@@ -465,21 +346,22 @@ TEST(matmul_threads_bit_identical)
 TEST(matmul_errors)
 {
     int64_t da[2] = {3, 4}, db[2] = {5, 6}, dc[3] = {2, 3, 4}, dd[3] = {3, 4, 5};
-    ptq_tensor a = mk_rand(2, da), b = mk_rand(2, db), c = mk_rand(3, dc), d = mk_rand(3, dd), s, y;
+    ptq_tensor a = tensor_rand(2, da, -1, 1), b = tensor_rand(2, db, -1, 1);
+    ptq_tensor c = tensor_rand(3, dc, -1, 1), d = tensor_rand(3, dd, -1, 1), s, y;
     memset(&s, 0, sizeof s);
-    s = mk_rand(0, da);
-    opts o;
+    s = tensor_rand(0, da, -1, 1);
+    op_node o;
     memset(&o, 0, sizeof o);
     const ptq_tensor *p1[2] = {&a, &b}, *p2[2] = {&c, &d}, *p3[2] = {&s, &a};
-    EXPECT_EQ_INT(run_op("MatMul", p1, 2, &y, o), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(run_op("MatMul", p1, 2, &y, &o), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "MatMul 'mm3'") != NULL);
     ptq_tensor_free(&y);
-    EXPECT_EQ_INT(run_op("MatMul", p2, 2, &y, o), PTQ_ERR_SHAPE); /* batch 2 vs 3 */
+    EXPECT_EQ_INT(run_op("MatMul", p2, 2, &y, &o), PTQ_ERR_SHAPE); /* batch 2 vs 3 */
     ptq_tensor_free(&y);
-    EXPECT_EQ_INT(run_op("MatMul", p3, 2, &y, o), PTQ_ERR_SHAPE); /* rank 0 */
+    EXPECT_EQ_INT(run_op("MatMul", p3, 2, &y, &o), PTQ_ERR_SHAPE); /* rank 0 */
     ptq_tensor_free(&y);
     b.dtype = PTQ_I64;
-    EXPECT_EQ_INT(run_op("MatMul", p1, 2, &y, o), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(run_op("MatMul", p1, 2, &y, &o), PTQ_ERR_UNSUPPORTED);
     EXPECT(strstr(ptq_last_error(), "int64") != NULL);
     b.dtype = PTQ_F32;
     ptq_tensor_free(&y);
@@ -511,8 +393,8 @@ TEST(sgemm_edges_and_openblas_threads)
     float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
     float *R = malloc(sizeof(float) * (size_t)(M * N));
     if (!A || !B || !C1 || !C2 || !R) abort();
-    for (int64_t i = 0; i < M * K; i++) A[i] = frand();
-    for (int64_t i = 0; i < K * N; i++) B[i] = frand();
+    for (int64_t i = 0; i < M * K; i++) A[i] = frand(-1, 1);
+    for (int64_t i = 0; i < K * N; i++) B[i] = frand(-1, 1);
     kern_sgemm_threaded(1, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
     kern_sgemm_threaded(2, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
     EXPECT(memcmp(C1, C2, sizeof(float) * (size_t)(M * N)) == 0);
@@ -524,7 +406,7 @@ TEST(sgemm_edges_and_openblas_threads)
     }
     EXPECT(memcmp(C1, C2, sizeof(float) * (size_t)(M * N)) == 0);
     kern_sgemm_ref(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, R, N);
-    EXPECT_EQ_INT(compare(C1, R, (size_t)(M * N), "sgemm"), 0);
+    EXPECT_EQ_INT(compare_f32(C1, R, (size_t)(M * N), ATOL, RTOL, "sgemm"), 0);
     free(A);
     free(B);
     free(C1);
@@ -544,8 +426,8 @@ TEST(sgemm_edges_and_openblas_threads)
         float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
         float *c1 = malloc(sizeof(float) * (size_t)(m * n)), *cn = malloc(sizeof(float) * (size_t)(m * n));
         if (!a || !b || !c1 || !cn) abort();
-        for (int64_t i = 0; i < m * k; i++) a[i] = frand();
-        for (int64_t i = 0; i < k * n; i++) b[i] = frand();
+        for (int64_t i = 0; i < m * k; i++) a[i] = frand(-1, 1);
+        for (int64_t i = 0; i < k * n; i++) b[i] = frand(-1, 1);
         int64_t lda = big[bc].ta ? m : k, ldb = big[bc].tb ? k : n;
         for (int nt = 1; nt <= 3; nt++) {
             float *dst = nt == 1 ? c1 : cn;
@@ -566,6 +448,7 @@ TEST(sgemm_edges_and_openblas_threads)
 
 int main(void)
 {
+    op_test_seed(777u);
     RUN(gemm_random);
     RUN(gemm_tiles_and_threads);
     RUN(gemm_opset_rules);

@@ -15,188 +15,13 @@
 
 #include "runtime/graph.h"
 #include "runtime/op.h"
-#include "tests/test.h"
+#include "tests/unit/op_test.h"
 
 /* ------------------------------------------------------------ harness */
-
-static uint32_t rng = 0xc0ffee11u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
-static int64_t irand(int64_t lo, int64_t hi) /* [lo, hi] */
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-static float frand(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd() >> 8) / 16777216.0f;
-}
-
-static ptq_tensor tensor_new(ptq_dtype dt, int rank, const int64_t *dims)
-{
-    ptq_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dt;
-    t.rank = rank;
-    for (int d = 0; d < rank; d++) t.dims[d] = dims[d];
-    if (ptq_tensor_alloc(&t) != PTQ_OK) abort();
-    return t;
-}
-
-static ptq_tensor tensor_rand(int rank, const int64_t *dims, float lo, float hi)
-{
-    ptq_tensor t = tensor_new(PTQ_F32, rank, dims);
-    size_t n = ptq_tensor_numel(&t);
-    for (size_t i = 0; i < n; i++) ((float *)t.data)[i] = frand(lo, hi);
-    return t;
-}
-
-static ptq_tensor tensor_i64(int n, const int64_t *v)
-{
-    int64_t dims[1] = {n};
-    ptq_tensor t = tensor_new(PTQ_I64, 1, dims);
-    for (int i = 0; i < n; i++) ((int64_t *)t.data)[i] = v[i];
-    return t;
-}
-
-typedef struct {
-    const char *op;
-    int64_t opset;          /* 0: 18 */
-    int n_in;
-    const ptq_tensor *in[5]; /* NULL: omitted */
-    unsigned const_mask;    /* bit i: input i's data visible at infer (a constant) */
-    int n_out;              /* 0: 1 */
-    int want[3];            /* outputs present (want[0] implied) */
-    int nthreads;           /* 0: 1 */
-    ptq_attr attrs[8];
-    int n_attrs;
-} node_run;
-
-static void add_int(node_run *r, const char *name, int64_t v)
-{
-    ptq_attr *a = &r->attrs[r->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = ptq_strdup(name);
-    a->type = PTQ_ATTR_INT;
-    a->i = v;
-}
-
-static void add_float(node_run *r, const char *name, float v)
-{
-    ptq_attr *a = &r->attrs[r->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = ptq_strdup(name);
-    a->type = PTQ_ATTR_FLOAT;
-    a->f = v;
-}
-
-static void add_ints(node_run *r, const char *name, const int64_t *v, int n)
-{
-    ptq_attr *a = &r->attrs[r->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = ptq_strdup(name);
-    a->type = PTQ_ATTR_INTS;
-    a->ints = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-    if (!a->ints) abort();
-    for (int i = 0; i < n; i++) a->ints[i] = v[i];
-    a->n = (size_t)n;
-}
-
-/* Runs the node; outs[0..n_out) allocated here (garbage-filled before run so every element
- * must be written), absent ones left zeroed. Consumes r->attrs. */
-static ptq_status run_node(node_run *r, ptq_tensor *outs)
-{
-    ptq_status st = PTQ_OK;
-    ptq_graph *g = ptq_graph_create();
-    const ptq_op_def *def = ptq_op_get(ptq_op_find("", r->op));
-    ptq_op_ctx ctx;
-    ptq_tensor hidden[5];
-    const ptq_tensor *inp[5] = {0};
-    ptq_tensor *outp[3] = {0};
-    void *scratch = NULL;
-    int in_v[5], out_v[3] = {-1, -1, -1}, nid;
-    int n_out = r->n_out ? r->n_out : 1;
-    memset(&ctx, 0, sizeof ctx);
-    for (int o = 0; o < n_out; o++) memset(&outs[o], 0, sizeof outs[o]);
-    if (!g || !def) FAIL(PTQ_ERR_INTERNAL, "no graph or no kernel for %s", r->op);
-    for (int i = 0; i < r->n_in; i++) {
-        char name[8] = {'i', 'n', (char)('0' + i), 0};
-        in_v[i] = -1;
-        if (!r->in[i]) continue;
-        TRY(ptq_graph_add_value(g, name, &in_v[i]));
-        hidden[i] = *r->in[i];
-        if (!(r->const_mask & (1u << i))) hidden[i].data = NULL;
-        inp[i] = &hidden[i];
-    }
-    for (int o = 0; o < n_out; o++) {
-        char name[8] = {'o', 'u', 't', (char)('0' + o), 0};
-        if (o > 0 && !r->want[o]) continue;
-        TRY(ptq_graph_add_value(g, name, &out_v[o]));
-        outp[o] = &outs[o];
-    }
-    TRY(ptq_graph_add_node(g, "n1", r->op, "", in_v, r->n_in, out_v, n_out, &nid));
-    for (int k = 0; k < r->n_attrs; k++) TRY(ptq_node_add_attr(&g->nodes[nid], &r->attrs[k]));
-    r->n_attrs = 0;
-    ctx.node = &g->nodes[nid];
-    ctx.opset = r->opset ? r->opset : 18;
-    ctx.n_in = r->n_in;
-    ctx.in = inp;
-    ctx.n_out = n_out;
-    ctx.out = outp;
-    ctx.nthreads = r->nthreads ? r->nthreads : 1;
-    TRY(def->infer(&ctx));
-    for (int o = 0; o < n_out; o++) {
-        if (!outp[o]) continue;
-        TRY(ptq_tensor_alloc(outp[o]));
-        memset(outp[o]->data, 0xa5, ptq_tensor_nbytes(outp[o]));
-    }
-    if (ctx.scratch_bytes) {
-        scratch = ptq_aligned_alloc(ctx.scratch_bytes);
-        CHECK_ALLOC(scratch);
-        memset(scratch, 0xff, ctx.scratch_bytes);
-    }
-    ctx.scratch = scratch;
-    for (int i = 0; i < r->n_in; i++) inp[i] = r->in[i];
-    TRY(def->run(&ctx));
-done:
-    for (int k = 0; k < r->n_attrs; k++) ptq_attr_clear(&r->attrs[k]);
-    r->n_attrs = 0;
-    if (def && def->free_state && ctx.state) def->free_state(ctx.state);
-    ptq_aligned_free(scratch);
-    ptq_graph_destroy(g);
-    return st;
-}
 
 static void free_outs(ptq_tensor *outs, int n)
 {
     for (int i = 0; i < n; i++) ptq_tensor_free(&outs[i]);
-}
-
-/* Counts elements of y outside tolerance of ref (double), printing the first three. */
-static int compare(const ptq_tensor *y, const double *ref, size_t n, double atol, double rtol, const char *what)
-{
-    int bad = 0;
-    if (ptq_tensor_numel(y) != n) {
-        printf("    %s: %zu elements, expected %zu\n", what, ptq_tensor_numel(y), n);
-        return 1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        double v = (double)((const float *)y->data)[i];
-        if (!test_close_(v, ref[i], atol, rtol)) {
-            if (bad < 3) printf("    %s: element %zu = %.9g, expected %.9g\n", what, i, v, ref[i]);
-            bad++;
-        }
-    }
-    return bad;
-}
-
-static int same_bits(const ptq_tensor *a, const ptq_tensor *b)
-{
-    return ptq_shape_equal(a, b) && a->dtype == b->dtype && memcmp(a->data, b->data, ptq_tensor_nbytes(a)) == 0;
 }
 
 static void print_shape(const char *what, const ptq_tensor *t)
@@ -231,14 +56,14 @@ TEST(batch_normalization)
         }
         ptq_tensor outs[4][1];
         for (int variant = 0; variant < 4; variant++) {
-            node_run r = {.op = "BatchNormalization", .opset = variant < 2 ? 15 : 7, .n_in = 5,
+            op_node r = {.op = "BatchNormalization", .opset = variant < 2 ? 15 : 7, .n_in = 5,
                           .in = {&x, &sc, &b, &m, &v}, .const_mask = variant % 2 ? 0x1e : 0,
                           .nthreads = variant == 3 ? 3 : 1};
             if (eps != 1e-5f) add_float(&r, "epsilon", eps);
             if (variant == 2) add_int(&r, "spatial", 1);
-            EXPECT_EQ_INT(run_node(&r, outs[variant]), PTQ_OK);
+            EXPECT_EQ_INT(op_run(&r, outs[variant]), PTQ_OK);
             EXPECT(ptq_shape_equal(&outs[variant][0], &x));
-            EXPECT_EQ_INT(compare(&outs[variant][0], ref, n, 1e-5, 1e-5, "BatchNormalization"), 0);
+            EXPECT_EQ_INT(compare_f64(&outs[variant][0], ref, n, 1e-5, 1e-5, "BatchNormalization"), 0);
         }
         /* constant (state) and runtime (scratch) coefficients, 1 and 3 threads: identical */
         for (int variant = 1; variant < 4; variant++) EXPECT(same_bits(&outs[0][0], &outs[variant][0]));
@@ -258,26 +83,26 @@ TEST(batch_normalization_errors)
     ptq_tensor x = tensor_rand(4, xd, -1, 1), p = tensor_rand(1, &c, 0.5f, 1), p4 = tensor_rand(1, &c4, 0.5f, 1),
                x1 = tensor_rand(1, &d1, -1, 1);
     ptq_tensor outs[3];
-    node_run r = {.op = "BatchNormalization", .opset = 15, .n_in = 5, .in = {&x, &p, &p, &p, &p}};
+    op_node r = {.op = "BatchNormalization", .opset = 15, .n_in = 5, .in = {&x, &p, &p, &p, &p}};
     add_int(&r, "training_mode", 1);
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_UNSUPPORTED);
     EXPECT(strstr(ptq_last_error(), "BatchNormalization 'n1': training_mode") != NULL);
     r.opset = 7;
     add_int(&r, "spatial", 0);
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_UNSUPPORTED);
     r.in[3] = &p4;
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "mean has shape 4") != NULL);
     r.in[3] = &p;
     r.n_out = 3;
     r.want[1] = r.want[2] = 1;
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_UNSUPPORTED);
     r.n_out = 1;
     r.in[0] = &x1;
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     r.in[0] = &x;
     r.n_in = 4;
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_FORMAT);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_FORMAT);
     ptq_tensor_free(&x);
     ptq_tensor_free(&p);
     ptq_tensor_free(&p4);
@@ -314,11 +139,11 @@ TEST(instance_normalization)
         }
         ptq_tensor o1[1], o3[1];
         for (int t = 0; t < 2; t++) {
-            node_run r = {.op = "InstanceNormalization", .n_in = 3, .in = {&x, &sc, &b}, .nthreads = t ? 3 : 1};
+            op_node r = {.op = "InstanceNormalization", .n_in = 3, .in = {&x, &sc, &b}, .nthreads = t ? 3 : 1};
             if (eps != 1e-5f) add_float(&r, "epsilon", eps);
-            EXPECT_EQ_INT(run_node(&r, t ? o3 : o1), PTQ_OK);
+            EXPECT_EQ_INT(op_run(&r, t ? o3 : o1), PTQ_OK);
         }
-        EXPECT_EQ_INT(compare(o1, ref, n, 1e-4, 1e-5, "InstanceNormalization"), 0);
+        EXPECT_EQ_INT(compare_f64(o1, ref, n, 1e-4, 1e-5, "InstanceNormalization"), 0);
         EXPECT(same_bits(o1, o3));
         free_outs(o1, 1);
         free_outs(o3, 1);
@@ -332,11 +157,11 @@ TEST(instance_normalization)
     ptq_tensor x2 = tensor_rand(2, d2, -1, 1), x4 = tensor_rand(4, d4, -1, 1), p2 = tensor_rand(1, &c2, 0, 1),
                p3 = tensor_rand(1, &c3, 0, 1);
     ptq_tensor outs[1];
-    node_run r = {.op = "InstanceNormalization", .n_in = 3, .in = {&x2, &p3, &p3}};
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    op_node r = {.op = "InstanceNormalization", .n_in = 3, .in = {&x2, &p3, &p3}};
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     r.in[0] = &x4;
     r.in[1] = &p2;
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "scale has shape 2") != NULL);
     ptq_tensor_free(&x2);
     ptq_tensor_free(&x4);
@@ -402,17 +227,17 @@ static void layer_norm_case(int rank, const int64_t *dims, int64_t axis_attr, in
     }
     ptq_tensor o[2][3];
     for (int t = 0; t < 2; t++) {
-        node_run r = {.op = "LayerNormalization", .opset = 17, .n_in = with_bias ? 3 : 2, .in = {&x, &sc, &b},
+        op_node r = {.op = "LayerNormalization", .opset = 17, .n_in = with_bias ? 3 : 2, .in = {&x, &sc, &b},
                       .const_mask = t ? 6 : 0, .n_out = 3, .want = {1, t == 0, 1}, .nthreads = t ? 3 : 1};
         if (axis_attr != -1) add_int(&r, "axis", axis_attr);
         if (eps != 1e-5f) add_float(&r, "epsilon", eps);
         if (t) add_int(&r, "stash_type", 1);
-        ptq_status st = run_node(&r, o[t]);
+        ptq_status st = op_run(&r, o[t]);
         EXPECT_EQ_INT(st, PTQ_OK);
         if (st != PTQ_OK) printf("    %s\n", ptq_last_error());
     }
-    int bad = compare(&o[0][0], ref, n, 1e-5, 1e-5, "Y") + compare(&o[0][1], rmean, rows, 1e-5, 1e-5, "Mean") +
-              compare(&o[0][2], rinv, rows, 1e-5, 1e-5, "InvStdDev");
+    int bad = compare_f64(&o[0][0], ref, n, 1e-5, 1e-5, "Y") + compare_f64(&o[0][1], rmean, rows, 1e-5, 1e-5, "Mean") +
+              compare_f64(&o[0][2], rinv, rows, 1e-5, 1e-5, "InvStdDev");
     EXPECT_EQ_INT(o[0][1].rank, rank);
     for (int d = 0; d < rank; d++) EXPECT_EQ_INT(o[0][1].dims[d], d < axis ? dims[d] : 1);
     EXPECT(same_bits(&o[0][0], &o[1][0]));
@@ -449,16 +274,16 @@ TEST(layer_normalization)
     int64_t xd[3] = {2, 3, 4}, bad_d[1] = {3};
     ptq_tensor x = tensor_rand(3, xd, -1, 1), s = tensor_rand(1, bad_d, -1, 1), s4 = tensor_rand(1, &xd[2], -1, 1);
     ptq_tensor outs[3];
-    node_run r = {.op = "LayerNormalization", .opset = 17, .n_in = 2, .in = {&x, &s}};
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    op_node r = {.op = "LayerNormalization", .opset = 17, .n_in = 2, .in = {&x, &s}};
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "Scale of shape 3 does not broadcast to X of shape 2x3x4") != NULL);
     r.in[1] = &s4;
     add_int(&r, "stash_type", 11);
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_UNSUPPORTED);
     add_int(&r, "axis", 3);
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     add_int(&r, "axis", -4);
-    EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_SHAPE);
     ptq_tensor_free(&x);
     ptq_tensor_free(&s);
     ptq_tensor_free(&s4);
@@ -505,12 +330,12 @@ static void softmax_case(int rank, const int64_t *dims, float lo, float hi)
                 softmax_ref(&x, axis, coerced, log_out, ref);
                 ptq_tensor o1[1], o3[1];
                 for (int t = 0; t < 2; t++) {
-                    node_run r = {.op = log_out ? "LogSoftmax" : "Softmax", .opset = coerced ? 11 : 13, .n_in = 1,
+                    op_node r = {.op = log_out ? "LogSoftmax" : "Softmax", .opset = coerced ? 11 : 13, .n_in = 1,
                                   .in = {&x}, .nthreads = t ? 3 : 1};
                     if (!default_axis) add_int(&r, "axis", a);
-                    EXPECT_EQ_INT(run_node(&r, t ? o3 : o1), PTQ_OK);
+                    EXPECT_EQ_INT(op_run(&r, t ? o3 : o1), PTQ_OK);
                 }
-                int bad = compare(o1, ref, n, 1e-6, 1e-5, log_out ? "LogSoftmax" : "Softmax");
+                int bad = compare_f64(o1, ref, n, 1e-6, 1e-5, log_out ? "LogSoftmax" : "Softmax");
                 if (bad) {
                     print_shape("X", &x);
                     printf("    axis %d coerced %d\n", a, coerced);
@@ -544,26 +369,26 @@ TEST(softmax)
     xv[2] = 1.0f;
     xv[3] = xv[4] = xv[5] = -INFINITY;
     ptq_tensor o[1];
-    node_run r = {.op = "Softmax", .opset = 13, .n_in = 1, .in = {&x}};
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_OK);
+    op_node r = {.op = "Softmax", .opset = 13, .n_in = 1, .in = {&x}};
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_OK);
     const float *y = o[0].data;
     EXPECT_NEAR(y[0], 0.5, 0, 0);
     EXPECT_NEAR(y[1], 0.0, 0, 0);
     EXPECT(isnan(y[3]));
     free_outs(o, 1);
     r.op = "LogSoftmax";
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_OK);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_OK);
     y = o[0].data;
     EXPECT_NEAR(y[0], -log(2.0), 1e-6, 0);
     EXPECT_NEAR(y[1], -(double)INFINITY, 0, 0);
     free_outs(o, 1);
     /* errors: axis out of range, integer input */
     add_int(&r, "axis", 2);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_SHAPE);
     EXPECT(strstr(ptq_last_error(), "LogSoftmax 'n1': axis 2 out of range") != NULL);
     ptq_tensor xi = tensor_new(PTQ_I32, 2, d2);
     r.in[0] = &xi;
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_UNSUPPORTED);
     ptq_tensor_free(&xi);
     ptq_tensor_free(&x);
 }
@@ -632,7 +457,7 @@ static int reduce_case(const ptq_tensor *x, int kind, const int64_t *axes, int n
     ptq_tensor ax = tensor_i64(n_axes, axes);
     ptq_tensor o[2][1];
     for (int t = 0; t < 2; t++) {
-        node_run r = {.op = reduce_ops[kind], .n_in = 1, .in = {x, &ax}, .nthreads = t ? 3 : 1};
+        op_node r = {.op = reduce_ops[kind], .n_in = 1, .in = {x, &ax}, .nthreads = t ? 3 : 1};
         if (mode == 0) {
             r.opset = kind == K_SUM ? 11 : 13;
             if (n_axes) add_ints(&r, "axes", axes, n_axes);
@@ -642,7 +467,7 @@ static int reduce_case(const ptq_tensor *x, int kind, const int64_t *axes, int n
             r.const_mask = 2;
         }
         if (keep == 0 || t) add_int(&r, "keepdims", keep);
-        ptq_status st = run_node(&r, o[t]);
+        ptq_status st = op_run(&r, o[t]);
         if (st != PTQ_OK) {
             printf("    %s\n", ptq_last_error());
             bad++;
@@ -751,8 +576,8 @@ TEST(reduce_int)
             EXPECT_EQ_INT(reduce_case(&x, kind, a2, 0, 0, 1), 0);
         }
         ptq_tensor outs[1];
-        node_run r = {.op = "ReduceL2", .opset = 13, .n_in = 1, .in = {&x}};
-        EXPECT_EQ_INT(run_node(&r, outs), PTQ_ERR_UNSUPPORTED);
+        op_node r = {.op = "ReduceL2", .opset = 13, .n_in = 1, .in = {&x}};
+        EXPECT_EQ_INT(op_run(&r, outs), PTQ_ERR_UNSUPPORTED);
         ptq_tensor_free(&x);
     }
 }
@@ -764,14 +589,14 @@ TEST(reduce_edges)
     ptq_tensor x = tensor_rand(3, dims, -2, 2);
     ptq_tensor empty_axes = tensor_i64(0, NULL);
     ptq_tensor o[1];
-    node_run r = {.op = "ReduceSum", .opset = 13, .n_in = 2, .in = {&x, &empty_axes}};
+    op_node r = {.op = "ReduceSum", .opset = 13, .n_in = 2, .in = {&x, &empty_axes}};
     add_int(&r, "noop_with_empty_axes", 1);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_OK); /* axes not constant but empty: fine */
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_OK); /* axes not constant but empty: fine */
     EXPECT(same_bits(o, &x));
     free_outs(o, 1);
     r.in[1] = NULL;
     add_int(&r, "noop_with_empty_axes", 1);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_OK);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_OK);
     EXPECT(same_bits(o, &x));
     free_outs(o, 1);
     for (int kind = 0; kind < 5; kind++) EXPECT_EQ_INT(reduce_case(&x, kind, NULL, 0, 0, 1), 0);
@@ -808,28 +633,28 @@ TEST(reduce_errors)
     int64_t dims[3] = {2, 3, 4}, dup[2] = {1, -2}, out_of_range[1] = {3}, one[1] = {1};
     ptq_tensor x = tensor_rand(3, dims, -1, 1), ax = tensor_i64(1, one);
     ptq_tensor o[1];
-    node_run r = {.op = "ReduceMean", .opset = 13, .n_in = 1, .in = {&x, &ax}};
+    op_node r = {.op = "ReduceMean", .opset = 13, .n_in = 1, .in = {&x, &ax}};
     add_ints(&r, "axes", dup, 2);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_FORMAT);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_FORMAT);
     EXPECT(strstr(ptq_last_error(), "ReduceMean 'n1': axis -2 repeated") != NULL);
     add_ints(&r, "axes", out_of_range, 1);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_SHAPE);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_SHAPE);
     add_int(&r, "keepdims", 2);
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_FORMAT);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_FORMAT);
     r.opset = 18;
     r.n_in = 2;
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_UNSUPPORTED); /* axes input not constant */
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_UNSUPPORTED); /* axes input not constant */
     EXPECT(strstr(ptq_last_error(), "not constant") != NULL);
     add_ints(&r, "axes", one, 1);
     r.const_mask = 2;
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_FORMAT); /* both attribute and input */
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_FORMAT); /* both attribute and input */
     ptq_tensor axf = tensor_rand(1, one, 0, 1);
     r.in[1] = &axf;
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_FORMAT);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_FORMAT);
     ptq_tensor xs = tensor_new(PTQ_I8, 3, dims);
     r.in[0] = &xs;
     r.n_in = 1;
-    EXPECT_EQ_INT(run_node(&r, o), PTQ_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(op_run(&r, o), PTQ_ERR_UNSUPPORTED);
     ptq_tensor_free(&xs);
     ptq_tensor_free(&axf);
     ptq_tensor_free(&ax);
@@ -838,6 +663,7 @@ TEST(reduce_errors)
 
 int main(void)
 {
+    op_test_seed(0xc0ffee11u);
     RUN(batch_normalization);
     RUN(batch_normalization_errors);
     RUN(instance_normalization);

@@ -17,29 +17,9 @@
 
 #include "io/file.h"
 #include "io/report.h"
-#include "tests/test.h"
+#include "tests/unit/op_test.h"
 
-static char tmp_dir[512];
-
-static void make_tmp_dir(void)
-{
-    const char *b = getenv("BUILD");
-    char base[400];
-    snprintf(base, sizeof base, "%s/tmp", b && b[0] ? b : "build");
-    mkdir(b && b[0] ? b : "build", 0755);
-    mkdir(base, 0755);
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/report", base);
-    mkdir(tmp_dir, 0755);
-}
-
-static const char *tmp_path(const char *name)
-{
-    static char p[4][700];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp_dir, name);
-    return p[k];
-}
+static const char *tmp_dir; /* $BUILD/tmp/report, set in main */
 
 static char *slurp(const char *path)
 {
@@ -626,7 +606,7 @@ TEST(sample_report)
 
 int main(void)
 {
-    make_tmp_dir();
+    tmp_dir = make_tmp_dir("report");
     RUN(json_round_trip_with_nan_and_odd_names);
     RUN(json_empty_report_and_no_exclusion);
     RUN(html_empty_report_is_well_formed);

@@ -10,23 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "calib/calib.h"
 #include "io/file.h"
 #include "io/stats.h"
-#include "tests/test.h"
-
-static char tmp_dir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
-    return buf[k];
-}
+#include "tests/unit/op_test.h"
 
 /* ---- data ---- */
 
@@ -592,9 +580,7 @@ TEST(merge_refusals)
 
 int main(void)
 {
-    const char *build = getenv("BUILD");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", build && *build ? build : "build");
-    mkdir(tmp_dir, 0755);
+    make_tmp_dir(NULL);
     RUN(round_trip_bit_for_bit);
     RUN(every_flipped_bit_and_truncation_refused);
     RUN(crafted_files_refused_or_valid);
