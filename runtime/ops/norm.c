@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/sum.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
@@ -30,17 +31,6 @@ static ptq_status need_f32(const ptq_op_ctx *ctx, int i)
     return PTQ_OK;
 }
 
-/* Sum of x[0..n) in float: eight interleaved partial sums, combined in a fixed order. */
-static float sum8(const float *x, size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += x[i + j];
-    float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-    for (; i < n; i++) s += x[i];
-    return s;
-}
 
 /* Sum of (x[i] - m)^2 over [0, n), same order as sum8. */
 static float sumsq_dev8(const float *x, size_t n, float m)
@@ -200,7 +190,7 @@ static ptq_status instance_normalization_run(ptq_op_ctx *ctx)
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = xd + (size_t)p * inner;
         float *yp = yd + (size_t)p * inner;
-        float mean = sum8(xp, inner) / (float)inner;
+        float mean = kern_sum8_f32(xp, inner) / (float)inner;
         float var = sumsq_dev8(xp, inner, mean) / (float)inner;
         float a = scale[p % c] / sqrtf(var + eps), b = bias[p % c];
         for (size_t i = 0; i < inner; i++) yp[i] = (xp[i] - mean) * a + b;
@@ -313,7 +303,7 @@ static ptq_status layer_normalization_run(ptq_op_ctx *ctx)
     for (size_t r = 0; r < rows; r++) {
         const float *xr = xd + r * n;
         float *yr = yd + r * n;
-        float mean = n ? sum8(xr, n) / (float)n : 0.0f;
+        float mean = n ? kern_sum8_f32(xr, n) / (float)n : 0.0f;
         float var = n ? sumsq_dev8(xr, n, mean) / (float)n : 0.0f;
         float inv = 1.0f / sqrtf(var + s->eps);
         if (mean_out) mean_out[r] = mean;
@@ -380,7 +370,7 @@ static void softmax_row(const float *x, float *y, size_t n, int log_out)
     float m = -INFINITY;
     for (size_t k = 0; k < n; k++) m = x[k] > m ? x[k] : m;
     for (size_t k = 0; k < n; k++) y[k] = expf(x[k] - m);
-    float s = sum8(y, n);
+    float s = kern_sum8_f32(y, n);
     if (log_out) {
         float ls = logf(s);
         for (size_t k = 0; k < n; k++) y[k] = x[k] - m - ls;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/sum.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
@@ -341,18 +342,6 @@ static ptq_status global_pool_infer(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-/* Sum of x[0..n) in float: eight interleaved partial sums (a vector register), then a
- * fixed pairwise combination and the tail. Same order on every run. */
-static float sum8(const float *x, size_t n)
-{
-    float acc[8] = {0};
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += x[i + j];
-    float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-    for (; i < n; i++) s += x[i];
-    return s;
-}
 
 static ptq_status global_average_pool_run(ptq_op_ctx *ctx)
 {
@@ -363,7 +352,7 @@ static ptq_status global_average_pool_run(ptq_op_ctx *ctx)
     const float *xd = x->data;
     float *yd = ctx->out[0]->data;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
-    for (int64_t p = 0; p < planes; p++) yd[p] = sum8(xd + (size_t)p * inner, inner) / (float)inner;
+    for (int64_t p = 0; p < planes; p++) yd[p] = kern_sum8_f32(xd + (size_t)p * inner, inner) / (float)inner;
     return PTQ_OK;
 }
 
