@@ -14,8 +14,8 @@ OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
             -Wdouble-promotion -Werror
 BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
-            -I/usr/include/x86_64-linux-gnu
-LIBS     := -lprotobuf-c -ljpeg -lpng -lz -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
+            -I/usr/include/x86_64-linux-gnu -DPTQ_HAVE_LIBDEFLATE
+LIBS     := -lprotobuf-c -ljpeg -lpng -ldeflate -lz -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
 ifeq ($(SANITIZE),1)
   BASE   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LIBS   += -fsanitize=address,undefined
