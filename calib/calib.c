@@ -297,6 +297,10 @@ static double method_percentile(const double *H, double w, double P)
  * bins (pytorch-quantization's _compute_amax_entropy): for each candidate threshold bin i,
  * P = H[:i] with the outliers folded into its last bin, Q = H[:i] merged into 128 groups and
  * spread back over each group's non-zero bins; the i with the least KL(P||Q) wins.
+ * As in pytorch-quantization (`bins[0] = bins[1]`), the first bin's count is replaced by the
+ * second's before the search: bin 0 holds the exact zeros of ReLU outputs and padding, and
+ * with that spike every wide grouping looks costly, so the search would fall to the
+ * smallest threshold (amax / 16) on such tensors.
  *
  * Computed in O(128) per candidate instead of O(i), from prefix sums over H: with S the
  * total count, C(k) = H[0] + ... + H[k-1], L(k) = sum of H ln H over those bins, group j
@@ -307,10 +311,12 @@ static double method_percentile(const double *H, double w, double P)
  * where G'_j = G_j except that the last group leaves out H[i-1] (counted in T), and
  * q_last = G_127 / nz_127, or 1e-4 * C(i) when H[i-1] = 0 < T: the only bin where P > 0
  * and Q = 0, which the smoothing sets to 1e-4 before Q is renormalised by (1 + 1e-4). */
-static double method_entropy(const double *H, double w)
+static double method_entropy(const double *hist, double w)
 {
     enum { NB = CALIB_ANALYSIS_BINS, NQ = 128 };
-    double C[NB + 1], L[NB + 1];
+    double H[NB], C[NB + 1], L[NB + 1];
+    memcpy(H, hist, sizeof H);
+    H[0] = H[1];
     int NZ[NB + 1];
     C[0] = L[0] = 0;
     NZ[0] = 0;

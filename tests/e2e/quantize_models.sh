@@ -33,7 +33,12 @@
 #   det: max 0.9937 (0.9875), percentile 0.9966 (0.9943), entropy 0.9989 (0.9935), mse 0.9954 (0.9905)
 #   cls: max 0.99999 (0.9995), percentile 0.99996 (0.999996), entropy 0.9999996, mse 0.99991 (1.0)
 #   rec: max 0.9993 (0.9993), percentile 0.9986 (0.9991), entropy 0.99995 (0.99991), mse 0.9991 (0.9958)
-# The bounds below are these minus a margin: only cls reaches 0.9999 (entropy).
+# The bounds below are these minus a margin: only cls reaches 0.9999 (entropy). (Since
+# entropy replaces the first bin's count by the second's, as pytorch-quantization does, rec
+# entropy measures 0.99980 here.) The sensitivity check shows why: moving every Conv bias of
+# the entropy model by one ulp moves ORT's own output to cosine 0.9982 (det; ptq vs ORT
+# 0.9973) and 0.99989 (rec; ptq vs ORT 0.99980) on the photos below, and to 0.9997 / 0.9988
+# on text photos (bench data): a different summation order in any executor costs as much.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive # 2 cores shared with other jobs: no spinning OpenMP threads
 ORT="node $ROOT/tests/oracle/ort.js"
@@ -43,7 +48,7 @@ METHODS="max percentile:99.99 entropy mse"
 declare -A BOUND=(
   [det.max]=0.98 [det.percentile99.99]=0.99 [det.entropy]=0.99 [det.mse]=0.985
   [cls.max]=0.999 [cls.percentile99.99]=0.9998 [cls.entropy]=0.9999 [cls.mse]=0.9998
-  [rec.max]=0.998 [rec.percentile99.99]=0.998 [rec.entropy]=0.9998 [rec.mse]=0.99
+  [rec.max]=0.998 [rec.percentile99.99]=0.998 [rec.entropy]=0.9995 [rec.mse]=0.99
 )
 
 cos() { $PY "$CMP" "$1" "$2" | sed 's/^cosine \([0-9.]*\),.*/\1/'; }
@@ -203,6 +208,18 @@ print('QuantizeLinear', ops['QuantizeLinear'], 'DequantizeLinear', ops['Dequanti
     check "$key $meth: ONNX Runtime runs it; cosine ptq vs ORT (--opt disable) >= $b" agree
   done
   check "$key entropy: first divergence from ORT is at rounding ties; same float input, same int8" first_divergence $key entropy
+  # How far ORT moves from itself when every Conv bias moves by one ulp: the reference's own
+  # sensitivity to last-bit float differences. Below 0.9999 on det and rec, which is why
+  # no executor that rounds differently from ORT's kernels can promise 0.9999 there.
+  sensitivity() {
+    local q=$TMP/$key.entropy.qdq.onnx o=$(sanitise "$oname")
+    $PY "$ROOT/tests/oracle/perturb_bias.py" "$q" "$TMP/$key.ulp.onnx" >/dev/null &&
+    $ORT "$TMP/$key.ulp.onnx" --input x="$TMP/$key.eval.npy" --out-dir "$TMP/$key.ulp.ort" --opt disable --threads 1 || return 1
+    local c=$(cos "$TMP/$key.ulp.ort/$o.npy" "$TMP/$key.entropy.ort/$o.npy")
+    echo "ORT vs ORT with Conv biases +-1 ulp: cosine $c (ptq vs ORT: $(cos "$TMP/$key.entropy.ptq/$o.npy" "$TMP/$key.entropy.ort/$o.npy"))"
+    $PY -c "import sys; sys.exit(0 if $c $2 else 1)"
+  }
+  [ "$key" = cls ] || check "$key entropy: ORT itself moves below 0.9999 when Conv biases move by one ulp" sensitivity $key "< 0.9999"
   rm -rf "$TMP/$key".qall.*
 }
 

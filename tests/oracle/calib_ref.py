@@ -44,6 +44,8 @@ def percentile(H, w, P):
 
 
 def entropy(H, w, nq=128):
+    H = H.astype(np.float64).copy()
+    H[0] = H[1]  # pytorch-quantization's _compute_amax_entropy: bins[0] = bins[1]
     best, best_i = np.inf, A
     for i in range(nq, A + 1):
         P = H[:i].copy()
