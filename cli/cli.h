@@ -45,6 +45,11 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
 
+/* Expands `--config FILE` (a YAML mapping of the command's long options, cli/config.c) into
+ * options placed before the command line's; argc/argv are replaced when there is one.
+ * Returns 0, or an exit code after printing the error (bad file, unknown key). */
+int cli_config_expand(const char *cmd, const struct option *opts, int *argc, char ***argv);
+
 /* Removes temporary output files and exits 130 on SIGINT/SIGTERM. */
 void cli_install_signal_handlers(void);
 

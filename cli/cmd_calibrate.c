@@ -33,6 +33,7 @@ static void usage(FILE *fp)
                 "  --trt-version V   cache header version (default 8601)  --trt-algorithm A  header algorithm\n"
                 "  --stats FILE      also save the statistics (mergeable: ptq stats merge)\n"
                 "  --from-stats FILE ranges from saved statistics of this model, without images\n"
+                "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
                 "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, preprocessing overrides as in ptq preprocess\n"
                 "With several methods, one cache per method: OUT.<method>.cache (and .json).\n");
 }
@@ -79,6 +80,8 @@ int cmd_calibrate(int argc, char **argv)
     io_range *ranges = NULL;
     io_cache_entry *entries = NULL;
     o.batch = 8;
+    int expanded = cli_config_expand("calibrate", longopts, &argc, &argv);
+    if (expanded) return expanded;
     opterr = 0;
     optind = 1;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {

@@ -44,6 +44,7 @@ static void usage(FILE *fp)
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
+            "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  preprocessing overrides as in ptq preprocess\n");
 }
@@ -130,6 +131,8 @@ int cmd_compare(int argc, char **argv)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     src.o.batch = 8;
+    int expanded = cli_config_expand("compare", longopts, &argc, &argv);
+    if (expanded) return expanded;
     opterr = 0;
     optind = 1;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {

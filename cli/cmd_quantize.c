@@ -80,7 +80,8 @@ static void usage(FILE *fp)
                 "  --exclude-op-types T  op type (repeatable, comma-separated allowed)\n"
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
-                "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n");
+                "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n"
+                "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
 /* Appends the names of an @file (one per line, # comments) or a comma list. */
@@ -157,6 +158,8 @@ int cmd_quantize(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     src.o.batch = 8;
+    int expanded = cli_config_expand("quantize", longopts, &argc, &argv);
+    if (expanded) return expanded;
     opterr = 0;
     optind = 1;
     int idx;

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <yaml.h>
+
+#include "io/yaml.h"
 
 static int parse_float(const char *s, float *out)
 {
@@ -91,65 +92,15 @@ ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const
     return PTQ_OK;
 }
 
+static ptq_status preset_pair(const char *key, const char *value, const char *what, void *user)
+{
+    return io_preset_set(user, key, value, what);
+}
+
 ptq_status io_preset_load(const char *path, pp_config *c)
 {
-    ptq_status st = PTQ_OK;
-    FILE *fp = fopen(path, "rb");
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    int parser_ok = 0, depth = 0, in_seq = 0, have_event = 0;
-    char key[64] = "", seq[256] = "", what[1100];
-    if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
-    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", path);
-    parser_ok = 1;
-    yaml_parser_set_input_file(&parser, fp);
-    for (;;) {
-        if (!yaml_parser_parse(&parser, &ev))
-            FAIL(PTQ_ERR_FORMAT, "%s:%zu: %s", path, parser.problem_mark.line + 1, parser.problem ? parser.problem : "bad YAML");
-        have_event = 1;
-        snprintf(what, sizeof what, "%s:%zu", path, ev.start_mark.line + 1);
-        if (ev.type == YAML_STREAM_END_EVENT) break;
-        switch (ev.type) {
-        case YAML_MAPPING_START_EVENT:
-            if (++depth > 1) FAIL(PTQ_ERR_FORMAT, "%s: nested mappings are not part of a preset", what);
-            break;
-        case YAML_MAPPING_END_EVENT: depth--; break;
-        case YAML_SEQUENCE_START_EVENT:
-            if (!key[0] || in_seq) FAIL(PTQ_ERR_FORMAT, "%s: unexpected list", what);
-            in_seq = 1;
-            seq[0] = 0;
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-            in_seq = 0;
-            TRY(io_preset_set(c, key, seq, what));
-            key[0] = 0;
-            break;
-        case YAML_SCALAR_EVENT: {
-            const char *v = (const char *)ev.data.scalar.value;
-            if (depth != 1) FAIL(PTQ_ERR_FORMAT, "%s: a preset is a mapping of keys to values", what);
-            if (in_seq) {
-                size_t n = strlen(seq);
-                snprintf(seq + n, sizeof seq - n, "%s%s", n ? "," : "", v);
-            } else if (!key[0]) {
-                if (strlen(v) >= sizeof key) FAIL(PTQ_ERR_FORMAT, "%s: key too long", what);
-                snprintf(key, sizeof key, "%s", v);
-            } else {
-                TRY(io_preset_set(c, key, v, what));
-                key[0] = 0;
-            }
-            break;
-        }
-        default: break;
-        }
-        yaml_event_delete(&ev);
-        have_event = 0;
-    }
-    TRY(pp_validate(c));
-done:
-    if (have_event) yaml_event_delete(&ev);
-    if (parser_ok) yaml_parser_delete(&parser);
-    if (fp) fclose(fp);
-    return st;
+    ptq_status st = io_yaml_map_load(path, "a preset", preset_pair, c);
+    return st != PTQ_OK ? st : pp_validate(c);
 }
 
 ptq_status io_preset_find(const char *name, char *buf, size_t cap)

@@ -35,6 +35,46 @@ gap = [n for n in m.graph.node if n.op_type == 'GlobalAveragePool']
 assert gap and all(prod.get(n.input[0]) is None or prod[n.input[0]].op_type != 'DequantizeLinear' for n in gap)
 print(len(gap), 'GlobalAveragePool nodes with float inputs')\""
 check "SIGINT during quantize leaves no output file" bash -c "
-  rm -f '$TMP/int.qdq.onnx'; $Q -o '$TMP/int.qdq.onnx' 2>/dev/null & pid=\$!; sleep 1.5; kill -INT \$pid; wait \$pid; rc=\$?
-  [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.tmp.* 2>/dev/null; echo status \$rc"
+  rm -f '$TMP/int.qdq.onnx'; $Q --limit 40 -o '$TMP/int.qdq.onnx' 2>/dev/null & pid=\$!; sleep 1.5; kill -INT \$pid; wait \$pid; rc=\$?
+  echo status \$rc; [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.tmp.* 2>/dev/null"
+# --config: a YAML file of quantize's own options (exclusions, method, flags); the same
+# run as the equivalent command line, byte for byte; the command line wins over the file and
+# adds to its lists; unknown keys and bad flag values are one-line errors naming file:line.
+CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
+QC="$PTQ quantize $CLS --images $ROOT/build/photos --limit 8"
+cat > "$TMP/q.yaml" <<'YAML'
+# what a team keeps next to its model
+preset: paddleocr-cls
+method: percentile:99.99
+exclude-nodes: [p2o.Conv.0, "p2o.Conv.1*"]
+exclude-op-types:
+  - GlobalAveragePool
+dedicated-qdq: true
+YAML
+check "--config gives the same QDQ model and report as the same options on the command line" bash -c "
+  $QC --config '$TMP/q.yaml' -o '$TMP/cfg.onnx' --report '$TMP/cfg.report' 2>/dev/null &&
+  $QC --preset paddleocr-cls --method percentile:99.99 --exclude-nodes p2o.Conv.0 --exclude-nodes 'p2o.Conv.1*' \
+    --exclude-op-types GlobalAveragePool --dedicated-qdq -o '$TMP/cli.onnx' --report '$TMP/cli.report' 2>/dev/null &&
+  cmp '$TMP/cfg.onnx' '$TMP/cli.onnx' && cmp '$TMP/cfg.report' '$TMP/cli.report' &&
+  n=\$(grep -c 'excluded by' '$TMP/cfg.report') && [ \$n -gt 10 ] && echo \$n nodes excluded by the config"
+check "--config: the command line overrides a value and adds to a list" bash -c "
+  $QC --config '$TMP/q.yaml' --method max --exclude-nodes p2o.Conv.2 -o '$TMP/cfg2.onnx' --report '$TMP/cfg2.report' 2>'$TMP/cfg2.err' &&
+  grep -q 'method max' '$TMP/cfg2.err' && grep -q 'p2o.Conv.2.*excluded by' '$TMP/cfg2.report' &&
+  grep -q 'p2o.Conv.0.*excluded by' '$TMP/cfg2.report'"
+config_errors() {
+  local out rc
+  printf 'preset: paddleocr-cls\nmethd: max\n' > "$TMP/bad1.yaml"
+  printf 'dedicated-qdq: maybe\n' > "$TMP/bad2.yaml"
+  printf 'exclude-nodes: {a: b}\n' > "$TMP/bad3.yaml"
+  printf 'method: [max\n' > "$TMP/bad4.yaml"
+  for f in bad1:2:"'methd' is not an option of ptq quantize" bad2:1:"is a flag: true or false" bad3:1:"nested mappings" bad4:2:"" nope:0:"No such file"; do
+    local name=${f%%:*} rest=${f#*:}; local line=${rest%%:*} msg=${rest#*:}
+    out=$($QC --config "$TMP/$name.yaml" -o "$TMP/bad.onnx" 2>&1); rc=$?
+    [ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" = 1 ] && [ ! -e "$TMP/bad.onnx" ] || { echo "$name: rc $rc: $out"; return 1; }
+    echo "$out" | grep -q "$name.yaml" && { [ "$line" = 0 ] || echo "$out" | grep -q "$name.yaml:$line"; } &&
+      echo "$out" | grep -q -- "$msg" || { echo "$name: $out"; return 1; }
+  done
+  echo "5 bad configs, each one line naming the file (and line), no output"
+}
+check "--config errors: unknown key, bad flag, nested mapping, broken YAML, missing file" config_errors
 finish
