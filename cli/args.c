@@ -150,3 +150,61 @@ int cli_dataset_option(const char *cmd, const char *name, const char *arg, void 
     }
     return 1;
 }
+
+static int names_grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    int cap2 = *cap ? *cap : 16;
+    while (cap2 < need) cap2 *= 2;
+    void *q = realloc(*p, elem * (size_t)cap2);
+    if (!q) return -1;
+    *p = q;
+    *cap = cap2;
+    return 0;
+}
+
+int cli_names_push(cli_names *l, const char *name)
+{
+    if (names_grow((void **)&l->names, &l->cap, l->n + 1, sizeof *l->names)) return -1;
+    l->names[l->n++] = name;
+    return 0;
+}
+
+/* Keeps buf (freed by cli_names_free), or frees it when that fails. */
+static int names_own(cli_names *l, char *buf)
+{
+    if (!buf || names_grow((void **)&l->owned, &l->cap_owned, l->n_owned + 1, sizeof *l->owned)) {
+        free(buf);
+        return -1;
+    }
+    l->owned[l->n_owned++] = buf;
+    return 0;
+}
+
+int cli_names_add(cli_names *l, const char *arg)
+{
+    if (arg[0] == '@') {
+        uint8_t *buf;
+        size_t len;
+        if (io_read_file(arg + 1, &buf, &len, 1 << 24) != PTQ_OK) return -1;
+        if (names_own(l, (char *)buf)) return -1;
+        for (char *line = strtok((char *)buf, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+            while (*line == ' ' || *line == '\t') line++;
+            if (*line && *line != '#' && cli_names_push(l, line)) return -1;
+        }
+        return 0;
+    }
+    char *copy = ptq_strdup(arg);
+    if (names_own(l, copy)) return -1;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+        if (cli_names_push(l, tok)) return -1;
+    return 0;
+}
+
+void cli_names_free(cli_names *l)
+{
+    for (int i = 0; i < l->n_owned; i++) free(l->owned[i]);
+    free(l->owned);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+}

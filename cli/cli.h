@@ -45,6 +45,20 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
 
+/* Names from repeated options (--exclude-nodes, --exclude-op-types): each value a comma list
+ * or @FILE (one name per line, # comments, leading blanks ignored). Grows as needed. */
+typedef struct {
+    const char **names; /* borrowed from owned buffers or pushed by the caller */
+    int n, cap;
+    char **owned;
+    int n_owned, cap_owned;
+} cli_names;
+/* Adds the names of one option value; 0, or -1 (unreadable @FILE, out of memory). */
+int cli_names_add(cli_names *l, const char *arg);
+/* Adds one name, borrowed: it must outlive the list. 0 or -1 (out of memory). */
+int cli_names_push(cli_names *l, const char *name);
+void cli_names_free(cli_names *l);
+
 /* Expands `--config FILE` (a YAML mapping of the command's long options, cli/config.c) into
  * options placed before the command line's; argc/argv are replaced when there is one.
  * Returns 0, or an exit code after printing the error (bad file, unknown key). */

@@ -18,7 +18,6 @@
 #include "io/report.h"
 
 #define MAX_METHODS 16
-#define MAX_LIST 256
 #define N_HISTS 4        /* worst tensors whose histograms the report draws */
 #define HIST_BINS 256
 #define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
@@ -47,25 +46,6 @@ static void usage(FILE *fp)
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  preprocessing overrides as in ptq preprocess\n");
-}
-
-static int add_list(const char *arg, const char **list, int *n, char **owned, int *n_owned)
-{
-    if (arg[0] == '@') {
-        uint8_t *buf;
-        size_t len;
-        if (io_read_file(arg + 1, &buf, &len, 1 << 24) != PTQ_OK) return -1;
-        owned[(*n_owned)++] = (char *)buf;
-        for (char *line = strtok((char *)buf, "\r\n"); line; line = strtok(NULL, "\r\n"))
-            if (*line && *line != '#' && *n < MAX_LIST) list[(*n)++] = line;
-        return 0;
-    }
-    char *copy = ptq_strdup(arg);
-    if (!copy) return -1;
-    owned[(*n_owned)++] = copy;
-    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
-        if (*n < MAX_LIST) list[(*n)++] = tok;
-    return 0;
 }
 
 /* Ranges of one method for every collected tensor (tensors in parallel). */
@@ -103,9 +83,9 @@ int cmd_compare(int argc, char **argv)
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *eval_dir = NULL, *methods_arg = "max,percentile:99.99,percentile:99.999,entropy,mse";
     const char *labels = NULL, *layers_arg = NULL, *excl_out = NULL, *json = NULL, *html = NULL;
-    const char *set_keys[32], *set_vals[32], *ex_nodes[MAX_LIST], *ex_types[MAX_LIST];
-    char *owned[2 * MAX_LIST];
-    int n_set = 0, n_ex_nodes = 0, n_ex_types = 0, n_owned = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
+    const char *set_keys[32], *set_vals[32];
+    cli_names ex_nodes = {0}, ex_types = {0};
+    int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0;
     cmp_target tg = {NAN, NAN, 1.0};
     cmp_exclusion excl = {0};
@@ -162,10 +142,18 @@ int cmd_compare(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("compare", "bad --eval-limit '%s'", optarg);
             break;
         case O_EXN:
-            if (add_list(optarg, ex_nodes, &n_ex_nodes, owned, &n_owned)) return cli_usage_error("compare", "cannot read --exclude-nodes %s", optarg);
+            if (cli_names_add(&ex_nodes, optarg)) {
+                cli_names_free(&ex_nodes);
+                cli_names_free(&ex_types);
+                return cli_usage_error("compare", "cannot read --exclude-nodes %s", optarg);
+            }
             break;
         case O_EXT:
-            if (add_list(optarg, ex_types, &n_ex_types, owned, &n_owned)) return cli_usage_error("compare", "bad --exclude-op-types %s", optarg);
+            if (cli_names_add(&ex_types, optarg)) {
+                cli_names_free(&ex_nodes);
+                cli_names_free(&ex_types);
+                return cli_usage_error("compare", "bad --exclude-op-types %s", optarg);
+            }
             break;
         case O_SET:
             if (n_set == 32) return cli_usage_error("compare", "too many overrides");
@@ -211,10 +199,10 @@ int cmd_compare(int argc, char **argv)
     ev.o.limit = (int)eval_limit;
     ev.o.shuffle = 0;
     quant_options qo = quant_defaults();
-    qo.exclude_nodes = ex_nodes;
-    qo.n_exclude_nodes = n_ex_nodes;
-    qo.exclude_op_types = ex_types;
-    qo.n_exclude_op_types = n_ex_types;
+    qo.exclude_nodes = ex_nodes.names;
+    qo.n_exclude_nodes = ex_nodes.n;
+    qo.exclude_op_types = ex_types.names;
+    qo.n_exclude_op_types = ex_types.n;
 
     /* every method's QDQ model, evaluated in one pass */
     for (int m = 0; m < n_methods; m++) {
@@ -370,6 +358,7 @@ done:
     free(hist_bins);
     cli_collector_free(&col);
     ptq_graph_destroy(g);
-    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    cli_names_free(&ex_nodes);
+    cli_names_free(&ex_types);
     return rc;
 }

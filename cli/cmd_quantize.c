@@ -23,8 +23,6 @@
 #include "quant/qdq.h"
 #include "runtime/graph_edit.h"
 
-#define MAX_LIST 256
-
 typedef struct {
     const io_range *r;
     int n;
@@ -84,32 +82,6 @@ static void usage(FILE *fp)
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
-/* Appends the names of an @file (one per line, # comments) or a comma list. */
-static int add_names(const char *arg, const char **list, int *n, char **owned, int *n_owned)
-{
-    if (arg[0] == '@') {
-        uint8_t *buf;
-        size_t len;
-        if (io_read_file(arg + 1, &buf, &len, 1 << 24) != PTQ_OK) return -1;
-        owned[(*n_owned)++] = (char *)buf;
-        for (char *line = strtok((char *)buf, "\r\n"); line; line = strtok(NULL, "\r\n")) {
-            while (*line == ' ') line++;
-            if (!*line || *line == '#') continue;
-            if (*n == MAX_LIST) return -1;
-            list[(*n)++] = line;
-        }
-        return 0;
-    }
-    char *copy = ptq_strdup(arg);
-    if (!copy) return -1;
-    owned[(*n_owned)++] = copy;
-    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n == MAX_LIST) return -1;
-        list[(*n)++] = tok;
-    }
-    return 0;
-}
-
 int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
@@ -141,9 +113,8 @@ int cmd_quantize(int argc, char **argv)
     long eval_limit = 0;
     cmp_target tg = {NAN, NAN, 1.0};
     cmp_exclusion excl = {0};
-    const char *ex_nodes[MAX_LIST], *ex_types[MAX_LIST];
-    char *owned[2 * MAX_LIST];
-    int n_ex_nodes = 0, n_ex_types = 0, n_owned = 0, c, rc = CLI_EXIT_OK;
+    cli_names ex_nodes = {0}, ex_types = {0};
+    int c, rc = CLI_EXIT_OK;
     long trt_version = 8601;
     quant_options qo = quant_defaults();
     calib_method method;
@@ -182,12 +153,18 @@ int cmd_quantize(int argc, char **argv)
         case O_JSON: json = optarg; break;
         case O_REPORT: report = optarg; break;
         case O_EXN:
-            if (add_names(optarg, ex_nodes, &n_ex_nodes, owned, &n_owned))
+            if (cli_names_add(&ex_nodes, optarg)) {
+                cli_names_free(&ex_nodes);
+                cli_names_free(&ex_types);
                 return cli_usage_error("quantize", "cannot read --exclude-nodes '%s'", optarg);
+            }
             break;
         case O_EXT:
-            if (add_names(optarg, ex_types, &n_ex_types, owned, &n_owned))
+            if (cli_names_add(&ex_types, optarg)) {
+                cli_names_free(&ex_nodes);
+                cli_names_free(&ex_types);
                 return cli_usage_error("quantize", "cannot read --exclude-op-types '%s'", optarg);
+            }
             break;
         case O_WEIGHTS:
             if (strcmp(optarg, "int8") && strcmp(optarg, "qdq-fp32"))
@@ -301,10 +278,10 @@ int cmd_quantize(int argc, char **argv)
         ev.o.limit = (int)eval_limit;
         ev.o.shuffle = 0;
         quant_options base = qo;
-        base.exclude_nodes = ex_nodes;
-        base.n_exclude_nodes = n_ex_nodes;
-        base.exclude_op_types = ex_types;
-        base.n_exclude_op_types = n_ex_types;
+        base.exclude_nodes = ex_nodes.names;
+        base.n_exclude_nodes = ex_nodes.n;
+        base.exclude_op_types = ex_types.names;
+        base.n_exclude_op_types = ex_types.n;
         ptq_graph *gq = NULL;
         quant_report r0 = {0};
         cmp_layer *layers = NULL;
@@ -325,7 +302,12 @@ int cmd_quantize(int argc, char **argv)
         ptq_graph_destroy(gq);
         cmp_cache_destroy(cc);
         if (st != PTQ_OK) goto fail;
-        for (int i = 0; i < excl.n_nodes && n_ex_nodes < MAX_LIST; i++) ex_nodes[n_ex_nodes++] = excl.nodes[i];
+        for (int i = 0; i < excl.n_nodes; i++)
+            if (cli_names_push(&ex_nodes, excl.nodes[i])) {
+                st = PTQ_ERR_NOMEM;
+                ptq_error("out of memory");
+                goto fail;
+            }
         fprintf(stderr, "ptq quantize: auto-exclude: %d node%s in float, cosine %.6f on %d evaluation images%s", excl.n_nodes,
                 excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, excl.reached.images, excl.n_nodes ? ":" : "\n");
         for (int i = 0; i < excl.n_nodes; i++) fprintf(stderr, "%s%s", i ? "," : " ", excl.nodes[i]);
@@ -344,10 +326,10 @@ int cmd_quantize(int argc, char **argv)
     table.n = n_ranges;
     qo.range = lookup;
     qo.range_user = &table;
-    qo.exclude_nodes = ex_nodes;
-    qo.n_exclude_nodes = n_ex_nodes;
-    qo.exclude_op_types = ex_types;
-    qo.n_exclude_op_types = n_ex_types;
+    qo.exclude_nodes = ex_nodes.names;
+    qo.n_exclude_nodes = ex_nodes.n;
+    qo.exclude_op_types = ex_types.names;
+    qo.n_exclude_op_types = ex_types.n;
     if ((st = quant_insert_qdq(g, &qo, &rep)) != PTQ_OK) {
         ptq_error_prefix("%s: ", model);
         goto fail;
@@ -403,6 +385,7 @@ done:
     free(table.missing);
     cli_collector_free(&col);
     ptq_graph_destroy(g);
-    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    cli_names_free(&ex_nodes);
+    cli_names_free(&ex_types);
     return rc;
 }

@@ -76,5 +76,13 @@ config_errors() {
   done
   echo "5 bad configs, each one line naming the file (and line), no output"
 }
+many_exclusions() { # more options than any fixed-size list: every one applied, none dropped
+  local args=() i
+  for i in $(seq 1 600); do args+=(--exclude-nodes "no_such_$i"); done
+  $QC --preset paddleocr-cls "${args[@]}" --exclude-nodes p2o.Conv.3 -o "$TMP/many.onnx" --report "$TMP/many.report" 2>"$TMP/many.err" &&
+  grep -q 'p2o.Conv.3.*excluded by' "$TMP/many.report" && [ "$(grep -c "matches no node" "$TMP/many.err")" = 600 ] &&
+  echo "601 --exclude-nodes options: 600 reported unmatched, p2o.Conv.3 excluded"
+}
+check "601 --exclude-nodes options are all applied" many_exclusions
 check "--config errors: unknown key, bad flag, nested mapping, broken YAML, missing file" config_errors
 finish
