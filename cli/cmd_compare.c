@@ -225,8 +225,12 @@ int cmd_compare(int argc, char **argv)
             n_methods == 1 ? "" : "s", eval_dir);
     /* one method at a time (one QDQ plan in memory); the first pass keeps the decoded
      * images and FP32 outputs in the cache for the others */
-    for (int m = 0; m < n_methods; m++)
+    char label[1200];
+    for (int m = 0; m < n_methods; m++) {
+        snprintf(label, sizeof label, "evaluating %s (%d/%d)", tags[m], m + 1, n_methods);
+        ev.o.label = label;
         if ((st = cmp_evaluate(&ev, &variants[m], 1, &metrics[m])) != PTQ_OK) goto fail;
+    }
     int classifier = !isnan(metrics[0].top1_agree), labelled = classifier && !isnan(metrics[0].top1_acc);
     const char *criterion = labelled ? "top-1 accuracy, then cosine" : classifier ? "top-1 agreement, then cosine" : "cosine";
     int best = 0;
@@ -248,6 +252,8 @@ int cmd_compare(int argc, char **argv)
     /* layer-wise errors of one method */
     if (layers_m < 0) layers_m = best;
     fprintf(stderr, "ptq compare: %.1f s; layer-wise errors of %s\n", since(&t0), tags[layers_m]);
+    snprintf(label, sizeof label, "layer-wise errors of %s", tags[layers_m]);
+    ev.o.label = label;
     if ((st = cmp_layers(&ev, variants[layers_m], &layers, &n_layers)) != PTQ_OK) goto fail;
     order = malloc(sizeof *order * ((size_t)n_layers + 1));
     if (!order) {
@@ -264,6 +270,7 @@ int cmd_compare(int argc, char **argv)
 
     /* sensitivity: the fewest layers in float that reach the target */
     int want_target = !isnan(tg.cosine) || !isnan(tg.top1_drop);
+    ev.o.label = "FP32 baseline";
     if (want_target && (st = cmp_target_baseline(&ev, &tg)) != PTQ_OK) goto fail;
     if (want_target) {
         if (cmp_meets(&tg, &metrics[layers_m])) {

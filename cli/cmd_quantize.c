@@ -288,12 +288,15 @@ int cmd_quantize(int argc, char **argv)
         int n_layers = 0;
         cmp_metrics m;
         st = cc ? PTQ_OK : PTQ_ERR_NOMEM;
+        ev.o.label = "auto-exclude: FP32 baseline";
         if (st == PTQ_OK) st = cmp_target_baseline(&ev, &tg);
+        ev.o.label = "auto-exclude: evaluating";
         if (st == PTQ_OK) st = cmp_build_qdq(&ev, ranges, n_ranges, &base, &gq, &r0);
         if (st == PTQ_OK) st = cmp_evaluate(&ev, &gq, 1, &m);
         if (st == PTQ_OK && cmp_meets(&tg, &m)) {
             excl.reached = m;
         } else if (st == PTQ_OK) {
+            ev.o.label = "auto-exclude: layer-wise errors";
             st = cmp_layers(&ev, gq, &layers, &n_layers);
             if (st == PTQ_OK) st = cmp_auto_exclude(&ev, ranges, n_ranges, &base, gq, layers, n_layers, &tg, &excl);
         }

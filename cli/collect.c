@@ -78,6 +78,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     pp_dataset *d = NULL;
     ptq_tensor samples = {0};
     pp_dataset_options o = srcp->o;
+    if (!o.label) o.label = "calibration";
     pp_config cfg = srcp->cfg;
     const char *input = srcp->input_npy;
     cli_collector *col = colp;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io/file.h"
 #include "io/onnx.h"
@@ -351,9 +352,17 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     ref.popt.nthreads = ev->nthreads;
     for (int k = 0; k < n; k++) rs[k] = (cli_runner){.g = qdq[k], .popt = ref.popt};
     if (cache && cache->complete) { /* decoded and run in FP32 before */
+        struct timespec c0, c1;
+        int done_images = 0;
+        clock_gettime(CLOCK_MONOTONIC, &c0);
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = cli_batch_tensor(&ev->cfg, cache->b[i].x, cache->b[i].n);
             TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->classifier, accs));
+            done_images += (int)cache->b[i].n;
+            clock_gettime(CLOCK_MONOTONIC, &c1);
+            if (!ev->quiet && !ev->o.quiet)
+                pp_progress(ev->o.label, done_images, cache->images,
+                            (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec), i == cache->n_b - 1);
         }
         images = cache->images;
         classifier = cache->classifier;
@@ -748,8 +757,10 @@ static ptq_status eval_excluding(search *s, const int *use, cmp_metrics *m)
     quant_options qo = *s->qo;
     qo.exclude_nodes = list;
     qo.n_exclude_nodes = n;
+    cmp_eval ev = *s->ev;
+    ev.o.label = "exclusion search";
     TRY(cmp_build_qdq(s->ev, s->ranges, s->n_ranges, &qo, &g, &rep));
-    TRY(cmp_evaluate(s->ev, &g, 1, m));
+    TRY(cmp_evaluate(&ev, &g, 1, m));
     s->evaluations++;
 done:
     free(list);

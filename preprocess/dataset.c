@@ -312,16 +312,23 @@ int pp_dataset_files(const pp_dataset *d)
     return d->n_files;
 }
 
+void pp_progress(const char *label, int done, int total, double seconds, int last)
+{
+    if (!isatty(STDERR_FILENO)) return;
+    double rate = seconds > 0 ? done / seconds : 0;
+    double eta = rate > 0 ? (total - done) / rate : 0;
+    fprintf(stderr, "\r%s%s%d/%d images, %.1f images/s, ETA %.0f s   %s", label ? label : "", label ? ": " : "", done,
+            total, rate, eta > 0 ? eta : 0, last ? "\n" : "");
+}
+
 static void progress(pp_dataset *d, int last)
 {
     if (d->o.quiet || !isatty(STDERR_FILENO)) return;
-    double now = now_s(), t = now - d->t0;
+    double now = now_s();
     if (!last && now - d->shown < 0.1) return; /* at most ten refreshes a second */
     d->shown = now;
     int total = d->o.limit > 0 && d->o.limit < d->n_files ? d->o.limit : d->n_files;
-    double rate = t > 0 ? d->consumed / t : 0;
-    double eta = rate > 0 ? (total - d->consumed) / rate : 0;
-    fprintf(stderr, "\r%d/%d images, %.1f images/s, ETA %.0f s   ", d->consumed, total, rate, eta > 0 ? eta : 0);
+    pp_progress(d->o.label, d->consumed, total, now - d->t0, 0);
 }
 
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta, const char *const **paths)

@@ -34,6 +34,7 @@ typedef struct {
     int threads;         /* decoding worker threads (0: OpenMP's default thread count) */
     int prefetch;        /* batches prepared ahead (>= 1) */
     int quiet;           /* no warnings or progress on stderr */
+    const char *label;   /* what the progress line says the images are for (borrowed; NULL: nothing) */
 } pp_dataset_options;
 
 typedef struct pp_dataset pp_dataset;
@@ -52,5 +53,9 @@ void pp_dataset_counts(const pp_dataset *d, int *used, int *skipped);
 /* 64-bit FNV-1a over the sorted list of image paths used (for statistics files). */
 uint64_t pp_dataset_list_hash(const pp_dataset *d);
 void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
+
+/* The progress line on stderr when it is a terminal: "\r[label: ]done/total images, rate,
+ * ETA"; seconds since the work began; last ends the line. Callers limit the refresh rate. */
+void pp_progress(const char *label, int done, int total, double seconds, int last);
 
 #endif

@@ -83,4 +83,17 @@ check "det: --target-cosine returns the fewest harmful layers to float; quantize
 
 check "compare: a missing --eval-images is a usage error" bash -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --preset paddleocr-cls 2>'$TMP/u.err'; [ \$? = 2 ] && grep -q 'eval-images' '$TMP/u.err'"
+# On a terminal, the progress line names the phase: calibration, each method with its
+# number, the layer-wise pass (script(1) gives compare a terminal).
+progress_labels() {
+  script -qec "'$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls \
+    --methods max,mse --threads 2 >/dev/null" "$TMP/tty.log" >/dev/null || return 1
+  local t; t=$(tr '\r' '\n' < "$TMP/tty.log")
+  for want in "calibration: 8/8 images" "evaluating max (1/2): 4/4 images" "evaluating mse (2/2): 4/4 images" \
+              "layer-wise errors of"; do
+    echo "$t" | grep -qF "$want" || { echo "no '$want' in the progress"; return 1; }
+  done
+  echo "calibration, evaluating max (1/2), evaluating mse (2/2), layer-wise errors"
+}
+check "progress on a terminal names the phase and the method" progress_labels
 finish
