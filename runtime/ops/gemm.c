@@ -9,7 +9,15 @@
  * OpenMP, the epilogue (beta * C before the product, the activation after) on the tile
  * while it is in cache. Every output element is computed by one thread in an order the
  * shapes fix, so results are bit-identical at any thread count. A MatMul whose B has no
- * batch (or batch dims of 1) folds A's batch into M: one GEMM. */
+ * batch (or batch dims of 1) folds A's batch into M: one GEMM.
+ *
+ * MatMul's tiles are also independent of the batch size, so an image gives the same
+ * outputs in a batch of 1 or of 64 (calibration statistics of shards then merge exactly,
+ * whatever --batch each shard ran with): columns are tiled from N and K alone, and when M
+ * may hold the batch (one GEMM: A's batch folded, or a 2-D A), rows go in tiles of
+ * MATMUL_TM with the last one zero-padded to
+ * MATMUL_TM in scratch, so that every OpenBLAS call has the same shape (OpenBLAS picks
+ * kernels, small-matrix paths included, by the call's m, n and k). */
 #include <limits.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -22,6 +30,8 @@
 
 #define GEMM_PANEL_FLOATS (256 * 1024) /* B panel (k x tile columns) per task: 1 MiB */
 #define GEMM_SERIAL_WORK (1 << 16)    /* multiply-adds below which one thread runs it all */
+#define MATMUL_TM 32                  /* rows per tile when the batch is folded into M */
+#define MATMUL_TN 128                 /* columns per tile at most (a multiple of 16) */
 
 static ptq_status need_f32(const ptq_op_ctx *ctx)
 {
@@ -157,6 +167,8 @@ typedef struct {
     int64_t bdims[PTQ_MAX_RANK], sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK]; /* batch dims, strides in matrices */
     int64_t tm, tn, n_tm, n_tn, ntasks;
     int serial;
+    int pad;                   /* the last row tile is zero-padded to tm rows in scratch */
+    size_t per_thread;         /* scratch floats per thread: tm x K of A, tm x tn of Y */
 } matmul_state;
 
 static ptq_status matmul_infer(ptq_op_ctx *ctx)
@@ -215,12 +227,27 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
     if (!kern_sgemm_fits(s->M, N, K, K, N, N))
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range", (long long)s->M,
                 (long long)N, (long long)K);
-    kern_gemm_tiles(s->M, N, K, s->nb, 1, GEMM_PANEL_FLOATS, &s->tm, &s->tn);
+    /* tiles from N, K and the per-matrix M only (see the header) */
+    s->tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
+    if (s->nb == 1) { /* M may hold the batch (folded, or a 2-D A's rows): fixed row tiles */
+        s->tm = MATMUL_TM;
+        s->pad = s->M % MATMUL_TM != 0;
+    } else {
+        s->tm = s->M > 0 ? s->M : 1;
+    }
     s->n_tm = kern_ceil_div(s->M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
     s->ntasks = s->M == 0 || N == 0 ? 0 : s->nb * s->n_tm * s->n_tn;
     s->serial = (double)s->nb * (double)s->M * (double)N * (double)(K > 0 ? K : 1) < (double)GEMM_SERIAL_WORK;
     ctx->scratch_bytes = 0;
+    if (s->pad) {
+        int nthreads = ctx->nthreads > 0 ? ctx->nthreads : 1;
+        if (K > (int64_t)(SIZE_MAX / sizeof(float) / 4 / MATMUL_TM / (size_t)nthreads) - s->tn)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
+        s->per_thread = (size_t)MATMUL_TM * (size_t)(K + s->tn);
+        s->per_thread = (s->per_thread + 15) / 16 * 16;
+        ctx->scratch_bytes = s->per_thread * (size_t)nthreads * sizeof(float);
+    }
     return PTQ_OK;
 }
 
@@ -239,7 +266,15 @@ static void matmul_task(const ptq_op_ctx *ctx, const matmul_state *s, int64_t t)
     const float *a = (const float *)ctx->in[0]->data + oa * s->M * s->K + m0 * s->K;
     const float *b = (const float *)ctx->in[1]->data + ob * s->K * s->N + n0;
     float *y = (float *)ctx->out[0]->data + bi * s->M * s->N + m0 * s->N + n0;
-    kern_sgemm(0, 0, mm, nn, s->K, 1.0f, a, s->K, b, s->N, 0.0f, y, s->N);
+    if (s->pad && mm < s->tm) { /* the last row tile, computed at the full tile's shape */
+        float *pa = (float *)ctx->scratch + (size_t)omp_get_thread_num() * s->per_thread, *py = pa + s->tm * s->K;
+        memcpy(pa, a, sizeof(float) * (size_t)(mm * s->K));
+        memset(pa + mm * s->K, 0, sizeof(float) * (size_t)((s->tm - mm) * s->K));
+        kern_sgemm(0, 0, s->tm, nn, s->K, 1.0f, pa, s->K, b, s->N, 0.0f, py, nn);
+        for (int64_t i = 0; i < mm; i++) memcpy(y + i * s->N, py + i * nn, sizeof(float) * (size_t)nn);
+    } else {
+        kern_sgemm(0, 0, mm, nn, s->K, 1.0f, a, s->K, b, s->N, 0.0f, y, s->N);
+    }
     if (kern_act_active(&ctx->act))
         for (int64_t i = 0; i < mm; i++) kern_act_f32(&ctx->act, y + i * s->N, (size_t)nn);
 }

@@ -8,11 +8,10 @@
 #   all.txt reads a.txt (16 images: two full batches of 8) then b.txt, the same batches.
 #   Interleaved shards (odd/even lines: other neighbours and positions in each batch of 8) and
 #   merging in the other order are checked too: neither matters (R is the smallest power of
-#   two above amax, so bins never depend on the history). What does matter is the batch SIZE
-#   an image runs in: the executor's MatMul rounds differently for another M (--batch 3 vs 8
-#   changes the last bit of 2 of the 216 tensors), so the shards here keep every image in a
-#   batch of the one pass's size (the last image, text.png, is alone in the tail batch of 1 in
-#   both b.txt/odd.txt and the one pass).
+#   two above amax, so bins never depend on the history). Nor does the batch size: shards run
+#   with --batch 3 and --batch 5 merge to the one pass at --batch 8 (the executor's MatMul
+#   tiles do not depend on the batch; runtime/ops/gemm.c), on cls and on rec, whose
+#   attention MatMuls fold the batch into M.
 # - corrupt, truncated, other-model, other-preprocessing and repeated-shard files refused
 #   with one line naming the files; --from-stats on another model refused;
 # - quantize --from-stats and --from-cache write QDQ models byte-identical to quantize from
@@ -109,6 +108,21 @@ check "merge a+b, calibrate --from-stats --method all: caches and JSON byte-iden
 check "merge in the other order (b+a): the same" merged_equals_one_pass ba "$TMP/b.ptqstats" "$TMP/a.ptqstats"
 check "order and grouping do not matter: interleaved shards (odd/even lines) merged equal the sorted one pass" \
   merged_equals_one_pass oe "$TMP/odd.ptqstats" "$TMP/even.ptqstats"
+other_batch_sizes() { # shards at --batch 3 and 5 against the one pass at 8, cls then rec
+  cal a3 --images "$TMP/a.txt" --preset paddleocr-cls --batch 3 --stats "$TMP/a3.ptqstats" 2>/dev/null &&
+  cal b5 --images "$TMP/b.txt" --preset paddleocr-cls --batch 5 --stats "$TMP/b5.ptqstats" 2>/dev/null &&
+  merged_equals_one_pass ab35 "$TMP/a3.ptqstats" "$TMP/b5.ptqstats" || return 1
+  head -n 6 "$TMP/a.txt" > "$TMP/r1.txt"; sed -n 7,12p "$TMP/a.txt" > "$TMP/r2.txt"; head -n 12 "$TMP/a.txt" > "$TMP/r12.txt"
+  local b
+  for b in 8:r12 3:r1 5:r2; do
+    "$PTQ" calibrate "$REC" --images "$TMP/${b#*:}.txt" --preset paddleocr-rec --batch "${b%%:*}" --method max \
+      --cache "$TMP/rec.${b#*:}.cache" --stats "$TMP/rec.${b#*:}.ptqstats" 2>/dev/null || return 1
+  done
+  "$PTQ" stats merge "$TMP/rec.r1.ptqstats" "$TMP/rec.r2.ptqstats" -o "$TMP/rec.m.ptqstats" 2>/dev/null &&
+  stats_same "$TMP/rec.m.ptqstats" "$TMP/rec.r12.ptqstats" | sed 's/^/rec: /'
+}
+check "shards at --batch 3 and 5 merge to the one pass at --batch 8, bit for bit (cls, and rec with its attention MatMuls)" \
+  other_batch_sizes
 check "--from-stats of the one pass's own file reproduces its caches" bash -c "
   '$PTQ' calibrate '$M' --from-stats '$TMP/all.ptqstats' --method all --cache '$TMP/again.cache' --json '$TMP/again.json' 2>/dev/null &&
   for m in $METHODS; do cmp '$TMP/again.'\$m.cache '$TMP/all.'\$m.cache || exit 1; done && echo identical"

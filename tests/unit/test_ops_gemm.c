@@ -343,6 +343,53 @@ TEST(matmul_threads_bit_identical)
     ptq_tensor_free(&d);
 }
 
+/* An image's rows come out the same whatever the batch it runs in: A [n, 40, 120] and
+ * A [n, 120] (a 2-D A whose rows are the batch) times a constant B, for n = 1..9, each
+ * image's output bit-identical to its output alone, at 1 and 2 threads. */
+TEST(matmul_batch_size_invariant)
+{
+    enum { NMAX = 9 };
+    int64_t T = 40, K = 120, N = 360;
+    for (int rank = 2; rank <= 3; rank++) {
+        int64_t rows = rank == 3 ? T : 1;
+        int64_t da[3] = {NMAX, T, K}, da2[2] = {NMAX, K}, db[2] = {K, N};
+        ptq_tensor all = rank == 3 ? tensor_rand(3, da, -1, 1) : tensor_rand(2, da2, -1, 1);
+        ptq_tensor b = tensor_rand(2, db, -1, 1), alone[NMAX];
+        int bad = 0;
+        for (int nt = 1; nt <= 2; nt++)
+            for (int n = 1; n <= NMAX; n++) {
+                ptq_tensor a = all, y;
+                a.dims[0] = n;
+                const ptq_tensor *p[2] = {&a, &b};
+                op_node o;
+                memset(&o, 0, sizeof o);
+                o.nthreads = nt;
+                EXPECT_EQ_INT(run_op("MatMul", p, 2, &y, &o), PTQ_OK);
+                if (n == 1 && nt == 1) alone[0] = y; /* image 0 alone; the others below */
+                for (int i = 0; i < n; i++) {
+                    if (nt == 1 && i == n - 1 && n > 1) { /* image i alone, once */
+                        ptq_tensor ai = all, yi;
+                        ai.dims[0] = 1;
+                        ai.data = (float *)all.data + (size_t)(i * rows * K);
+                        const ptq_tensor *pi[2] = {&ai, &b};
+                        memset(&o, 0, sizeof o);
+                        o.nthreads = 1;
+                        EXPECT_EQ_INT(run_op("MatMul", pi, 2, &yi, &o), PTQ_OK);
+                        alone[i] = yi;
+                    }
+                    const float *got = (const float *)y.data + i * rows * N, *want = alone[i].data;
+                    if (memcmp(got, want, sizeof(float) * (size_t)(rows * N)) != 0 && bad++ < 3)
+                        printf("  rank %d, batch %d, threads %d: image %d differs from its output alone\n", rank, n, nt, i);
+                }
+                if (!(n == 1 && nt == 1)) ptq_tensor_free(&y);
+            }
+        EXPECT_EQ_INT(bad, 0);
+        for (int i = 0; i < NMAX; i++) ptq_tensor_free(&alone[i]);
+        ptq_tensor_free(&all);
+        ptq_tensor_free(&b);
+    }
+}
+
 TEST(matmul_errors)
 {
     int64_t da[2] = {3, 4}, db[2] = {5, 6}, dc[3] = {2, 3, 4}, dd[3] = {3, 4, 5};
@@ -455,6 +502,7 @@ int main(void)
     RUN(matmul_shapes);
     RUN(matmul_random);
     RUN(matmul_threads_bit_identical);
+    RUN(matmul_batch_size_invariant);
     RUN(matmul_errors);
     RUN(sgemm_edges_and_openblas_threads);
     return test_summary();
