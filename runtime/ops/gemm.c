@@ -11,7 +11,7 @@
  * shapes fix, so results are bit-identical at any thread count. A MatMul whose B has no
  * batch (or batch dims of 1) folds A's batch into M: one GEMM.
  *
- * MatMul's tiles are also independent of the batch size, so an image gives the same
+ * Gemm's and MatMul's tiles are also independent of the batch size, so an image gives the same
  * outputs in a batch of 1 or of 64 (calibration statistics of shards then merge exactly,
  * whatever --batch each shard ran with): columns are tiled from N and K alone, and when M
  * may hold the batch (one GEMM: A's batch folded, or a 2-D A), rows go in tiles of
@@ -61,7 +61,29 @@ typedef struct {
     int64_t cs_m, cs_n;     /* C's element strides along M and N (0: broadcast) */
     int64_t tm, tn, n_tm, n_tn, ntasks;
     int serial;
+    int pad;                /* the last row tile is zero-padded to tm rows in scratch */
+    size_t per_thread;      /* scratch floats per thread: tm x K of A, tm x tn of Y */
 } gemm_state;
+
+/* Fixed tiles for a GEMM whose M may be the batch (see the header): tn from N alone, tm =
+ * MATMUL_TM with the last row tile padded; sets the per-thread scratch that padding needs. */
+static ptq_status fixed_tiles(ptq_op_ctx *ctx, int64_t M, int64_t N, int64_t K, int64_t *tm, int64_t *tn, int *pad,
+                              size_t *per_thread)
+{
+    *tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
+    *tm = MATMUL_TM;
+    *pad = M % MATMUL_TM != 0;
+    *per_thread = 0;
+    ctx->scratch_bytes = 0;
+    if (*pad) {
+        int nthreads = ctx->nthreads > 0 ? ctx->nthreads : 1;
+        if (K > (int64_t)(SIZE_MAX / sizeof(float) / 4 / MATMUL_TM / (size_t)nthreads) - *tn)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
+        *per_thread = ((size_t)MATMUL_TM * (size_t)(K + *tn) + 15) / 16 * 16;
+        ctx->scratch_bytes = *per_thread * (size_t)nthreads * sizeof(float);
+    }
+    return PTQ_OK;
+}
 
 static ptq_status gemm_infer(ptq_op_ctx *ctx)
 {
@@ -112,12 +134,11 @@ static ptq_status gemm_infer(ptq_op_ctx *ctx)
     y->rank = 2;
     y->dims[0] = M;
     y->dims[1] = N;
-    kern_gemm_tiles(M, N, K, 1, 1, GEMM_PANEL_FLOATS, &s->tm, &s->tn);
+    if ((st = fixed_tiles(ctx, M, N, K, &s->tm, &s->tn, &s->pad, &s->per_thread)) != PTQ_OK) return st;
     s->n_tm = kern_ceil_div(M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
     s->ntasks = s->n_tm * s->n_tn;
     s->serial = (double)M * (double)N * (double)(K > 0 ? K : 1) < (double)GEMM_SERIAL_WORK;
-    ctx->scratch_bytes = 0;
     return PTQ_OK;
 }
 
@@ -130,14 +151,30 @@ static void gemm_task(const ptq_op_ctx *ctx, const gemm_state *s, int64_t t)
     int64_t lda = s->trans_a ? s->M : s->K, ldb = s->trans_b ? s->K : s->N;
     a += s->trans_a ? m0 : m0 * s->K;
     b += s->trans_b ? n0 * s->K : n0;
-    float beta = 0.0f;
+    float beta = 0.0f, *yt = y, *pa = NULL;
+    int64_t ldy = s->N, rows = mm;
+    if (s->pad && mm < s->tm) { /* the last row tile, computed at the full tile's shape */
+        pa = (float *)ctx->scratch + (size_t)omp_get_thread_num() * s->per_thread;
+        yt = pa + s->tm * s->K;
+        ldy = nn;
+        rows = s->tm;
+        memset(pa, 0, sizeof(float) * (size_t)(s->tm * s->K));
+        for (int64_t i = 0; i < mm; i++) /* op(A)'s rows, in A's own layout (lda tm when transposed) */
+            for (int64_t k = 0; k < s->K; k++)
+                pa[s->trans_a ? k * s->tm + i : i * s->K + k] = s->trans_a ? a[k * lda + i] : a[i * lda + k];
+        a = pa;
+        lda = s->trans_a ? s->tm : s->K;
+        memset(yt, 0, sizeof(float) * (size_t)(s->tm * nn));
+    }
     if (s->use_c) {
         const float *c = (const float *)ctx->in[2]->data + m0 * s->cs_m + n0 * s->cs_n;
         for (int64_t i = 0; i < mm; i++)
-            for (int64_t j = 0; j < nn; j++) y[i * s->N + j] = s->beta * c[i * s->cs_m + j * s->cs_n];
+            for (int64_t j = 0; j < nn; j++) yt[i * ldy + j] = s->beta * c[i * s->cs_m + j * s->cs_n];
         beta = 1.0f;
     }
-    kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, s->alpha, a, lda, b, ldb, beta, y, s->N);
+    kern_sgemm(s->trans_a, s->trans_b, rows, nn, s->K, s->alpha, a, lda, b, ldb, beta, yt, ldy);
+    if (pa)
+        for (int64_t i = 0; i < mm; i++) memcpy(y + i * s->N, yt + i * nn, sizeof(float) * (size_t)nn);
     if (kern_act_active(&ctx->act))
         for (int64_t i = 0; i < mm; i++) kern_act_f32(&ctx->act, y + i * s->N, (size_t)nn);
 }
@@ -228,26 +265,17 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range", (long long)s->M,
                 (long long)N, (long long)K);
     /* tiles from N, K and the per-matrix M only (see the header) */
-    s->tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
-    if (s->nb == 1) { /* M may hold the batch (folded, or a 2-D A's rows): fixed row tiles */
-        s->tm = MATMUL_TM;
-        s->pad = s->M % MATMUL_TM != 0;
-    } else {
+    if (s->nb == 1) { /* M may hold the batch (folded, or a 2-D A's rows) */
+        if ((st = fixed_tiles(ctx, s->M, N, K, &s->tm, &s->tn, &s->pad, &s->per_thread)) != PTQ_OK) return st;
+    } else { /* M is one matrix's: one row tile */
+        s->tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
         s->tm = s->M > 0 ? s->M : 1;
+        ctx->scratch_bytes = 0;
     }
     s->n_tm = kern_ceil_div(s->M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
     s->ntasks = s->M == 0 || N == 0 ? 0 : s->nb * s->n_tm * s->n_tn;
     s->serial = (double)s->nb * (double)s->M * (double)N * (double)(K > 0 ? K : 1) < (double)GEMM_SERIAL_WORK;
-    ctx->scratch_bytes = 0;
-    if (s->pad) {
-        int nthreads = ctx->nthreads > 0 ? ctx->nthreads : 1;
-        if (K > (int64_t)(SIZE_MAX / sizeof(float) / 4 / MATMUL_TM / (size_t)nthreads) - s->tn)
-            OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
-        s->per_thread = (size_t)MATMUL_TM * (size_t)(K + s->tn);
-        s->per_thread = (s->per_thread + 15) / 16 * 16;
-        ctx->scratch_bytes = s->per_thread * (size_t)nthreads * sizeof(float);
-    }
     return PTQ_OK;
 }
 

@@ -121,6 +121,58 @@ TEST(gemm_tiles_and_threads)
     EXPECT_EQ_INT(gemm_case(33, 65, 17, 1, 1, 1.0f, 1.0f, 3, 2, &relu), 0);
 }
 
+/* Gemm with the batch as M (a classifier head): each image's row is bit-identical to its row
+ * computed alone, for batches 1..9, transA 0 and 1, with a bias C, at 1 and 2 threads. */
+TEST(gemm_batch_size_invariant)
+{
+    enum { NMAX = 9 };
+    int64_t K = 200, N = 300;
+    int64_t xd[2] = {NMAX, K}, bd[2] = {N, K}, cd[1] = {N};
+    ptq_tensor x = tensor_rand(2, xd, -1, 1), b = tensor_rand(2, bd, -1, 1), c = tensor_rand(1, cd, -1, 1);
+    int bad = 0;
+    for (int ta = 0; ta <= 1; ta++) {
+        ptq_tensor alone[NMAX];
+        for (int i = 0; i < NMAX; i++) { /* image i alone: a 1 x K row (or K x 1 column) */
+            int64_t d1[2] = {ta ? K : 1, ta ? 1 : K};
+            ptq_tensor a1 = tensor_new(PTQ_F32, 2, d1);
+            memcpy(a1.data, (float *)x.data + i * K, sizeof(float) * (size_t)K);
+            const ptq_tensor *p[3] = {&a1, &b, &c};
+            op_node o;
+            memset(&o, 0, sizeof o);
+            o.nthreads = 1;
+            add_int(&o, "transA", ta);
+            add_int(&o, "transB", 1);
+            EXPECT_EQ_INT(run_op("Gemm", p, 3, &alone[i], &o), PTQ_OK);
+            ptq_tensor_free(&a1);
+        }
+        for (int nt = 1; nt <= 2; nt++)
+            for (int n = 1; n <= NMAX; n++) {
+                int64_t dn[2] = {ta ? K : n, ta ? n : K};
+                ptq_tensor an = tensor_new(PTQ_F32, 2, dn), y;
+                for (int i = 0; i < n; i++)
+                    for (int64_t k = 0; k < K; k++)
+                        ((float *)an.data)[ta ? k * n + i : i * K + k] = ((const float *)x.data)[i * K + k];
+                const ptq_tensor *p[3] = {&an, &b, &c};
+                op_node o;
+                memset(&o, 0, sizeof o);
+                o.nthreads = nt;
+                add_int(&o, "transA", ta);
+                add_int(&o, "transB", 1);
+                EXPECT_EQ_INT(run_op("Gemm", p, 3, &y, &o), PTQ_OK);
+                for (int i = 0; i < n; i++)
+                    if (memcmp((const float *)y.data + i * N, alone[i].data, sizeof(float) * (size_t)N) != 0 && bad++ < 3)
+                        printf("  transA %d, batch %d, threads %d: image %d differs from its row alone\n", ta, n, nt, i);
+                ptq_tensor_free(&y);
+                ptq_tensor_free(&an);
+            }
+        for (int i = 0; i < NMAX; i++) ptq_tensor_free(&alone[i]);
+    }
+    EXPECT_EQ_INT(bad, 0);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&b);
+    ptq_tensor_free(&c);
+}
+
 TEST(gemm_opset_rules)
 {
     int64_t ad[2] = {3, 4}, bd[2] = {4, 5};
@@ -498,6 +550,7 @@ int main(void)
     op_test_seed(777u);
     RUN(gemm_random);
     RUN(gemm_tiles_and_threads);
+    RUN(gemm_batch_size_invariant);
     RUN(gemm_opset_rules);
     RUN(matmul_shapes);
     RUN(matmul_random);
