@@ -19,6 +19,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
 
 /* Prints "ptq: <last error>" and returns the exit code for st. */
 int cli_fail(ptq_status st);

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"preprocess", cmd_preprocess, "an image folder to the tensors a model sees (.npy, PNG)"},
     {"compare", cmd_compare, "compare calibration methods on held-out images; layer-wise errors; auto-exclusion"},
     {"stats", cmd_stats, "calibration statistics files: merge shards, show"},
+    {"translate", cmd_translate, "QDQ model -> model without Q/DQ + INT8 scales, cache and fp16 layers for trtexec"},
 };
 
 static void usage(FILE *fp)

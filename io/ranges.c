@@ -51,6 +51,35 @@ done:
     return st;
 }
 
+ptq_status io_precision_config_write(const char *path, const char *const *names, const float *scales, int n,
+                                     const char *const *fp16_nodes, int n_fp16)
+{
+    ptq_status st = PTQ_OK;
+    cJSON *root = cJSON_CreateObject(), *sc = NULL, *fp16 = NULL;
+    char *text = NULL;
+    CHECK_ALLOC(root);
+    CHECK_ALLOC(sc = cJSON_AddObjectToObject(root, "int8_tensor_scales"));
+    for (int i = 0; i < n; i++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.9g", (double)scales[i]);
+        CHECK_ALLOC(cJSON_AddRawToObject(sc, names[i], buf));
+    }
+    CHECK_ALLOC(fp16 = cJSON_AddArrayToObject(root, "fp16_nodes"));
+    for (int i = 0; i < n_fp16; i++) {
+        cJSON *item = cJSON_CreateString(fp16_nodes[i]);
+        CHECK_ALLOC(item);
+        cJSON_AddItemToArray(fp16, item);
+    }
+    CHECK_ALLOC(text = cJSON_Print(root));
+    size_t len = strlen(text);
+    text[len] = '\n'; /* replace the terminator: write text + newline */
+    TRY(io_write_atomic(path, text, len + 1));
+done:
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
 ptq_status io_ranges_read_json(const char *path, io_range **out, int *n)
 {
     ptq_status st = PTQ_OK;

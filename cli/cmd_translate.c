@@ -1,0 +1,141 @@
+/* cmd_translate.c: `ptq translate`: a QDQ model to TensorRT's implicit quantization, the job
+ * of NVIDIA's qdq_translator (quantization spec §6, quant/translate.h): the model without
+ * Q/DQ, the INT8 scales as a precision config and a calibration cache, and the layers left
+ * in float as trtexec --layerPrecisions arguments. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/cache.h"
+#include "io/file.h"
+#include "io/onnx.h"
+#include "io/ranges.h"
+#include "quant/translate.h"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: ptq translate MODEL.qdq.onnx [-o PREFIX] [options]\n"
+                "  -o PREFIX             output prefix (default: MODEL without .onnx); writes PREFIX_noqdq.onnx,\n"
+                "                        PREFIX_precision_config.json, PREFIX_precision_config_calib.cache and\n"
+                "                        PREFIX_precision_config_layer_arg.txt (trtexec --layerPrecisions=...)\n"
+                "  --propagate-concat    Concat outputs take the largest of their inputs' scales\n"
+                "  --propagate-pool      AveragePool, GlobalAveragePool and ReduceMean outputs take their input's scale\n"
+                "  --propagate-mul       Mul outputs take the largest scale of their non-constant inputs\n"
+                "  --dla                 scale 1.0 for Conv outputs without one that feed element-wise nodes\n"
+                "  --trt-version V       cache header version (default 8601)\n"
+                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2)\n"
+                "Scales always propagate through Pad, Transpose, MaxPool, Flatten, Relu, Squeeze, Reshape, Sigmoid.\n");
+}
+
+int cmd_translate(int argc, char **argv)
+{
+    enum { O_CONCAT = 256, O_POOL, O_MUL, O_DLA, O_TRTV, O_TRTA };
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'},        {"propagate-concat", no_argument, 0, O_CONCAT},
+        {"propagate-pool", no_argument, 0, O_POOL},   {"propagate-mul", no_argument, 0, O_MUL},
+        {"dla", no_argument, 0, O_DLA},               {"trt-version", required_argument, 0, O_TRTV},
+        {"trt-algorithm", required_argument, 0, O_TRTA}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    quant_translate_options o = quant_translate_defaults();
+    quant_translation tr = {0};
+    const char *prefix_arg = NULL, *algorithm = "EntropyCalibration2";
+    long trt_version = 8601;
+    char *prefix = NULL, *path = NULL, *arg = NULL;
+    const char **names = NULL;
+    float *scales = NULL;
+    io_cache_entry *entries = NULL;
+    ptq_graph *g = NULL;
+    ptq_status st = PTQ_OK;
+    int c, rc = CLI_EXIT_OK;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': prefix_arg = optarg; break;
+        case O_CONCAT: o.propagate_concat = 1; break;
+        case O_POOL: o.propagate_pool = 1; break;
+        case O_MUL: o.propagate_mul = 1; break;
+        case O_DLA: o.dla = 1; break;
+        case O_TRTV:
+            if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("translate", "bad --trt-version '%s'", optarg);
+            break;
+        case O_TRTA:
+            if (strcmp(optarg, "EntropyCalibration2") && strcmp(optarg, "EntropyCalibration") &&
+                strcmp(optarg, "MinMaxCalibration") && strcmp(optarg, "LegacyCalibration"))
+                return cli_usage_error("translate", "--trt-algorithm: EntropyCalibration2, EntropyCalibration, "
+                                                    "MinMaxCalibration or LegacyCalibration");
+            algorithm = optarg;
+            break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option("translate", c, argv);
+        }
+    }
+    if (optind != argc - 1) return cli_usage_error("translate", "expected one QDQ model");
+    const char *model = argv[optind];
+    size_t ml = strlen(prefix_arg ? prefix_arg : model);
+    prefix = malloc(ml + 1);
+    path = malloc(ml + 64);
+    if (!prefix || !path) {
+        st = PTQ_ERR_NOMEM;
+        ptq_error("out of memory");
+        goto fail;
+    }
+    strcpy(prefix, prefix_arg ? prefix_arg : model);
+    if (!prefix_arg && ml > 5 && !strcmp(prefix + ml - 5, ".onnx")) prefix[ml - 5] = 0;
+
+    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+    if ((st = quant_translate(g, &o, &tr)) != PTQ_OK) {
+        ptq_error_prefix("%s: ", model);
+        goto fail;
+    }
+    names = malloc(sizeof *names * (size_t)(tr.n_scales + 1));
+    scales = malloc(sizeof *scales * (size_t)(tr.n_scales + 1));
+    entries = malloc(sizeof *entries * (size_t)(tr.n_scales + 1));
+    size_t arg_len = 2;
+    for (int i = 0; i < tr.n_fp16; i++) arg_len += strlen(tr.fp16_nodes[i]) + 6;
+    arg = malloc(arg_len);
+    if (!names || !scales || !entries || !arg) {
+        st = PTQ_ERR_NOMEM;
+        ptq_error("out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < tr.n_scales; i++) {
+        names[i] = tr.scales[i].name;
+        scales[i] = tr.scales[i].scale;
+        entries[i] = (io_cache_entry){tr.scales[i].name, tr.scales[i].scale};
+    }
+    size_t k = 0;
+    for (int i = 0; i < tr.n_fp16; i++) k += (size_t)sprintf(arg + k, "%s%s:fp16", i ? "," : "", tr.fp16_nodes[i]);
+    arg[k++] = '\n';
+
+    sprintf(path, "%s_noqdq.onnx", prefix);
+    if ((st = onnx_model_save(g, path)) != PTQ_OK) goto fail;
+    sprintf(path, "%s_precision_config.json", prefix);
+    if ((st = io_precision_config_write(path, names, scales, tr.n_scales, (const char *const *)tr.fp16_nodes, tr.n_fp16)) != PTQ_OK)
+        goto fail;
+    sprintf(path, "%s_precision_config_calib.cache", prefix);
+    if ((st = io_cache_write(path, trt_version, algorithm, entries, tr.n_scales)) != PTQ_OK) goto fail;
+    sprintf(path, "%s_precision_config_layer_arg.txt", prefix);
+    if ((st = io_write_atomic(path, arg, k)) != PTQ_OK) goto fail;
+    fprintf(stderr,
+            "ptq translate: %d activation Q/DQ pairs and %d weight DequantizeLinear removed, %d BatchNormalization folded, "
+            "%d INT8 tensors (%d by propagation%s), %d node%s left in float; wrote %s_noqdq.onnx, "
+            "%s_precision_config.json, %s_precision_config_calib.cache, %s_precision_config_layer_arg.txt\n",
+            tr.n_activation_pairs, tr.n_weights, tr.n_bn_folded, tr.n_scales, tr.n_propagated,
+            tr.n_conflicts ? ", conflicting scales: the largest kept" : "", tr.n_fp16, tr.n_fp16 == 1 ? "" : "s", prefix,
+            prefix, prefix, prefix);
+    goto done;
+fail:
+    rc = cli_fail(st);
+done:
+    quant_translation_free(&tr);
+    ptq_graph_destroy(g);
+    free(prefix);
+    free(path);
+    free(arg);
+    free(names);
+    free(scales);
+    free(entries);
+    return rc;
+}
