@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/file.h"
+#include "io/json.h"
 #include "runtime/graph.h"
 
 static int cmp_range(const void *a, const void *b)
@@ -19,7 +20,6 @@ ptq_status io_ranges_write_json(const char *path, const char *method, const io_r
     ptq_status st = PTQ_OK;
     io_range *sorted = malloc(sizeof *sorted * (size_t)(n ? n : 1));
     cJSON *root = cJSON_CreateObject(), *tensors = NULL;
-    char *text = NULL;
     CHECK_ALLOC(sorted);
     CHECK_ALLOC(root);
     if (n) memcpy(sorted, ranges, sizeof *sorted * (size_t)n);
@@ -39,15 +39,10 @@ ptq_status io_ranges_write_json(const char *path, const char *method, const io_r
         snprintf(buf, sizeof buf, "%.9g", (double)(sorted[i].amax / 127.0f));
         cJSON_AddRawToObject(t, "scale", buf);
     }
-    text = cJSON_Print(root);
-    CHECK_ALLOC(text);
-    size_t len = strlen(text);
-    text[len] = '\n'; /* replace the terminator: write text + newline */
-    TRY(io_write_atomic(path, text, len + 1));
+    TRY(io_json_write_atomic(path, root));
 done:
     free(sorted);
     cJSON_Delete(root);
-    free(text);
     return st;
 }
 
@@ -56,7 +51,6 @@ ptq_status io_precision_config_write(const char *path, const char *const *names,
 {
     ptq_status st = PTQ_OK;
     cJSON *root = cJSON_CreateObject(), *sc = NULL, *fp16 = NULL;
-    char *text = NULL;
     CHECK_ALLOC(root);
     CHECK_ALLOC(sc = cJSON_AddObjectToObject(root, "int8_tensor_scales"));
     for (int i = 0; i < n; i++) {
@@ -70,13 +64,9 @@ ptq_status io_precision_config_write(const char *path, const char *const *names,
         CHECK_ALLOC(item);
         cJSON_AddItemToArray(fp16, item);
     }
-    CHECK_ALLOC(text = cJSON_Print(root));
-    size_t len = strlen(text);
-    text[len] = '\n'; /* replace the terminator: write text + newline */
-    TRY(io_write_atomic(path, text, len + 1));
+    TRY(io_json_write_atomic(path, root));
 done:
     cJSON_Delete(root);
-    free(text);
     return st;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "io/file.h"
+#include "io/json.h"
 
 #define DASH "\xe2\x80\x93" /* "–": a missing value */
 #define INF "\xe2\x88\x9e"  /* "∞" */
@@ -167,7 +168,7 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
 {
     ptq_status st = PTQ_OK;
     cJSON *root = NULL;
-    char *text = NULL, *args = NULL;
+    char *args = NULL;
     int ok = 1;
     TRY(check_report(path, r));
     root = cJSON_CreateObject();
@@ -255,14 +256,9 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
         ok &= add_str(o, "ptq_args", args);
         if (!ok) FAIL(PTQ_ERR_NOMEM, "%s: out of memory building the JSON", path);
     }
-    text = cJSON_Print(root);
-    CHECK_ALLOC(text);
-    size_t len = strlen(text);
-    text[len] = '\n'; /* replace the terminator: write text + newline */
-    TRY(io_write_atomic(path, text, len + 1));
+    TRY(io_json_write_atomic(path, root));
 done:
     cJSON_Delete(root);
-    free(text);
     free(args);
     return st;
 }
