@@ -34,6 +34,16 @@ prod = {o: n for n in m.graph.node for o in n.output}
 gap = [n for n in m.graph.node if n.op_type == 'GlobalAveragePool']
 assert gap and all(prod.get(n.input[0]) is None or prod[n.input[0]].op_type != 'DequantizeLinear' for n in gap)
 print(len(gap), 'GlobalAveragePool nodes with float inputs')\""
+strict_bad_image() { # a truncated JPEG among good photos, --strict: one line naming it, no file at all
+  rm -rf "$TMP/strict" "$TMP"/strict.*; mkdir -p "$TMP/strict"
+  cp "$ROOT/build/photos/text.png" "$ROOT/build/photos/page.png" "$ROOT/build/photos/truncated.jpg" "$TMP/strict/"
+  local out rc
+  out=$("$PTQ" quantize "$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx" --images "$TMP/strict" --preset paddleocr-cls --strict \
+    -o "$TMP/strict.onnx" --cache "$TMP/strict.cache" --json "$TMP/strict.json" --stats "$TMP/strict.ptqstats" 2>&1); rc=$?
+  [ $rc = 1 ] && [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q 'truncated.jpg' || { echo "rc $rc: $out"; return 1; }
+  ! ls "$TMP"/strict.* 2>/dev/null && echo "$out"
+}
+check "--strict with a truncated JPEG: exit 1, one line naming it, no model, cache, JSON or stats left" strict_bad_image
 check "SIGINT during quantize leaves no output file" bash -c "
   rm -f '$TMP/int.qdq.onnx'; $Q --limit 40 -o '$TMP/int.qdq.onnx' 2>/dev/null & pid=\$!; sleep 1.5; kill -INT \$pid; wait \$pid; rc=\$?
   echo status \$rc; [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.tmp.* 2>/dev/null"
