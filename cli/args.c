@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -207,4 +208,11 @@ void cli_names_free(cli_names *l)
     free(l->owned);
     free(l->names);
     memset(l, 0, sizeof *l);
+}
+
+double cli_peak_rss_mb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+    return (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
 }

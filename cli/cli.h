@@ -60,6 +60,9 @@ int cli_names_add(cli_names *l, const char *arg);
 int cli_names_push(cli_names *l, const char *name);
 void cli_names_free(cli_names *l);
 
+/* The process's peak resident memory so far, in MB (for closing summaries). */
+double cli_peak_rss_mb(void);
+
 /* Expands `--config FILE` (a YAML mapping of the command's long options, cli/config.c) into
  * options placed before the command line's; argc/argv are replaced when there is one.
  * Returns 0, or an exit code after printing the error (bad file, unknown key). */

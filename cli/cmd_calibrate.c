@@ -195,8 +195,10 @@ int cmd_calibrate(int argc, char **argv)
                 (unsigned long long)stats_images, from_stats, col.n, n_methods, n_methods > 1 ? "s" : "", warned,
                 warned == 1 ? "" : "s");
     else
-        fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s%s%s\n",
+        fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s, "
+                        "peak RSS %.0f MB%s%s\n",
                 images, skipped, batch_done, col.n, n_methods, n_methods > 1 ? "s" : "", warned, warned == 1 ? "" : "s",
+                cli_peak_rss_mb(),
                 stats ? "; statistics saved to " : "", stats ? stats : "");
     goto out;
 fail:

@@ -346,8 +346,8 @@ int cmd_compare(int argc, char **argv)
         if (json && (st = io_report_write_json(json, &r)) != PTQ_OK) goto fail;
         if (html && (st = io_report_write_html(html, &r)) != PTQ_OK) goto fail;
     }
-    fprintf(stderr, "ptq compare: %d calibration images, %d evaluation images, %d methods, %d layers; %.1f s\n", src.images,
-            metrics[0].images, n_methods, n_layers, since(&t0));
+    fprintf(stderr, "ptq compare: %d calibration images, %d evaluation images, %d methods, %d layers; %.1f s, peak RSS %.0f MB\n",
+            src.images, metrics[0].images, n_methods, n_layers, since(&t0), cli_peak_rss_mb());
     goto done;
 fail:
     rc = cli_fail(st);

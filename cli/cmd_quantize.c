@@ -371,10 +371,10 @@ int cmd_quantize(int argc, char **argv)
     else snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, tag);
     fprintf(stderr,
             "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
-            "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s; wrote %s%s%s\n",
+            "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",
             from, rep.n_activations, rep.n_weights, quantized, rep.n_excluded,
             (long long)opset0, n_upgraded, warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-            out, stats ? "; statistics saved to " : "", stats ? stats : "");
+            cli_peak_rss_mb(), out, stats ? "; statistics saved to " : "", stats ? stats : "");
     goto done;
 fail:
     rc = cli_fail(st);
