@@ -4,20 +4,17 @@
  * unidirectionally broadcast to [M, N]. MatMul: numpy semantics (a 1-D A is a row,
  * a 1-D B a column, both dims removed from the result; batch dims broadcast).
  *
- * Both split the output into tiles fixed by the shapes (kern_gemm_tiles: columns, then
- * rows when there are few), one single-threaded sgemm per tile run in parallel with
- * OpenMP, the epilogue (beta * C before the product, the activation after) on the tile
- * while it is in cache. Every output element is computed by one thread in an order the
- * shapes fix, so results are bit-identical at any thread count. A MatMul whose B has no
- * batch (or batch dims of 1) folds A's batch into M: one GEMM.
- *
- * Gemm's and MatMul's tiles are also independent of the batch size, so an image gives the same
- * outputs in a batch of 1 or of 64 (calibration statistics of shards then merge exactly,
- * whatever --batch each shard ran with): columns are tiled from N and K alone, and when M
- * may hold the batch (one GEMM: A's batch folded, or a 2-D A), rows go in tiles of
- * MATMUL_TM with the last one zero-padded to
- * MATMUL_TM in scratch, so that every OpenBLAS call has the same shape (OpenBLAS picks
- * kernels, small-matrix paths included, by the call's m, n and k). */
+ * Both split the output into tiles fixed by the shapes alone, never by the batch size or the
+ * thread count: columns in tiles of at most MATMUL_TN, and, where M may hold the batch (Gemm,
+ * a MatMul with a 2-D A or A's batch folded into M), rows in tiles of MATMUL_TM, the last one
+ * zero-padded to MATMUL_TM in scratch so that every OpenBLAS call has the same shape (OpenBLAS
+ * picks kernels, small-matrix paths included, by the call's m, n and k). One single-threaded
+ * sgemm per tile runs in parallel with OpenMP, the epilogue (beta * C before the product, the
+ * activation after) on the tile while it is in cache. Every output element is thus computed
+ * by one thread in an order the shapes fix: bit-identical at any thread count, and an image's
+ * outputs are the same in a batch of 1 or of 64 (statistics of shards merge exactly whatever
+ * --batch each ran with). A MatMul whose B has no batch (or batch dims of 1) folds A's batch
+ * into M: one GEMM; otherwise each matrix is one row tile. */
 #include <limits.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -28,9 +25,8 @@
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
-#define GEMM_PANEL_FLOATS (256 * 1024) /* B panel (k x tile columns) per task: 1 MiB */
 #define GEMM_SERIAL_WORK (1 << 16)    /* multiply-adds below which one thread runs it all */
-#define MATMUL_TM 32                  /* rows per tile when the batch is folded into M */
+#define MATMUL_TM 32                  /* rows per tile where M may hold the batch */
 #define MATMUL_TN 128                 /* columns per tile at most (a multiple of 16) */
 
 static ptq_status need_f32(const ptq_op_ctx *ctx)
@@ -67,10 +63,15 @@ typedef struct {
 
 /* Fixed tiles for a GEMM whose M may be the batch (see the header): tn from N alone, tm =
  * MATMUL_TM with the last row tile padded; sets the per-thread scratch that padding needs. */
+static int64_t tile_cols(int64_t N)
+{
+    return N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
+}
+
 static ptq_status fixed_tiles(ptq_op_ctx *ctx, int64_t M, int64_t N, int64_t K, int64_t *tm, int64_t *tn, int *pad,
                               size_t *per_thread)
 {
-    *tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
+    *tn = tile_cols(N);
     *tm = MATMUL_TM;
     *pad = M % MATMUL_TM != 0;
     *per_thread = 0;
@@ -268,7 +269,7 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
     if (s->nb == 1) { /* M may hold the batch (folded, or a 2-D A's rows) */
         if ((st = fixed_tiles(ctx, s->M, N, K, &s->tm, &s->tn, &s->pad, &s->per_thread)) != PTQ_OK) return st;
     } else { /* M is one matrix's: one row tile */
-        s->tn = N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
+        s->tn = tile_cols(N);
         s->tm = s->M > 0 ? s->M : 1;
         ctx->scratch_bytes = 0;
     }
