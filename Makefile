@@ -15,7 +15,7 @@ WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prot
             -Wdouble-promotion -Werror
 BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
             -I/usr/include/x86_64-linux-gnu -DPTQ_HAVE_LIBDEFLATE
-LIBS     := -lprotobuf-c -ljpeg -lpng -ldeflate -lz -lcjson -lyaml -lopenblas -lm -fopenmp -lpthread
+LIBS     := -lprotobuf-c -ljpeg -lpng -ldeflate -lz -lcjson -lyaml -lm -fopenmp -lpthread
 ifeq ($(SANITIZE),1)
   BASE   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LIBS   += -fsanitize=address,undefined
@@ -90,3 +90,6 @@ clean:
 # The runtime's kernels: -O3 (the full vectoriser cost model); still no -ffast-math.
 $(BUILD)/obj/runtime/%.o: OPT := -O3 -g
 $(BUILD)/obj/calib/%.o: OPT := -O3 -g
+# kern_sgemm's SIMD paths: these two files only, called after a cpuid check (runtime/kernels/sgemm.c)
+$(BUILD)/obj/runtime/kernels/sgemm_avx2.o: OPT := -O3 -g -mavx2 -mfma
+$(BUILD)/obj/runtime/kernels/sgemm_avx512.o: OPT := -O3 -g -mavx512f -mfma

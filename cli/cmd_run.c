@@ -1,5 +1,4 @@
 /* cmd_run.c: `ptq run`: run a model on .npy or seeded random inputs, write .npy outputs, time it. */
-#include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,10 +218,7 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
         images.threads = (int)threads;
-        if (threads) {
-            omp_set_num_threads((int)threads);
-            openblas_set_num_threads((int)threads);
-        }
+        if (threads) omp_set_num_threads((int)threads);
         rc = run_images(argv[optind], &images, preset, fuse);
         goto out;
     }
@@ -231,10 +227,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (!n_input_args && !have_seed) have_seed = 1; /* seed 0 */
-    if (threads) {
-        omp_set_num_threads((int)threads);
-        openblas_set_num_threads((int)threads);
-    }
+    if (threads) omp_set_num_threads((int)threads);
 
     const char *model = argv[optind];
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "runtime/kernels/sgemm.h"
 
 typedef struct {
     const char *name;
@@ -40,8 +41,13 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_EXIT_OK;
     }
+    char why[160];
+    if (kern_isa_check(why, sizeof why) != 0) {
+        fprintf(stderr, "ptq: %s\n", why);
+        return CLI_EXIT_USAGE;
+    }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ptq 0.1\n");
+        printf("ptq 0.1 (GEMM path %s)\n", kern_isa_name(kern_isa_current()));
         return CLI_EXIT_OK;
     }
     /* Decoded images, tensors and batches of a few MB are allocated and freed per image; served

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "op.h"
+#include "runtime/kernels/sgemm.h"
 
 typedef struct {
     int node;                 /* graph node index */
@@ -787,6 +788,11 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     int *order = NULL;
     size_t *offsets = NULL;
     *out = NULL;
+    char why[160];
+    if (kern_isa_check(why, sizeof why) != 0) {
+        ptq_error("%s", why);
+        return PTQ_ERR_ARG;
+    }
     TRY(ptq_graph_check_ops(g));
     p = calloc(1, sizeof *p);
     CHECK_ALLOC(p);

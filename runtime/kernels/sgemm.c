@@ -1,77 +1,126 @@
-/* sgemm.c: the OpenBLAS wrapper of sgemm.h and its scalar reference.
+/* sgemm.c: kern_sgemm's dispatch, its generic path and its reference (sgemm.h).
  *
- * Debian's OpenBLAS is the OpenMP build: a call threads itself over
- * omp_get_max_threads() threads unless it runs inside an active parallel region.
- * kern_blas_serial() sets that ICV to 1 for the current implicit task only, so a
- * single-thread team (nthreads = 1) does not spawn OpenBLAS threads either. */
-#include <cblas.h>
-#include <limits.h>
-#include <omp.h>
+ * The path is chosen once (pthread_once): PTQ_ISA when it names a path this CPU runs, else
+ * the best of avx512, avx2 + fma and generic that cpuid reports. The SIMD paths pack into a
+ * per-thread workspace allocated on a thread's first call and kept for its lifetime (ptq's
+ * threads are OpenMP's pool, which lives as long as the process); if that allocation fails
+ * the call runs the generic path, which gives the same bits. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels/sgemm.h"
+#include "runtime/kernels/sgemm_isa.h"
 
-int kern_sgemm_fits(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc)
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static kern_isa isa_best, isa_used;
+static const char *isa_env; /* PTQ_ISA as read at selection, or NULL */
+
+static int isa_parse(const char *s, kern_isa *out)
 {
-    return m >= 0 && n >= 0 && k >= 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda >= 0 && lda <= INT_MAX &&
-           ldb >= 0 && ldb <= INT_MAX && ldc >= 0 && ldc <= INT_MAX;
+    static const kern_isa all[] = {KERN_ISA_GENERIC, KERN_ISA_AVX2, KERN_ISA_AVX512};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(s, kern_isa_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    return -1;
 }
 
-void kern_blas_serial(void)
+static void isa_select(void)
 {
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    __builtin_cpu_init();
+    isa_best = KERN_ISA_GENERIC;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa_best = KERN_ISA_AVX2;
+    if (__builtin_cpu_supports("avx512f")) isa_best = KERN_ISA_AVX512;
+    isa_used = isa_best;
+    kern_isa want;
+    isa_env = getenv("PTQ_ISA");
+    if (isa_env && *isa_env && isa_parse(isa_env, &want) == 0 && want <= isa_best) isa_used = want;
 }
 
-/* C = beta * C over m rows of n (k = 0). */
-static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
+kern_isa kern_isa_current(void)
+{
+    pthread_once(&isa_once, isa_select);
+    return isa_used;
+}
+
+const char *kern_isa_name(kern_isa isa)
+{
+    switch (isa) {
+    case KERN_ISA_AVX512: return "avx512";
+    case KERN_ISA_AVX2: return "avx2";
+    default: return "generic";
+    }
+}
+
+int kern_isa_check(char *msg, size_t cap)
+{
+    pthread_once(&isa_once, isa_select);
+    kern_isa want;
+    if (!isa_env || !*isa_env) return 0;
+    if (isa_parse(isa_env, &want) != 0) {
+        snprintf(msg, cap, "PTQ_ISA=%s: unknown path (expected avx512, avx2 or generic)", isa_env);
+        return -1;
+    }
+    if (want > isa_best) {
+        snprintf(msg, cap, "PTQ_ISA=%s: this CPU has no %s (its best path is %s)", isa_env,
+                 want == KERN_ISA_AVX512 ? "AVX-512F" : "AVX2 with FMA", kern_isa_name(isa_best));
+        return -1;
+    }
+    return 0;
+}
+
+/* Row by row: C's row i gets, for p in order, one fmaf per element (the chain of sgemm.h). */
+static void sgemm_generic(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
 {
     for (int64_t i = 0; i < m; i++) {
         float *row = c + i * ldc;
-        if (beta == 0.0f)
-            memset(row, 0, sizeof(float) * (size_t)n);
-        else
-            for (int64_t j = 0; j < n; j++) row[j] *= beta;
+        if (!accumulate)
+            for (int64_t j = 0; j < n; j++) row[j] = 0.0f;
+        for (int64_t p = 0; p < k; p++) {
+            float av = trans_a ? a[p * lda + i] : a[i * lda + p];
+            if (trans_b)
+                for (int64_t j = 0; j < n; j++) row[j] = fmaf(av, b[j * ldb + p], row[j]);
+            else
+                for (int64_t j = 0; j < n; j++) row[j] = fmaf(av, b[p * ldb + j], row[j]);
+        }
     }
 }
 
-static void blas_call(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+/* This thread's packing workspace for a path, or NULL when it cannot be had. */
+static float *workspace(kern_isa isa)
 {
-    /* OpenBLAS rejects leading dims below the row length even when a dim is 1 */
-    int64_t la = trans_a ? m : k, lb = trans_b ? k : n;
-    if (lda < la) lda = la;
-    if (ldb < lb) ldb = lb;
-    if (ldc < n) ldc = n;
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
-void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
-{
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        scale_c(m, n, beta, c, ldc);
-        return;
+    static _Thread_local float *ws[3];
+    if (!ws[isa]) {
+        size_t n = isa == KERN_ISA_AVX512 ? sgemm_avx512_ws_floats : sgemm_avx2_ws_floats;
+        ws[isa] = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
     }
-    blas_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return ws[isa];
 }
 
-void kern_sgemm_threaded(int nthreads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+void kern_sgemm_isa(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        scale_c(m, n, beta, c, ldc);
-        return;
-    }
-    if (nthreads < 1 || omp_in_parallel()) nthreads = 1;
-    /* OpenBLAS threads over omp_get_max_threads(): set it for this call, then restore it
-     * (an ICV of the calling task only) */
-    int old = omp_get_max_threads();
-    if (old != nthreads) omp_set_num_threads(nthreads);
-    blas_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    if (old != nthreads) omp_set_num_threads(old);
+    pthread_once(&isa_once, isa_select);
+    if (isa > isa_best) isa = KERN_ISA_GENERIC;
+    float *ws = isa != KERN_ISA_GENERIC && k > 0 ? workspace(isa) : NULL;
+    if (ws && isa == KERN_ISA_AVX512)
+        sgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
+    else if (ws && isa == KERN_ISA_AVX2)
+        sgemm_avx2(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
+    else
+        sgemm_generic(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+}
+
+void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
+{
+    kern_sgemm_isa(kern_isa_current(), trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }
 
 int64_t kern_ceil_div(int64_t a, int64_t b)
@@ -120,18 +169,17 @@ void kern_gemm_tiles(int64_t m, int64_t n, int64_t k, int64_t count, int split_m
     *tn = cols;
 }
 
-void kern_sgemm_ref(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+void kern_sgemm_ref(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
-            double s = 0.0;
+            double s = accumulate ? (double)c[i * ldc + j] : 0.0;
             for (int64_t p = 0; p < k; p++) {
                 float av = trans_a ? a[p * lda + i] : a[i * lda + p];
                 float bv = trans_b ? b[j * ldb + p] : b[p * ldb + j];
                 s += (double)av * (double)bv;
             }
-            float r = (float)((double)alpha * s);
-            c[i * ldc + j] = beta == 0.0f ? r : r + beta * c[i * ldc + j];
+            c[i * ldc + j] = (float)s;
         }
 }

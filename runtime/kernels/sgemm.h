@@ -1,50 +1,57 @@
-/* sgemm.h: row-major float32 GEMM through OpenBLAS, and its scalar reference.
+/* sgemm.h: ptq's own single-precision GEMM, the same bits on every x86-64 CPU.
  *
- *   // C[m x n] = alpha * op(A) * op(B) + beta * C, row-major, leading dims in elements
- *   if (!kern_sgemm_fits(m, n, k, lda, ldb, ldc)) -> refuse in infer (dims beyond int)
+ *   // C[m x n] = (accumulate ? C : 0) + op(A) * op(B), row-major, leading dims in elements
  *   #pragma omp parallel num_threads(nt)
- *   {
- *       kern_blas_serial();          // this thread's OpenBLAS calls stay on this thread
- *       #pragma omp for
- *       for (tile...) kern_sgemm(0, 0, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
- *   }
+ *   #pragma omp for
+ *   for (tile...) kern_sgemm(0, 0, m, n, k, a, lda, b, ldb, 1, c, ldc);
  *
- * ptq's weighted ops split their work into tiles fixed by the shapes alone and run one
- * single-threaded sgemm per tile, so the results never depend on the thread count.
- * kern_sgemm_threaded() lets OpenBLAS thread one call over nthreads instead; it is NOT
- * bit-identical to a serial call in general: OpenBLAS 0.3.21's threaded driver splits
- * M and N but also cuts K into other passes than the serial driver once K > 512
- * (measured; test_ops_gemm checks K <= 512 only), so the ops do not use it. Its speed
- * on PP-OCRv4 was no better than the tiles (det equal, rec 3% faster, cls 25% slower).
- * Zero-sized m, n or k are handled here (k = 0 gives beta * C, or zeros when beta = 0);
- * beta = 0 never reads C. All pointers are borrowed for the duration of the call. */
+ * The contract that makes results machine-independent: every output element is ONE chain
+ * of fused multiply-adds in k order, acc = fma(op(A)[i][p], op(B)[p][j], acc) for p = 0,
+ * 1, ..., k-1, started from +0.0f (accumulate = 0) or from C's value (accumulate = 1). No
+ * partial sums, no reassociation: the chain does not depend on the ISA path, on where the
+ * element lies in a register tile, on the blocking, on the call's m, n or k splits, nor on
+ * the thread that runs it. Three paths compute that chain:
+ *   - avx512: packed panels, an 8 x 32 register-blocked microkernel (AVX-512F);
+ *   - avx2:   the same driver, a 6 x 16 microkernel (AVX2 + FMA);
+ *   - generic: portable C, fmaf() per multiply-add (correctly rounded, so it equals the
+ *     hardware FMA bit for bit; slow where the CPU has no FMA).
+ * The best path the CPU has is chosen once from cpuid; PTQ_ISA=avx512|avx2|generic forces
+ * one (kern_isa_check reports a bad or unavailable value). Calls are single-threaded and
+ * re-entrant: the ops split their outputs into tiles and run tiles in parallel. Each
+ * thread keeps its packing buffers (about 1.2 MB) for its lifetime. Zero-sized m or n do
+ * nothing; k = 0 leaves C (accumulate) or zeroes it. All pointers are borrowed. */
 #ifndef PTQ_KERN_SGEMM_H
 #define PTQ_KERN_SGEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* 1 when the dims and leading dims fit OpenBLAS's 32-bit int interface. */
-int kern_sgemm_fits(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+typedef enum { KERN_ISA_GENERIC = 0, KERN_ISA_AVX2, KERN_ISA_AVX512 } kern_isa;
 
-/* Makes OpenBLAS run single-threaded for the calling OpenMP implicit task (call it at
- * the top of a parallel region; it changes nothing outside the region). */
-void kern_blas_serial(void);
+/* The path in use (the best the CPU has, or PTQ_ISA's when that is valid and available). */
+kern_isa kern_isa_current(void);
+/* "generic", "avx2" or "avx512". */
+const char *kern_isa_name(kern_isa isa);
+/* 0 when PTQ_ISA is unset or names a path this CPU runs; else -1 with a one-line reason in
+ * msg (e.g. "PTQ_ISA=avx512: this CPU has no AVX-512F"). */
+int kern_isa_check(char *msg, size_t cap);
 
-/* C = alpha * op(A) * op(B) + beta * C; op(A) is m x k (A is k x m when trans_a), op(B) k x n. */
-void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* C = (accumulate ? C : 0) + op(A) op(B); op(A) is m x k (A is k x m when trans_a), op(B)
+ * k x n (B is n x k when trans_b). */
+void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc);
 
-/* The same with OpenBLAS threaded over nthreads; must be called outside a parallel region. */
-void kern_sgemm_threaded(int nthreads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The same computed by one given path (tests compare the paths bit for bit); a path the
+ * CPU lacks falls back to generic. */
+void kern_sgemm_isa(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc);
 
 /* Splits `count` independent m x n GEMMs with reduction k into tiles, from the shapes
- * alone (never the thread count, so results do not depend on it): *tn columns, at most
- * panel_floats / k of them (at least 64), the n columns cut into equal tiles (a multiple
- * of 16), their number a multiple of KERN_MIN_TASKS for a single GEMM; when that leaves
- * fewer than KERN_MIN_TASKS tiles and split_m is set, *tm rows (a multiple of 16, else
- * *tm = m). KERN_MIN_TASKS is sized for the 2-core target: on PP-OCRv4 rec's pointwise
- * convs two large tiles beat eight smaller ones by 15-20% (fewer re-packed panels). */
+ * alone (never the thread count): *tn columns, at most panel_floats / k of them (at least
+ * 64), the n columns cut into equal tiles (a multiple of 16), their number a multiple of
+ * KERN_MIN_TASKS for a single GEMM; when that leaves fewer than KERN_MIN_TASKS tiles and
+ * split_m is set, *tm rows (a multiple of 16, else *tm = m). Tiles only share out the work:
+ * results do not depend on them (see the contract above). */
 #define KERN_MIN_TASKS 2
 void kern_gemm_tiles(int64_t m, int64_t n, int64_t k, int64_t count, int split_m, int64_t panel_floats, int64_t *tm,
                      int64_t *tn);
@@ -55,8 +62,8 @@ int64_t kern_split_rows(int64_t total, int64_t max_per, int64_t count);
 /* ceil(a / b) for a >= 0, b >= 1. */
 int64_t kern_ceil_div(int64_t a, int64_t b);
 
-/* Scalar reference: sums in double, in k order. */
-void kern_sgemm_ref(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* Scalar reference: sums in double, in k order (tests bound the FMA chain's error by it). */
+void kern_sgemm_ref(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc);
 
 #endif

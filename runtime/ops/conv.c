@@ -17,10 +17,12 @@
  *   - im2col: per group and tile of output positions, im2col into the thread's scratch
  *     then the same GEMM with K = cin_g * kernel volume.
  * GEMMs are tiled from the shapes alone (kern_gemm_tiles, bands) and every tile is
- * single-threaded OpenBLAS calls: the bias is written first (beta = 1), the activation
- * applied to the tile while it is in cache (runtime/kernels/act.h); tiles run in
- * parallel with OpenMP. Each output element is computed by one thread in an order
- * fixed by the shapes, so results are bit-identical at any thread count.
+ * single-threaded kern_sgemm calls: the bias is written first and the GEMM accumulates
+ * onto it (one FMA chain per output element, from the bias, in k order; the shifted path
+ * continues the chain tap after tap), the activation applied to the tile while it is in
+ * cache (runtime/kernels/act.h); tiles run in parallel with OpenMP. Each output element
+ * is computed by one thread in an order fixed by the shapes, so results are bit-identical
+ * at any thread count, tile position and ISA path.
  *
  * ConvTranspose: per group, columns = W_g^T [cout_g*kvol x cin_g] * X_g, tiled over
  * output-channel blocks and input positions, scattered into the output (col2im) after
@@ -31,7 +33,7 @@
  * gets exactly one tap: tiles are then bands of whole input rows, and each output row
  * is written once as bias + tap and activated while in cache.
  *
- * Other than the shifted path's reorder, weights are used in place (OpenBLAS packs them
+ * Other than the shifted path's reorder, weights are used in place (kern_sgemm packs them
  * per call); constant and runtime weights take the same paths. */
 #include <limits.h>
 #include <omp.h>
@@ -166,7 +168,7 @@ static ptq_status set_scratch(ptq_op_ctx *ctx, size_t shared, size_t per, int nt
     return PTQ_OK;
 }
 
-/* rows x n block of pitch ld set to one value per row (the bias before a beta = 1 GEMM). */
+/* rows x n block of pitch ld set to one value per row (the bias an accumulating GEMM starts from). */
 static void fill_rows(float *y, int64_t rows, int64_t n, int64_t ld, const float *bias)
 {
     for (int64_t r = 0; r < rows; r++) {
@@ -246,9 +248,7 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
         s->pr = rows + ekh - 1;
         s->ntasks = count * s->n_bands;
         int64_t nw = rows * s->pw;
-        if (!kern_sgemm_fits(s->cout_g, nw, s->cin_g, s->cin_g, s->pr * s->pw, nw) || s->pr > INT64_MAX / s->pw)
-            OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range",
-                    (long long)s->cout_g, (long long)nw, (long long)s->cin_g);
+        if (s->pr > INT64_MAX / s->pw) OP_FAIL(ctx, PTQ_ERR_SHAPE, "padded band size overflows");
         s->per_thread = round16((size_t)(s->cin_g * s->pr * s->pw)) + round16((size_t)(s->cout_g * nw));
         size_t wn = (size_t)c_out * (size_t)s->K;
         if (w->data) { /* constant weights: reorder once */
@@ -262,9 +262,6 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
         s->serial = work < (double)CONV_SERIAL_WORK;
     } else {
         s->algo = pointwise ? CONV_POINTWISE : CONV_IM2COL;
-        if (!kern_sgemm_fits(s->cout_g, s->out_vol, s->K, s->K, s->in_vol, s->out_vol))
-            OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range",
-                    (long long)s->cout_g, (long long)s->out_vol, (long long)s->K);
         int64_t count = g->batch * group;
         if (s->algo == CONV_POINTWISE) {
             kern_gemm_tiles(s->cout_g, s->out_vol, s->K, count, 1, CONV_PANEL_FLOATS, &s->tm, &s->tn);
@@ -294,16 +291,16 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
     const float *w = (const float *)ctx->in[1]->data + (grp * s->cout_g + m0) * s->K;
     const float *bias = ctx->n_in > 2 && ctx->in[2] ? (const float *)ctx->in[2]->data + grp * s->cout_g + m0 : NULL;
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g + m0) * s->out_vol + p0;
-    float beta = 0.0f;
+    int acc = 0;
     if (bias) {
         fill_rows(y, mm, np, s->out_vol, bias);
-        beta = 1.0f;
+        acc = 1;
     }
     if (s->algo == CONV_POINTWISE) {
-        kern_sgemm(0, 0, mm, np, s->K, 1.0f, w, s->K, x + p0, s->in_vol, beta, y, s->out_vol);
+        kern_sgemm(0, 0, mm, np, s->K, w, s->K, x + p0, s->in_vol, acc, y, s->out_vol);
     } else {
         kern_im2col_f32(g, s->cin_g, x, p0, np, buf);
-        kern_sgemm(0, 0, mm, np, s->K, 1.0f, w, s->K, buf, np, beta, y, s->out_vol);
+        kern_sgemm(0, 0, mm, np, s->K, w, s->K, buf, np, acc, y, s->out_vol);
     }
     if (kern_act_active(&ctx->act))
         for (int64_t r = 0; r < mm; r++) kern_act_f32(&ctx->act, y + r * s->out_vol, (size_t)np);
@@ -334,18 +331,18 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
             memcpy(d + c0, x + ci * s->in_vol + ih * W, sizeof(float) * (size_t)cn);
             memset(d + c0 + cn, 0, sizeof(float) * (size_t)(pw - c0 - cn));
         }
-    float beta = 0.0f;
+    int acc = 0;
     if (bias) {
         fill_rows(c, s->cout_g, nw, ldc, bias);
-        beta = 1.0f;
+        acc = 1;
     }
     for (int64_t kh = 0; kh < g->k[1]; kh++)
         for (int64_t kw = 0; kw < g->k[2]; kw++) {
             int64_t tap = kh * g->k[2] + kw;
             const float *a = wpack + (grp * s->kvol + tap) * s->cout_g * s->cin_g;
             const float *b = pad + kh * g->dil[1] * pw + kw * g->dil[2];
-            kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, 1.0f, a, s->cin_g, b, s->pr * pw, beta, c, ldc);
-            beta = 1.0f;
+            kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
+            acc = 1;
         }
     /* compact the wide rows into the output, then the activation on the band */
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g) * s->out_vol + oh0 * OW;
@@ -377,7 +374,6 @@ static ptq_status conv_run(ptq_op_ctx *ctx)
     const float *wpack = s->wpack ? s->wpack : scratch; /* runtime W: reordered below into the shared part */
 #pragma omp parallel num_threads(nt)
     {
-        kern_blas_serial();
         float *buf = s->per_thread ? scratch + s->shared + s->per_thread * (size_t)omp_get_thread_num() : NULL;
         if (s->algo == CONV_DEPTHWISE) {
             /* uniform planes: contiguous static ranges (no shared counter, no false sharing) */
@@ -460,9 +456,6 @@ static ptq_status convt_infer(ptq_op_ctx *ctx)
     if (s->in_vol > 0 && s->tn > s->in_vol) s->tn = s->in_vol;
     if (s->tn < 1) s->tn = 1;
     s->n_tn = s->in_vol > 0 ? kern_ceil_div(s->in_vol, s->tn) : 0;
-    if (!kern_sgemm_fits(rows, s->tn, s->cin_g, s->cout_g * s->kvol, s->in_vol, s->tn))
-        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range", (long long)rows,
-                (long long)s->tn, (long long)s->cin_g);
     s->ntasks = count * s->n_cb * (s->overlap ? 1 : s->n_tn);
     s->exact = !s->overlap && kern_depthwise_fits(g);
     for (int d = 1; d < 3; d++)
@@ -475,9 +468,6 @@ static ptq_status convt_infer(ptq_op_ctx *ctx)
         s->tn = trows * g->in[2];
         s->n_tn = kern_ceil_div(g->in[1], trows);
         s->ntasks = count * s->n_cb * s->n_tn;
-        if (!kern_sgemm_fits(rows, s->tn, s->cin_g, s->cout_g * s->kvol, s->in_vol, s->tn))
-            OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range",
-                    (long long)rows, (long long)s->tn, (long long)s->cin_g);
     }
     s->per_thread = round16((size_t)rows * (size_t)s->tn);
     double work = (double)count * (double)s->cout_g * (double)s->kvol * (double)s->in_vol * (double)s->cin_g;
@@ -495,7 +485,7 @@ static void convt_tile(const ptq_op_ctx *ctx, const convt_state *s, int64_t n, i
     const float *x = (const float *)ctx->in[0]->data + (n * g->c_in + grp * s->cin_g) * s->in_vol;
     const float *w = (const float *)ctx->in[1]->data + grp * s->cin_g * s->cout_g * s->kvol + c0 * s->kvol;
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g + c0) * s->out_vol;
-    kern_sgemm(1, 0, nc * s->kvol, np, s->cin_g, 1.0f, w, s->cout_g * s->kvol, x + p0, s->in_vol, 0.0f, buf, np);
+    kern_sgemm(1, 0, nc * s->kvol, np, s->cin_g, w, s->cout_g * s->kvol, x + p0, s->in_vol, 0, buf, np);
     for (int64_t c = 0; c < nc; c++) kern_col2im_add_f32(g, buf + c * s->kvol * np, np, p0, np, y + c * s->out_vol);
 }
 
@@ -512,7 +502,7 @@ static void convt_exact_tile(const ptq_op_ctx *ctx, const convt_state *s, int64_
     const float *w = (const float *)ctx->in[1]->data + grp * s->cin_g * s->cout_g * s->kvol + c0 * s->kvol;
     const float *bias = ctx->n_in > 2 && ctx->in[2] ? (const float *)ctx->in[2]->data + grp * s->cout_g + c0 : NULL;
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g + c0) * s->out_vol;
-    kern_sgemm(1, 0, nc * s->kvol, np, s->cin_g, 1.0f, w, s->cout_g * s->kvol, x, s->in_vol, 0.0f, buf, np);
+    kern_sgemm(1, 0, nc * s->kvol, np, s->cin_g, w, s->cout_g * s->kvol, x, s->in_vol, 0, buf, np);
     int act = kern_act_active(&ctx->act);
     for (int64_t c = 0; c < nc; c++) {
         float bv = bias ? bias[c] : 0.0f;
@@ -548,8 +538,7 @@ static ptq_status convt_run(ptq_op_ctx *ctx)
     if (s->exact) {
 #pragma omp parallel num_threads(nt)
         {
-            kern_blas_serial();
-            float *buf = scratch + s->per_thread * (size_t)omp_get_thread_num();
+                float *buf = scratch + s->per_thread * (size_t)omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
             for (int64_t t = 0; t < s->ntasks; t++) {
                 int64_t tr_i = t % s->n_tn, cb_i = (t / s->n_tn) % s->n_cb, gi = t / (s->n_tn * s->n_cb);
@@ -560,7 +549,6 @@ static ptq_status convt_run(ptq_op_ctx *ctx)
     }
 #pragma omp parallel num_threads(nt)
     {
-        kern_blas_serial();
         float *buf = scratch + s->per_thread * (size_t)omp_get_thread_num();
 #pragma omp for schedule(static)
         for (int64_t pl = 0; pl < planes; pl++) {

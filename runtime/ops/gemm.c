@@ -1,20 +1,18 @@
-/* gemm.c: Gemm and MatMul, float32, through OpenBLAS, with the fused activation.
+/* gemm.c: Gemm and MatMul, float32, through kern_sgemm, with the fused activation.
  *
  * Gemm: Y = alpha * op(A) * op(B) + beta * C, A and B 2-D, C (optional from opset 11)
  * unidirectionally broadcast to [M, N]. MatMul: numpy semantics (a 1-D A is a row,
  * a 1-D B a column, both dims removed from the result; batch dims broadcast).
  *
- * Both split the output into tiles fixed by the shapes alone, never by the batch size or the
- * thread count: columns in tiles of at most MATMUL_TN, and, where M may hold the batch (Gemm,
- * a MatMul with a 2-D A or A's batch folded into M), rows in tiles of MATMUL_TM, the last one
- * zero-padded to MATMUL_TM in scratch so that every OpenBLAS call has the same shape (OpenBLAS
- * picks kernels, small-matrix paths included, by the call's m, n and k). One single-threaded
- * sgemm per tile runs in parallel with OpenMP, the epilogue (beta * C before the product, the
- * activation after) on the tile while it is in cache. Every output element is thus computed
- * by one thread in an order the shapes fix: bit-identical at any thread count, and an image's
- * outputs are the same in a batch of 1 or of 64 (statistics of shards merge exactly whatever
- * --batch each ran with). A MatMul whose B has no batch (or batch dims of 1) folds A's batch
- * into M: one GEMM; otherwise each matrix is one row tile. */
+ * Both split the output into tiles fixed by the shapes (columns in tiles of at most
+ * MATMUL_TN, rows in tiles of MATMUL_TM) and run one single-threaded kern_sgemm per tile
+ * in parallel with OpenMP, the epilogue on the tile while it is in cache. Each output
+ * element is one FMA chain in k order (sgemm.h), started from beta * C when alpha is 1
+ * (the product then scaled by alpha and added to beta * C otherwise), so results do not
+ * depend on the thread count, the tiling, the ISA path or the batch size (an image's
+ * outputs are the same in a batch of 1 or of 64: statistics of shards merge exactly
+ * whatever --batch each ran with). A MatMul whose B has no batch (or batch dims of 1)
+ * folds A's batch into M: one GEMM; otherwise each matrix is one row tile. */
 #include <limits.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -26,7 +24,7 @@
 #include "runtime/shape.h"
 
 #define GEMM_SERIAL_WORK (1 << 16)    /* multiply-adds below which one thread runs it all */
-#define MATMUL_TM 32                  /* rows per tile where M may hold the batch */
+#define MATMUL_TM 32                  /* rows per tile */
 #define MATMUL_TN 128                 /* columns per tile at most (a multiple of 16) */
 
 static ptq_status need_f32(const ptq_op_ctx *ctx)
@@ -57,33 +55,12 @@ typedef struct {
     int64_t cs_m, cs_n;     /* C's element strides along M and N (0: broadcast) */
     int64_t tm, tn, n_tm, n_tn, ntasks;
     int serial;
-    int pad;                /* the last row tile is zero-padded to tm rows in scratch */
-    size_t per_thread;      /* scratch floats per thread: tm x K of A, tm x tn of Y */
 } gemm_state;
 
-/* Fixed tiles for a GEMM whose M may be the batch (see the header): tn from N alone, tm =
- * MATMUL_TM with the last row tile padded; sets the per-thread scratch that padding needs. */
+/* Columns per tile: N alone decides. */
 static int64_t tile_cols(int64_t N)
 {
     return N < MATMUL_TN ? (N > 0 ? N : 1) : MATMUL_TN;
-}
-
-static ptq_status fixed_tiles(ptq_op_ctx *ctx, int64_t M, int64_t N, int64_t K, int64_t *tm, int64_t *tn, int *pad,
-                              size_t *per_thread)
-{
-    *tn = tile_cols(N);
-    *tm = MATMUL_TM;
-    *pad = M % MATMUL_TM != 0;
-    *per_thread = 0;
-    ctx->scratch_bytes = 0;
-    if (*pad) {
-        int nthreads = ctx->nthreads > 0 ? ctx->nthreads : 1;
-        if (K > (int64_t)(SIZE_MAX / sizeof(float) / 4 / MATMUL_TM / (size_t)nthreads) - *tn)
-            OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
-        *per_thread = ((size_t)MATMUL_TM * (size_t)(K + *tn) + 15) / 16 * 16;
-        ctx->scratch_bytes = *per_thread * (size_t)nthreads * sizeof(float);
-    }
-    return PTQ_OK;
 }
 
 static ptq_status gemm_infer(ptq_op_ctx *ctx)
@@ -101,9 +78,6 @@ static ptq_status gemm_infer(ptq_op_ctx *ctx)
     if (K != K2)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "op(A) is %lldx%lld but op(B) is %lldx%lld (inner dims differ)", (long long)M,
                 (long long)K, (long long)K2, (long long)N);
-    if (!kern_sgemm_fits(M, N, K, a->dims[1], b->dims[1], N))
-        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range", (long long)M,
-                (long long)N, (long long)K);
     gemm_state *s = calloc(1, sizeof *s);
     if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
     ctx->state = s;
@@ -135,7 +109,9 @@ static ptq_status gemm_infer(ptq_op_ctx *ctx)
     y->rank = 2;
     y->dims[0] = M;
     y->dims[1] = N;
-    if ((st = fixed_tiles(ctx, M, N, K, &s->tm, &s->tn, &s->pad, &s->per_thread)) != PTQ_OK) return st;
+    s->tm = MATMUL_TM;
+    s->tn = tile_cols(N);
+    ctx->scratch_bytes = 0;
     s->n_tm = kern_ceil_div(M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
     s->ntasks = s->n_tm * s->n_tn;
@@ -148,34 +124,24 @@ static void gemm_task(const ptq_op_ctx *ctx, const gemm_state *s, int64_t t)
     int64_t m0 = (t / s->n_tn) * s->tm, n0 = (t % s->n_tn) * s->tn;
     int64_t mm = s->M - m0 < s->tm ? s->M - m0 : s->tm, nn = s->N - n0 < s->tn ? s->N - n0 : s->tn;
     const float *a = ctx->in[0]->data, *b = ctx->in[1]->data;
+    const float *c = s->use_c ? (const float *)ctx->in[2]->data + m0 * s->cs_m + n0 * s->cs_n : NULL;
     float *y = (float *)ctx->out[0]->data + m0 * s->N + n0;
     int64_t lda = s->trans_a ? s->M : s->K, ldb = s->trans_b ? s->K : s->N;
     a += s->trans_a ? m0 : m0 * s->K;
     b += s->trans_b ? n0 * s->K : n0;
-    float beta = 0.0f, *yt = y, *pa = NULL;
-    int64_t ldy = s->N, rows = mm;
-    if (s->pad && mm < s->tm) { /* the last row tile, computed at the full tile's shape */
-        pa = (float *)ctx->scratch + (size_t)omp_get_thread_num() * s->per_thread;
-        yt = pa + s->tm * s->K;
-        ldy = nn;
-        rows = s->tm;
-        memset(pa, 0, sizeof(float) * (size_t)(s->tm * s->K));
-        for (int64_t i = 0; i < mm; i++) /* op(A)'s rows, in A's own layout (lda tm when transposed) */
-            for (int64_t k = 0; k < s->K; k++)
-                pa[s->trans_a ? k * s->tm + i : i * s->K + k] = s->trans_a ? a[k * lda + i] : a[i * lda + k];
-        a = pa;
-        lda = s->trans_a ? s->tm : s->K;
-        memset(yt, 0, sizeof(float) * (size_t)(s->tm * nn));
-    }
-    if (s->use_c) {
-        const float *c = (const float *)ctx->in[2]->data + m0 * s->cs_m + n0 * s->cs_n;
+    if (s->alpha == 1.0f) { /* the chain starts from beta * C */
+        if (c)
+            for (int64_t i = 0; i < mm; i++)
+                for (int64_t j = 0; j < nn; j++) y[i * s->N + j] = s->beta * c[i * s->cs_m + j * s->cs_n];
+        kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, a, lda, b, ldb, c != NULL, y, s->N);
+    } else { /* alpha * product, then + beta * C */
+        kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, a, lda, b, ldb, 0, y, s->N);
         for (int64_t i = 0; i < mm; i++)
-            for (int64_t j = 0; j < nn; j++) yt[i * ldy + j] = s->beta * c[i * s->cs_m + j * s->cs_n];
-        beta = 1.0f;
+            for (int64_t j = 0; j < nn; j++) {
+                float v = s->alpha * y[i * s->N + j];
+                y[i * s->N + j] = c ? v + s->beta * c[i * s->cs_m + j * s->cs_n] : v;
+            }
     }
-    kern_sgemm(s->trans_a, s->trans_b, rows, nn, s->K, s->alpha, a, lda, b, ldb, beta, yt, ldy);
-    if (pa)
-        for (int64_t i = 0; i < mm; i++) memcpy(y + i * s->N, yt + i * nn, sizeof(float) * (size_t)nn);
     if (kern_act_active(&ctx->act))
         for (int64_t i = 0; i < mm; i++) kern_act_f32(&ctx->act, y + i * s->N, (size_t)nn);
 }
@@ -185,12 +151,8 @@ static ptq_status gemm_run(ptq_op_ctx *ctx)
     const gemm_state *s = ctx->state;
     if (s->ntasks == 0 || s->M == 0 || s->N == 0) return PTQ_OK;
     int nt = team_size(ctx, s->ntasks, s->serial);
-#pragma omp parallel num_threads(nt)
-    {
-        kern_blas_serial();
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < s->ntasks; t++) gemm_task(ctx, s, t);
-    }
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t t = 0; t < s->ntasks; t++) gemm_task(ctx, s, t);
     return PTQ_OK;
 }
 
@@ -205,8 +167,6 @@ typedef struct {
     int64_t bdims[PTQ_MAX_RANK], sa[PTQ_MAX_RANK], sb[PTQ_MAX_RANK]; /* batch dims, strides in matrices */
     int64_t tm, tn, n_tm, n_tn, ntasks;
     int serial;
-    int pad;                   /* the last row tile is zero-padded to tm rows in scratch */
-    size_t per_thread;         /* scratch floats per thread: tm x K of A, tm x tn of Y */
 } matmul_state;
 
 static ptq_status matmul_infer(ptq_op_ctx *ctx)
@@ -262,17 +222,9 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
         s->M = M;
         s->nb = batches;
     }
-    if (!kern_sgemm_fits(s->M, N, K, K, N, N))
-        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "GEMM of %lld x %lld x %lld exceeds OpenBLAS's int range", (long long)s->M,
-                (long long)N, (long long)K);
-    /* tiles from N, K and the per-matrix M only (see the header) */
-    if (s->nb == 1) { /* M may hold the batch (folded, or a 2-D A's rows) */
-        if ((st = fixed_tiles(ctx, s->M, N, K, &s->tm, &s->tn, &s->pad, &s->per_thread)) != PTQ_OK) return st;
-    } else { /* M is one matrix's: one row tile */
-        s->tn = tile_cols(N);
-        s->tm = s->M > 0 ? s->M : 1;
-        ctx->scratch_bytes = 0;
-    }
+    s->tn = tile_cols(N);
+    s->tm = s->nb == 1 ? MATMUL_TM : (s->M > 0 ? s->M : 1); /* batched: one row tile per matrix */
+    ctx->scratch_bytes = 0;
     s->n_tm = kern_ceil_div(s->M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
     s->ntasks = s->M == 0 || N == 0 ? 0 : s->nb * s->n_tm * s->n_tn;
@@ -295,15 +247,7 @@ static void matmul_task(const ptq_op_ctx *ctx, const matmul_state *s, int64_t t)
     const float *a = (const float *)ctx->in[0]->data + oa * s->M * s->K + m0 * s->K;
     const float *b = (const float *)ctx->in[1]->data + ob * s->K * s->N + n0;
     float *y = (float *)ctx->out[0]->data + bi * s->M * s->N + m0 * s->N + n0;
-    if (s->pad && mm < s->tm) { /* the last row tile, computed at the full tile's shape */
-        float *pa = (float *)ctx->scratch + (size_t)omp_get_thread_num() * s->per_thread, *py = pa + s->tm * s->K;
-        memcpy(pa, a, sizeof(float) * (size_t)(mm * s->K));
-        memset(pa + mm * s->K, 0, sizeof(float) * (size_t)((s->tm - mm) * s->K));
-        kern_sgemm(0, 0, s->tm, nn, s->K, 1.0f, pa, s->K, b, s->N, 0.0f, py, nn);
-        for (int64_t i = 0; i < mm; i++) memcpy(y + i * s->N, py + i * nn, sizeof(float) * (size_t)nn);
-    } else {
-        kern_sgemm(0, 0, mm, nn, s->K, 1.0f, a, s->K, b, s->N, 0.0f, y, s->N);
-    }
+    kern_sgemm(0, 0, mm, nn, s->K, a, s->K, b, s->N, 0, y, s->N);
     if (kern_act_active(&ctx->act))
         for (int64_t i = 0; i < mm; i++) kern_act_f32(&ctx->act, y + i * s->N, (size_t)nn);
 }
@@ -313,12 +257,8 @@ static ptq_status matmul_run(ptq_op_ctx *ctx)
     const matmul_state *s = ctx->state;
     if (s->ntasks == 0) return PTQ_OK;
     int nt = team_size(ctx, s->ntasks, s->serial);
-#pragma omp parallel num_threads(nt)
-    {
-        kern_blas_serial();
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < s->ntasks; t++) matmul_task(ctx, s, t);
-    }
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t t = 0; t < s->ntasks; t++) matmul_task(ctx, s, t);
     return PTQ_OK;
 }
 

@@ -2,9 +2,9 @@
  * time, against double-precision references computed here: random shapes,
  * transA/transB, alpha/beta, every broadcast form of C, opset rules, MatMul's 1-D
  * promotion and batch broadcasting (folded and per batch), tiles, fused activations,
- * bit-identical results at 1, 2 and 3 threads, OpenBLAS's own threading
- * (kern_sgemm_threaded) equal to single-threaded calls, kern_sgemm's edge cases, and
- * error messages. Tolerance: |a-b| <= 1e-4 + 1e-4*|b|. */
+ * bit-identical results at 1, 2 and 3 threads and in any batch, kern_sgemm's edge cases,
+ * its ISA paths equal to the written-out FMA chain bit for bit, its results independent of
+ * tiles and k splits, and error messages. Tolerance: |a-b| <= 1e-4 + 1e-4*|b|. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -473,76 +473,117 @@ TEST(matmul_errors)
 
 /* ------------------------------------------------------------ kern_sgemm */
 
-TEST(sgemm_edges_and_openblas_threads)
+TEST(sgemm_edges)
 {
-    /* k = 0: beta * C, or zeros with beta = 0 even over NaN */
+    /* k = 0: zeros without accumulate (even over NaN), C unchanged with it */
     float c[6] = {NAN, NAN, NAN, 1, 2, 3};
-    kern_sgemm(0, 0, 2, 3, 0, 1.0f, NULL, 0, NULL, 3, 0.0f, c, 3);
+    kern_sgemm(0, 0, 2, 3, 0, NULL, 0, NULL, 3, 0, c, 3);
     for (int i = 0; i < 6; i++) EXPECT_EQ_INT(c[i] == 0.0f, 1);
     float d[2] = {1, 2};
-    kern_sgemm(0, 0, 1, 2, 0, 1.0f, NULL, 0, NULL, 2, 3.0f, d, 2);
-    EXPECT_NEAR(d[1], 6.0, 0, 0);
-    /* a 1x1 product with lda = 0 (OpenBLAS would reject it) */
-    float x = 2.0f, z = 3.0f, r = 0.0f;
-    kern_sgemm(0, 0, 1, 1, 1, 1.0f, &x, 0, &z, 0, 0.0f, &r, 0);
+    kern_sgemm(0, 0, 1, 2, 0, NULL, 0, NULL, 2, 1, d, 2);
+    EXPECT_NEAR(d[1], 2.0, 0, 0);
+    /* a 1x1 product with leading dims 0 */
+    float x = 2.0f, z = 3.0f, r = NAN;
+    kern_sgemm(0, 0, 1, 1, 1, &x, 0, &z, 0, 0, &r, 0);
     EXPECT_NEAR(r, 6.0, 0, 0);
-    /* OpenBLAS threading over M and N gives the single-threaded bits */
-    int64_t M = 301, N = 517, K = 263;
-    float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
-    float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
-    float *R = malloc(sizeof(float) * (size_t)(M * N));
-    if (!A || !B || !C1 || !C2 || !R) abort();
-    for (int64_t i = 0; i < M * K; i++) A[i] = frand(-1, 1);
-    for (int64_t i = 0; i < K * N; i++) B[i] = frand(-1, 1);
-    kern_sgemm_threaded(1, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
-    kern_sgemm_threaded(2, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
-    EXPECT(memcmp(C1, C2, sizeof(float) * (size_t)(M * N)) == 0);
-#pragma omp parallel num_threads(2)
-    {
-        kern_blas_serial();
-#pragma omp single
-        kern_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
-    }
-    EXPECT(memcmp(C1, C2, sizeof(float) * (size_t)(M * N)) == 0);
-    kern_sgemm_ref(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, R, N);
-    EXPECT_EQ_INT(compare_f32(C1, R, (size_t)(M * N), ATOL, RTOL, "sgemm"), 0);
-    free(A);
-    free(B);
-    free(C1);
-    free(C2);
-    free(R);
-    /* larger than OpenBLAS's M and N blocks, with beta = 1 over a prefilled C and
-     * transposed operands, at 1, 2 and 3 threads. K stays <= 512: beyond it OpenBLAS
-     * 0.3.21's threaded driver cuts K into other passes than the serial one and the bits
-     * differ (K = 600, 700, 769, 913, 1200 measured here), which is why ptq's ops never
-     * let OpenBLAS thread a call. */
-    struct {
-        int64_t m, n, k;
-        int ta, tb;
-    } big[] = {{517, 1301, 512, 0, 0}, {480, 480, 480, 0, 0}, {96, 25600, 24, 1, 0}, {40, 6625, 120, 0, 1}};
-    for (size_t bc = 0; bc < sizeof big / sizeof big[0]; bc++) {
-        int64_t m = big[bc].m, n = big[bc].n, k = big[bc].k;
-        float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
-        float *c1 = malloc(sizeof(float) * (size_t)(m * n)), *cn = malloc(sizeof(float) * (size_t)(m * n));
-        if (!a || !b || !c1 || !cn) abort();
-        for (int64_t i = 0; i < m * k; i++) a[i] = frand(-1, 1);
-        for (int64_t i = 0; i < k * n; i++) b[i] = frand(-1, 1);
-        int64_t lda = big[bc].ta ? m : k, ldb = big[bc].tb ? k : n;
-        for (int nt = 1; nt <= 3; nt++) {
-            float *dst = nt == 1 ? c1 : cn;
-            for (int64_t i = 0; i < m * n; i++) dst[i] = 0.25f;
-            kern_sgemm_threaded(nt, big[bc].ta, big[bc].tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, dst, n);
-            if (nt > 1) {
-                int same = memcmp(c1, cn, sizeof(float) * (size_t)(m * n)) == 0;
-                if (!same) printf("    %lldx%lldx%lld: %d OpenBLAS threads differ from 1\n", (long long)m, (long long)n, (long long)k, nt);
-                EXPECT(same);
-            }
+    /* m or n = 0 touches nothing */
+    kern_sgemm(0, 0, 0, 2, 1, &x, 1, &z, 2, 0, d, 2);
+    EXPECT_NEAR(d[0], 1.0, 0, 0);
+}
+
+/* The chain of sgemm.h written out: one fmaf per multiply-add, in k order. */
+static void chain_ref(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, int acc, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = acc ? c[i * ldc + j] : 0.0f;
+            for (int64_t p = 0; p < k; p++)
+                s = fmaf(ta ? a[p * lda + i] : a[i * lda + p], tb ? b[j * ldb + p] : b[p * ldb + j], s);
+            c[i * ldc + j] = s;
         }
-        free(a);
-        free(b);
-        free(c1);
-        free(cn);
+}
+
+/* Every path (avx512, avx2, generic: those the CPU has; the others fall back to generic)
+ * gives the written-out FMA chain bit for bit, on shapes around the register tiles (6x16,
+ * 8x32) and the blocks (k 256, rows 96/128, columns 1024), both transposes, with and
+ * without accumulation, leading dims wider than the rows; and stays within the double
+ * reference's tolerance. */
+TEST(sgemm_paths_equal_the_chain)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1},     {5, 15, 3},    {6, 16, 7},     {7, 17, 255},  {8, 32, 256},
+                                        {9, 33, 257},  {13, 47, 513}, {97, 130, 64},  {129, 31, 300}, {200, 1030, 33},
+                                        {16, 2100, 9}, {3, 70, 1000}, {40, 6625 / 25, 120}};
+    kern_isa paths[] = {KERN_ISA_GENERIC, KERN_ISA_AVX2, KERN_ISA_AVX512};
+    printf("  best path on this CPU: %s\n", kern_isa_name(kern_isa_current()));
+    int bad = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int form = 0; form < 8; form++) {
+            int ta = form & 1, tb = (form >> 1) & 1, acc = (form >> 2) & 1;
+            int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+            int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+            size_t na = (size_t)((ta ? k : m) * lda), nb = (size_t)((tb ? n : k) * ldb), nc = (size_t)(m * ldc);
+            float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb), *c0 = malloc(sizeof(float) * nc);
+            float *want = malloc(sizeof(float) * nc), *got = malloc(sizeof(float) * nc), *ref = malloc(sizeof(float) * nc);
+            if (!a || !b || !c0 || !want || !got || !ref) abort();
+            for (size_t i = 0; i < na; i++) a[i] = frand(-1, 1);
+            for (size_t i = 0; i < nb; i++) b[i] = frand(-1, 1);
+            for (size_t i = 0; i < nc; i++) c0[i] = frand(-2, 2);
+            memcpy(want, c0, sizeof(float) * nc);
+            chain_ref(ta, tb, m, n, k, a, lda, b, ldb, acc, want, ldc);
+            memcpy(ref, c0, sizeof(float) * nc);
+            kern_sgemm_ref(ta, tb, m, n, k, a, lda, b, ldb, acc, ref, ldc);
+            if (compare_f32(want, ref, nc, ATOL * (double)k, RTOL, "chain vs double") != 0) bad++;
+            for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+                memcpy(got, c0, sizeof(float) * nc);
+                kern_sgemm_isa(paths[pi], ta, tb, m, n, k, a, lda, b, ldb, acc, got, ldc);
+                if (memcmp(got, want, sizeof(float) * nc) != 0 && bad++ < 5)
+                    printf("  %s: %lldx%lldx%lld transA %d transB %d accumulate %d differs from the chain\n",
+                           kern_isa_name(paths[pi]), (long long)m, (long long)n, (long long)k, ta, tb, acc);
+            }
+            free(a);
+            free(b);
+            free(c0);
+            free(want);
+            free(got);
+            free(ref);
+        }
+    EXPECT_EQ_INT(bad, 0);
+}
+
+/* Where an element lies does not matter: a block of rows and columns computed alone, and k
+ * cut into two accumulating calls, give the bits of one whole call. */
+TEST(sgemm_tiles_and_k_splits_invariant)
+{
+    int64_t m = 37, n = 301, k = 530;
+    float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+    float *whole = malloc(sizeof(float) * (size_t)(m * n)), *part = malloc(sizeof(float) * (size_t)(m * n));
+    if (!a || !b || !whole || !part) abort();
+    for (int64_t i = 0; i < m * k; i++) a[i] = frand(-1, 1);
+    for (int64_t i = 0; i < k * n; i++) b[i] = frand(-1, 1);
+    kern_sgemm(0, 0, m, n, k, a, k, b, n, 0, whole, n);
+    int bad = 0;
+    static const int64_t cuts[][2] = {{1, 1}, {5, 17}, {13, 100}, {30, 290}};
+    for (size_t ci = 0; ci < sizeof cuts / sizeof cuts[0]; ci++) {
+        int64_t i0 = cuts[ci][0], j0 = cuts[ci][1];
+        memset(part, 0, sizeof(float) * (size_t)(m * n));
+        /* four blocks, each its own call */
+        kern_sgemm(0, 0, i0, j0, k, a, k, b, n, 0, part, n);
+        kern_sgemm(0, 0, i0, n - j0, k, a, k, b + j0, n, 0, part + j0, n);
+        kern_sgemm(0, 0, m - i0, j0, k, a + i0 * k, k, b, n, 0, part + i0 * n, n);
+        kern_sgemm(0, 0, m - i0, n - j0, k, a + i0 * k, k, b + j0, n, 0, part + i0 * n + j0, n);
+        if (memcmp(part, whole, sizeof(float) * (size_t)(m * n)) != 0) bad++;
+        /* k in two parts: the second continues the first's chains */
+        int64_t k0 = 7 + (int64_t)ci * 101;
+        kern_sgemm(0, 0, m, n, k0, a, k, b, n, 0, part, n);
+        kern_sgemm(0, 0, m, n, k - k0, a + k0, k, b + k0 * n, n, 1, part, n);
+        if (memcmp(part, whole, sizeof(float) * (size_t)(m * n)) != 0) bad++;
     }
+    EXPECT_EQ_INT(bad, 0);
+    free(a);
+    free(b);
+    free(whole);
+    free(part);
 }
 
 int main(void)
@@ -557,6 +598,8 @@ int main(void)
     RUN(matmul_threads_bit_identical);
     RUN(matmul_batch_size_invariant);
     RUN(matmul_errors);
-    RUN(sgemm_edges_and_openblas_threads);
+    RUN(sgemm_edges);
+    RUN(sgemm_paths_equal_the_chain);
+    RUN(sgemm_tiles_and_k_splits_invariant);
     return test_summary();
 }

@@ -1,0 +1,46 @@
+/* sgemm_avx2.c: the AVX2 + FMA path of kern_sgemm (compiled with -mavx2 -mfma; called only
+ * when cpuid reports both). A 6 x 16 register tile: 12 ymm accumulators, two B vectors and
+ * one broadcast A value per k step, one FMA per accumulator and step. */
+#include <immintrin.h>
+
+#include "runtime/kernels/sgemm_isa.h"
+
+#define SG_MR 6
+#define SG_NR 16
+#define SG_FN sgemm_avx2_driver
+
+static inline void sg_micro(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int load)
+{
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+#define SG_LOAD(r)                                                                                                   \
+    c##r##0 = load ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();                                             \
+    c##r##1 = load ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
+    SG_LOAD(0) SG_LOAD(1) SG_LOAD(2) SG_LOAD(3) SG_LOAD(4) SG_LOAD(5)
+#undef SG_LOAD
+    for (int64_t p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8), av;
+#define SG_ROW(r)                                                                                                    \
+    av = _mm256_broadcast_ss(ap + r);                                                                                \
+    c##r##0 = _mm256_fmadd_ps(av, b0, c##r##0);                                                                      \
+    c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1);
+        SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+#undef SG_ROW
+        ap += SG_MR;
+        bp += SG_NR;
+    }
+#define SG_STORE(r)                                                                                                  \
+    _mm256_storeu_ps(c + r * ldc, c##r##0);                                                                          \
+    _mm256_storeu_ps(c + r * ldc + 8, c##r##1);
+    SG_STORE(0) SG_STORE(1) SG_STORE(2) SG_STORE(3) SG_STORE(4) SG_STORE(5)
+#undef SG_STORE
+}
+
+#include "runtime/kernels/sgemm_impl.h"
+
+const size_t sgemm_avx2_ws_floats = SG_WS_FLOATS;
+
+void sgemm_avx2(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws)
+{
+    SG_FN(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
+}

@@ -1,0 +1,116 @@
+/* sgemm_impl.h: the blocked GEMM driver shared by the SIMD paths (included by
+ * sgemm_avx2.c and sgemm_avx512.c, each compiled for its ISA).
+ *
+ * The includer defines SG_MR x SG_NR (the register tile), SG_FN (the driver's name) and
+ * sg_micro(kc, ap, bp, c, ldc, load): the full tile C[SG_MR x SG_NR] (pitch ldc) from packed
+ * A (kc steps of SG_MR values) and packed B (kc steps of SG_NR values), each element's
+ * accumulator started from C (load) or +0.0f and updated by one FMA per step, in order.
+ *
+ * Blocking (BLIS's loop order): columns in blocks of SG_NC, k in blocks of SG_KC, rows in
+ * blocks of SG_MC. B's block is packed into SG_NR-wide panels (zero-padded), A's into
+ * SG_MR-high strips; for each B panel (kept in L1) the A strips stream from L2. Between k
+ * blocks an element's accumulator goes through C unchanged (a float store and load), so
+ * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
+ * microkernel on a padded copy of the tile. */
+#include <stdint.h>
+#include <string.h>
+
+#define SG_KC 256
+#define SG_MC (SG_MR * 16)
+#define SG_NC 1024
+/* floats of packing workspace the driver needs: A block, then B block */
+#define SG_WS_FLOATS ((size_t)SG_MC * SG_KC + (size_t)SG_KC * SG_NC)
+
+/* A[i0 .. i0+mc) x [p0 .. p0+kc) -> strips of SG_MR rows: ap[strip][p][r], zero rows past mc. */
+static void sg_pack_a(int trans_a, const float *a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                      float *ap)
+{
+    for (int64_t is = 0; is < mc; is += SG_MR) {
+        int64_t mr = mc - is < SG_MR ? mc - is : SG_MR;
+        float *d = ap + is * kc;
+        if (!trans_a) {
+            for (int64_t r = 0; r < mr; r++) {
+                const float *src = a + (i0 + is + r) * lda + p0;
+                for (int64_t p = 0; p < kc; p++) d[p * SG_MR + r] = src[p];
+            }
+        } else {
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = a + (p0 + p) * lda + i0 + is;
+                for (int64_t r = 0; r < mr; r++) d[p * SG_MR + r] = src[r];
+            }
+        }
+        for (int64_t r = mr; r < SG_MR; r++)
+            for (int64_t p = 0; p < kc; p++) d[p * SG_MR + r] = 0.0f;
+    }
+}
+
+/* B[p0 .. p0+kc) x [j0 .. j0+nc) -> panels of SG_NR columns: bp[panel][p][j], zero columns past nc. */
+static void sg_pack_b(int trans_b, const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                      float *bp)
+{
+    for (int64_t js = 0; js < nc; js += SG_NR) {
+        int64_t nr = nc - js < SG_NR ? nc - js : SG_NR;
+        float *d = bp + js * kc;
+        if (!trans_b) {
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = b + (p0 + p) * ldb + j0 + js;
+                float *dp = d + p * SG_NR;
+                if (nr == SG_NR) {
+                    memcpy(dp, src, sizeof(float) * SG_NR);
+                } else {
+                    memcpy(dp, src, sizeof(float) * (size_t)nr);
+                    memset(dp + nr, 0, sizeof(float) * (size_t)(SG_NR - nr));
+                }
+            }
+        } else {
+            for (int64_t j = 0; j < nr; j++) {
+                const float *src = b + (j0 + js + j) * ldb + p0;
+                for (int64_t p = 0; p < kc; p++) d[p * SG_NR + j] = src[p];
+            }
+            for (int64_t j = nr; j < SG_NR; j++)
+                for (int64_t p = 0; p < kc; p++) d[p * SG_NR + j] = 0.0f;
+        }
+    }
+}
+
+/* A partial tile (mr < SG_MR or nr < SG_NR): the microkernel on a padded copy. */
+static void sg_edge(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int load, int64_t mr,
+                    int64_t nr)
+{
+    _Alignas(64) float t[SG_MR * SG_NR];
+    memset(t, 0, sizeof t);
+    if (load)
+        for (int64_t i = 0; i < mr; i++) memcpy(t + i * SG_NR, c + i * ldc, sizeof(float) * (size_t)nr);
+    sg_micro(kc, ap, bp, t, SG_NR, load);
+    for (int64_t i = 0; i < mr; i++) memcpy(c + i * ldc, t + i * SG_NR, sizeof(float) * (size_t)nr);
+}
+
+/* C = (accumulate ? C : 0) + op(A) op(B) with ws of SG_WS_FLOATS floats, 64-byte aligned. */
+static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws)
+{
+    float *ap = ws, *bp = ws + (size_t)SG_MC * SG_KC;
+    for (int64_t jc = 0; jc < n; jc += SG_NC) {
+        int64_t nc = n - jc < SG_NC ? n - jc : SG_NC;
+        for (int64_t pc = 0; pc < k; pc += SG_KC) {
+            int64_t kc = k - pc < SG_KC ? k - pc : SG_KC;
+            int load = accumulate || pc > 0;
+            sg_pack_b(trans_b, b, ldb, pc, kc, jc, nc, bp);
+            for (int64_t ic = 0; ic < m; ic += SG_MC) {
+                int64_t mc = m - ic < SG_MC ? m - ic : SG_MC;
+                sg_pack_a(trans_a, a, lda, ic, mc, pc, kc, ap);
+                for (int64_t jr = 0; jr < nc; jr += SG_NR) {
+                    int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
+                    for (int64_t ir = 0; ir < mc; ir += SG_MR) {
+                        int64_t mr = mc - ir < SG_MR ? mc - ir : SG_MR;
+                        float *cc = c + (ic + ir) * ldc + jc + jr;
+                        if (mr == SG_MR && nr == SG_NR)
+                            sg_micro(kc, ap + ir * kc, bp + jr * kc, cc, ldc, load);
+                        else
+                            sg_edge(kc, ap + ir * kc, bp + jr * kc, cc, ldc, load, mr, nr);
+                    }
+                }
+            }
+        }
+    }
+}
