@@ -64,6 +64,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 
 tests: $(TEST_BIN)
 
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LIB_OBJ) $(LIBS)
+
 deps:
 	@scripts/deps.sh
 
@@ -76,7 +80,7 @@ demo: deps
 	@scripts/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory ptq
+	@$(MAKE) --no-print-directory ptq $(BUILD)/bench/gemm
 	@BUILD=$(BUILD) bench/run.sh
 	@BUILD=$(BUILD) bench/preprocess.sh
 	@BUILD=$(BUILD) bench/calibrate.sh

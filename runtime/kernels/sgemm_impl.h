@@ -95,6 +95,22 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
         for (int64_t pc = 0; pc < k; pc += SG_KC) {
             int64_t kc = k - pc < SG_KC ? k - pc : SG_KC;
             int load = accumulate || pc > 0;
+            if (m <= SG_MC) { /* one row block: each B panel packed just before its use, in L1 */
+                sg_pack_a(trans_a, a, lda, 0, m, pc, kc, ap);
+                for (int64_t jr = 0; jr < nc; jr += SG_NR) {
+                    int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
+                    sg_pack_b(trans_b, b, ldb, pc, kc, jc + jr, nr, bp);
+                    for (int64_t ir = 0; ir < m; ir += SG_MR) {
+                        int64_t mr = m - ir < SG_MR ? m - ir : SG_MR;
+                        float *cc = c + ir * ldc + jc + jr;
+                        if (mr == SG_MR && nr == SG_NR)
+                            sg_micro(kc, ap + ir * kc, bp, cc, ldc, load);
+                        else
+                            sg_edge(kc, ap + ir * kc, bp, cc, ldc, load, mr, nr);
+                    }
+                }
+                continue;
+            }
             sg_pack_b(trans_b, b, ldb, pc, kc, jc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += SG_MC) {
                 int64_t mc = m - ic < SG_MC ? m - ic : SG_MC;
