@@ -104,10 +104,21 @@ void cli_install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+static char pp_origin[512] = "the default preprocessing";
+
+const char *cli_preprocessing_origin(void)
+{
+    return pp_origin;
+}
+
 ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfgp)
 {
     ptq_status st = PTQ_OK;
     pp_config *cfg = cfgp;
+    size_t k = (size_t)snprintf(pp_origin, sizeof pp_origin, "%s%s", preset ? "preset " : "the default preprocessing",
+                                preset ? preset : "");
+    for (int i = 0; i < n && k < sizeof pp_origin; i++)
+        k += (size_t)snprintf(pp_origin + k, sizeof pp_origin - k, "%s--%s %s", i ? " " : " with ", keys[i], vals[i]);
     if (preset) {
         char path[4096];
         if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, cfg)) != PTQ_OK)

@@ -41,6 +41,10 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
  * pp_defaults(), then each "--key value" override ('-' in keys read as '_'). */
 ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfg);
 
+/* Where the last cli_preprocessing() came from, for messages: "preset paddleocr-cls with
+ * --mean 0,0,0", "preset paddleocr-det", "the default preprocessing". */
+const char *cli_preprocessing_origin(void);
+
 /* The image-source options every image command shares (--batch --limit --shuffle --seed
  * --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */

@@ -91,11 +91,13 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
     if ((st = cli_preprocessing(preset, NULL, NULL, 0, &cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     r.g = g;
+    r.model = model;
     r.popt = ptq_plan_defaults();
     r.popt.nthreads = o->threads;
     r.popt.fuse = fuse;
     double t0 = now_ms();
-    if ((st = pp_dataset_open(o, &cfg, &d)) != PTQ_OK) goto fail;
+    if ((st = cli_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(o, &cfg, &d)) != PTQ_OK)
+        goto fail;
     for (;;) {
         const float *x;
         int n;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/runner.h"
 #include "io/npy.h"
 #include "io/preset.h"
 #include "io/stats.h"
@@ -131,20 +132,14 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             batch_done++;
         }
     } else {
-        if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
+        if ((st = cli_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK)
+            goto fail;
         for (;;) {
             const float *x;
             int n;
             if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
             if (n == 0) break;
-            ptq_tensor t = {0};
-            t.dtype = PTQ_F32;
-            t.rank = 4;
-            t.dims[0] = n;
-            t.dims[1] = cfg.nhwc ? cfg.height : 3;
-            t.dims[2] = cfg.nhwc ? cfg.width : cfg.height;
-            t.dims[3] = cfg.nhwc ? 3 : cfg.width;
-            t.data = (void *)x;
+            ptq_tensor t = cli_batch_tensor(&cfg, x, n);
             ptq_plan **pp = n == o.batch ? &plan : &tail_plan;
             if (*pp && planned_n != n && pp == &tail_plan) {
                 ptq_plan_destroy(*pp);
@@ -153,10 +148,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             if (!*pp) {
                 ptq_input_shape s = {.name = in_name, .rank = 4};
                 memcpy(s.dims, t.dims, sizeof s.dims);
-                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
-                    ptq_error_prefix("%s: ", model);
-                    goto fail;
-                }
+                if ((st = cli_plan_images(g, model, &s, &popt, pp)) != PTQ_OK) goto fail;
                 if (pp == &tail_plan) planned_n = n;
             }
             col->cursor = 0;

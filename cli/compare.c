@@ -338,7 +338,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
     cmp_cache *cache = ev->cache;
-    cli_runner ref = {.g = ev->g};
+    cli_runner ref = {.g = ev->g, .model = ev->model};
     cli_runner *rs = calloc((size_t)n + 1, sizeof *rs);
     acc *accs = calloc((size_t)n + 1, sizeof *accs);
     float **fp32 = NULL;

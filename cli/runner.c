@@ -1,7 +1,10 @@
 /* runner.c: see runner.h. */
 #include "cli/runner.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "cli/cli.h"
 
 int cli_graph_input(const ptq_graph *g)
 {
@@ -23,6 +26,68 @@ ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n)
     return t;
 }
 
+/* "[?, 3, 48, 192]": the declared dims of value v (symbolic or unknown dims as '?'). */
+static void declared_dims(const ptq_value *v, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (v->t.rank < 0) {
+        snprintf(buf, cap, "[unknown rank]");
+        return;
+    }
+    k += (size_t)snprintf(buf + k, cap - k, "[");
+    for (int d = 0; d < v->t.rank && k < cap; d++)
+        k += v->t.dims[d] >= 0 ? (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)v->t.dims[d])
+                               : (size_t)snprintf(buf + k, cap - k, "%s?", d ? ", " : "");
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+static void dims_text(const int64_t *dims, int rank, char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int d = 0; d < rank && k < cap; d++) k += (size_t)snprintf(buf + k, cap - k, d ? "x%lld" : "%lld", (long long)dims[d]);
+}
+
+ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)
+{
+    int in = cli_graph_input(g);
+    if (in < 0) return PTQ_OK;
+    const ptq_value *v = &g->values[in];
+    ptq_tensor x = cli_batch_tensor(cfg, NULL, 1);
+    if (v->t.rank < 0) return PTQ_OK;
+    char want[160], got[96];
+    declared_dims(v, want, sizeof want);
+    dims_text(x.dims + 1, 3, got, sizeof got);
+    if (v->t.rank != 4) {
+        ptq_error("%s: %s gives %s images (rank 4 with the batch) but the model declares %s as %s", model,
+                  cli_preprocessing_origin(), got, v->name, want);
+        return PTQ_ERR_SHAPE;
+    }
+    for (int d = 1; d < 4; d++)
+        if (v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
+            ptq_error("%s: %s gives %s images but the model declares %s as %s (dim %d is %lld); use a preset or "
+                      "--size that matches it",
+                      model, cli_preprocessing_origin(), got, v->name, want, d, (long long)v->t.dims[d]);
+            return PTQ_ERR_SHAPE;
+        }
+    return PTQ_OK;
+}
+
+ptq_status cli_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
+                           const ptq_plan_options *popt, ptq_plan **out)
+{
+    ptq_status st = ptq_plan_create(g, s, 1, popt, out);
+    if (st == PTQ_OK) return st;
+    char why[1024], want[160] = "?", got[96];
+    snprintf(why, sizeof why, "%s", ptq_last_error());
+    int in = cli_graph_input(g);
+    if (in >= 0) declared_dims(&g->values[in], want, sizeof want);
+    dims_text(s->dims, s->rank, got, sizeof got);
+    ptq_error("%s: %s (the input %s was %s, from %s; the model declares it as %s)", model ? model : "model", why,
+              s->name, got, cli_preprocessing_origin(), want);
+    return st;
+}
+
 ptq_status cli_runner_ready(cli_runner *r, const ptq_tensor *x)
 {
     ptq_status st = PTQ_OK;
@@ -33,7 +98,7 @@ ptq_status cli_runner_ready(cli_runner *r, const ptq_tensor *x)
     if (in < 0) FAIL(PTQ_ERR_FORMAT, "the model has no input");
     ptq_input_shape s = {.name = r->g->values[in].name, .rank = x->rank};
     memcpy(s.dims, x->dims, sizeof s.dims);
-    TRY(ptq_plan_create(r->g, &s, 1, &r->popt, &r->plan));
+    TRY(cli_plan_images(r->g, r->model, &s, &r->popt, &r->plan));
     r->batch = x->dims[0];
 done:
     return st;

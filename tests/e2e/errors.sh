@@ -55,4 +55,12 @@ expect_error "malformed --input-shape" "bad --input-shape 'x:1x3xx4'"        "$P
 expect_error "unknown option"         "unknown option '--frobnicate'"        "$PTQ" run "$DET" --frobnicate
 expect_error "--input-shape for a missing input" "'y'.*not an input"         "$PTQ" run "$TMP/relu.onnx" --input-shape y:1x3x4x4
 expect_error "unknown command"        "unknown command 'frob'"               "$PTQ" frob
+# the wrong preset: a fixed dim contradicted is refused before anything runs; a plan that fails
+# at the preprocessed shape names that shape, where it came from and the declared dims
+expect_error "preset contradicts a fixed dim" \
+  "relu.onnx: preset paddleocr-cls with --mean 0,0,0 gives 3x48x192 images but the model declares x as \[1, 3, 4, 4\] \(dim 2 is 4\)" \
+  "$PTQ" calibrate "$TMP/relu.onnx" --preset paddleocr-cls --mean 0,0,0 --images "$ROOT/build/photos" --limit 1 --json "$TMP/no.json"
+expect_error "plan fails at the preset's shape" \
+  "det_infer.onnx: Add '.*do not broadcast \(the input x was 2x3x48x192, from preset paddleocr-cls; the model declares it as \[\?, 3, \?, \?\]\)" \
+  "$PTQ" quantize "$DET" --preset paddleocr-cls --images "$ROOT/build/photos" --limit 2 -o "$TMP/no"
 finish
