@@ -41,6 +41,17 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
  * pp_defaults(), then each "--key value" override ('-' in keys read as '_'). */
 ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfg);
 
+/* The preprocessing overrides every command that reads images takes on top of --preset
+ * (calibrate, quantize, compare, preprocess, run --images, and their --config files), as
+ * struct option entries returning `code`; each "--key value" goes to cli_preprocessing(). */
+#define CLI_PP_LONGOPTS(code)                                                                                        \
+    {"size", required_argument, 0, code}, {"mode", required_argument, 0, code},                                     \
+        {"resize", required_argument, 0, code}, {"shorter", required_argument, 0, code},                             \
+        {"mean", required_argument, 0, code}, {"std", required_argument, 0, code},                                   \
+        {"scale", required_argument, 0, code}, {"channel-order", required_argument, 0, code},                        \
+        {"layout", required_argument, 0, code}, {"pad-value", required_argument, 0, code}
+#define CLI_PP_MAX 32 /* overrides one command line may give */
+
 /* Where the last cli_preprocessing() came from, for messages: "preset paddleocr-cls with
  * --mean 0,0,0", "preset paddleocr-det", "the default preprocessing". */
 const char *cli_preprocessing_origin(void);

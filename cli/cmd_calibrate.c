@@ -59,18 +59,15 @@ int cmd_calibrate(int argc, char **argv)
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
         {"exif", required_argument, 0, O_EXIF},
-        {"threads", required_argument, 0, O_THREADS}, {"size", required_argument, 0, O_SET},
-        {"resize", required_argument, 0, O_SET},    {"mode", required_argument, 0, O_SET},
-        {"mean", required_argument, 0, O_SET},      {"std", required_argument, 0, O_SET},
-        {"scale", required_argument, 0, O_SET},     {"channel-order", required_argument, 0, O_SET},
-        {"layout", required_argument, 0, O_SET},    {"stats", required_argument, 0, O_STATS},
-        {"from-stats", required_argument, 0, O_FROM_STATS}, {"help", no_argument, 0, 'h'},
+        {"threads", required_argument, 0, O_THREADS}, {"stats", required_argument, 0, O_STATS},
+        {"from-stats", required_argument, 0, O_FROM_STATS}, CLI_PP_LONGOPTS(O_SET),
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
     const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "entropy", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL;
-    const char *globs[MAX_GLOBS], *set_keys[32], *set_vals[32];
+    const char *globs[MAX_GLOBS], *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_globs = 0, n_set = 0, c, idx = 0, rc = CLI_EXIT_OK, n_methods = 0;
     long trt_version = 8601;
     calib_method methods[MAX_METHODS];
@@ -106,7 +103,7 @@ int cmd_calibrate(int argc, char **argv)
         case O_STATS: stats = optarg; break;
         case O_FROM_STATS: from_stats = optarg; break;
         case O_SET:
-            if (n_set == 32) return cli_usage_error("calibrate", "too many overrides");
+            if (n_set == CLI_PP_MAX) return cli_usage_error("calibrate", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
             set_vals[n_set++] = optarg;
             break;

@@ -75,15 +75,12 @@ int cmd_compare(int argc, char **argv)
         {"batch", required_argument, 0, O_BATCH},      {"limit", required_argument, 0, O_LIMIT},
         {"shuffle", no_argument, 0, O_SHUFFLE},        {"seed", required_argument, 0, O_SEED},
         {"strict", no_argument, 0, O_STRICT},          {"threads", required_argument, 0, O_THREADS},
-        {"size", required_argument, 0, O_SET},         {"resize", required_argument, 0, O_SET},
-        {"mode", required_argument, 0, O_SET},         {"mean", required_argument, 0, O_SET},
-        {"std", required_argument, 0, O_SET},          {"scale", required_argument, 0, O_SET},
-        {"channel-order", required_argument, 0, O_SET}, {"layout", required_argument, 0, O_SET},
+        CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *eval_dir = NULL, *methods_arg = "max,percentile:99.99,percentile:99.999,entropy,mse";
     const char *labels = NULL, *layers_arg = NULL, *excl_out = NULL, *json = NULL, *html = NULL;
-    const char *set_keys[32], *set_vals[32];
+    const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0;
@@ -156,7 +153,7 @@ int cmd_compare(int argc, char **argv)
             }
             break;
         case O_SET:
-            if (n_set == 32) return cli_usage_error("compare", "too many overrides");
+            if (n_set == CLI_PP_MAX) return cli_usage_error("compare", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
             set_vals[n_set++] = optarg;
             break;

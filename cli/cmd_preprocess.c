@@ -59,16 +59,12 @@ int cmd_preprocess(int argc, char **argv)
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
         {"exif", required_argument, 0, O_EXIF},     {"threads", required_argument, 0, O_THREADS},
         {"dump", required_argument, 0, O_DUMP},     {"dump-png", required_argument, 0, O_DUMP_PNG},
-        {"mode", required_argument, 0, O_SET},      {"size", required_argument, 0, O_SET},
-        {"resize", required_argument, 0, O_SET},    {"shorter", required_argument, 0, O_SET},
-        {"pad-value", required_argument, 0, O_SET}, {"channel-order", required_argument, 0, O_SET},
-        {"scale", required_argument, 0, O_SET},     {"mean", required_argument, 0, O_SET},
-        {"std", required_argument, 0, O_SET},       {"layout", required_argument, 0, O_SET},
+        CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
     const char *preset = NULL, *dump = NULL, *dump_png = NULL;
-    const char *set_keys[32], *set_vals[32];
+    const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0, c, idx = 0, rc = CLI_EXIT_OK;
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
@@ -86,7 +82,7 @@ int cmd_preprocess(int argc, char **argv)
         case O_DUMP: dump = optarg; break;
         case O_DUMP_PNG: dump_png = optarg; break;
         case O_SET:
-            if (n_set == 32) return cli_usage_error("preprocess", "too many overrides");
+            if (n_set == CLI_PP_MAX) return cli_usage_error("preprocess", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
             set_vals[n_set++] = optarg;
             break;

@@ -79,6 +79,8 @@ static void usage(FILE *fp)
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n"
+                "  --size WxH --mode M --resize I --shorter N --mean a,b,c --std a,b,c --scale V --channel-order RGB|BGR\n"
+                "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -86,7 +88,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_STATS, O_FROM_STATS, O_EXIF, O_FROM_CACHE,
-           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS };
+           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -103,11 +105,14 @@ int cmd_quantize(int argc, char **argv)
         {"auto-exclude", no_argument, 0, O_AUTO},     {"target-cosine", required_argument, 0, O_TCOS},
         {"target-top1-drop", required_argument, 0, O_TDROP}, {"eval-images", required_argument, 0, O_EVAL},
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
+        CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy";
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
+    const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
+    int n_set = 0;
     int method_given = 0, trt_version_given = 0, auto_exclude = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0;
@@ -191,6 +196,11 @@ int cmd_quantize(int argc, char **argv)
         case O_EVAL_LIMIT:
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
+        case O_SET:
+            if (n_set == CLI_PP_MAX) return cli_usage_error("quantize", "too many overrides");
+            set_keys[n_set] = longopts[idx].name;
+            set_vals[n_set++] = optarg;
+            break;
         case 'o': out = optarg; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option("quantize", c, argv);
@@ -202,8 +212,8 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "give one of --images DIR, --input X.npy, --from-stats FILE, --from-cache FILE");
     if ((from_stats || from_cache) && stats)
         return cli_usage_error("quantize", "--stats saves a calibration pass; --from-%s runs none", from_stats ? "stats" : "cache");
-    if ((from_stats || from_cache) && preset)
-        return cli_usage_error("quantize", "--preset does not apply to --from-%s", from_stats ? "stats" : "cache");
+    if ((from_stats || from_cache) && (preset || n_set))
+        return cli_usage_error("quantize", "preprocessing options do not apply to --from-%s", from_stats ? "stats" : "cache");
     if (from_cache && method_given)
         return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
     if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop)) || !src.o.images))
@@ -217,7 +227,7 @@ int cmd_quantize(int argc, char **argv)
     uint64_t stats_images = 0;
     char algo[128] = "";
     long cache_version = 0;
-    if (!from_stats && !from_cache && !src.input_npy && (st = cli_preprocessing(preset, NULL, NULL, 0, &src.cfg)) != PTQ_OK)
+    if (!from_stats && !from_cache && !src.input_npy && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
         goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     if (from_stats) {

@@ -32,7 +32,8 @@ static void run_usage(FILE *fp)
             "  --no-fuse                     do not fuse BatchNormalization or activations\n"
             "  --images DIR --preset P       instead: run over an image folder (or list) in batches of\n"
             "  [--batch N] [--limit N]       --batch (default 8) and print images/s (plain FP32 inference,\n"
-            "                                the baseline of calibration's cost)\n");
+            "                                the baseline of calibration's cost); preprocessing overrides\n"
+            "                                as in ptq preprocess\n");
 }
 
 /* splitmix64: a documented, portable stream for reproducible random inputs */
@@ -80,7 +81,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* ptq run --images: the model over an image folder, timed from the first batch to the last. */
-static int run_images(const char *model, const pp_dataset_options *o, const char *preset, int fuse)
+static int run_images(const char *model, const pp_dataset_options *o, const char *preset, const char *const *set_keys,
+                      const char *const *set_vals, int n_set, int fuse)
 {
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
@@ -88,7 +90,7 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
     pp_config cfg = pp_defaults();
     cli_runner r = {0};
     int images = 0, skipped = 0, rc = CLI_EXIT_OK;
-    if ((st = cli_preprocessing(preset, NULL, NULL, 0, &cfg)) != PTQ_OK) goto fail;
+    if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     r.g = g;
     r.model = model;
@@ -133,7 +135,7 @@ int cmd_run(int argc, char **argv)
         {"no-fuse", no_argument, 0, 'F'},           {"help", no_argument, 0, 'h'},
         {"images", required_argument, 0, 'I'},      {"preset", required_argument, 0, 'P'},
         {"batch", required_argument, 0, 'B'},       {"limit", required_argument, 0, 'L'},
-        {0, 0, 0, 0}};
+        CLI_PP_LONGOPTS('p'),                       {0, 0, 0, 0}};
     ptq_status st = PTQ_OK;
     int rc = CLI_EXIT_OK;
     ptq_input_shape shapes[MAX_ARGS];
@@ -142,6 +144,8 @@ int cmd_run(int argc, char **argv)
     int n_shapes = 0, n_input_args = 0, have_seed = 0, fuse = 1;
     long seed = 0, repeat = 0, threads = 0;
     const char *save_input = NULL, *output = NULL, *output_dir = NULL, *preset = NULL;
+    const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
+    int n_set = 0, idx;
     pp_dataset_options images = pp_dataset_defaults();
     images.batch = 8;
     ptq_graph *g = NULL;
@@ -153,8 +157,16 @@ int cmd_run(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         switch (c) {
+        case 'p':
+            if (n_set == CLI_PP_MAX) {
+                rc = cli_usage_error("run", "too many overrides");
+                goto out;
+            }
+            set_keys[n_set] = longopts[idx].name;
+            set_vals[n_set++] = optarg;
+            break;
         case 's':
             if (n_shapes == MAX_ARGS) {
                 rc = cli_usage_error("run", "too many --input-shape options");
@@ -221,7 +233,7 @@ int cmd_run(int argc, char **argv)
         }
         images.threads = (int)threads;
         if (threads) omp_set_num_threads((int)threads);
-        rc = run_images(argv[optind], &images, preset, fuse);
+        rc = run_images(argv[optind], &images, preset, set_keys, set_vals, n_set, fuse);
         goto out;
     }
     if (n_input_args && have_seed) {
