@@ -157,6 +157,11 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
         }
         pp_dataset_counts(d, &images, &skipped);
         srcp->list_hash = pp_dataset_list_hash(d);
+        if (images == 0) {
+            ptq_error("%s: none of its %d images could be read (see the warnings above)", o.images, skipped);
+            st = PTQ_ERR_IO;
+            goto fail;
+        }
     }
     srcp->images = images;
     srcp->skipped = skipped;

@@ -55,6 +55,12 @@ expect_error "malformed --input-shape" "bad --input-shape 'x:1x3xx4'"        "$P
 expect_error "unknown option"         "unknown option '--frobnicate'"        "$PTQ" run "$DET" --frobnicate
 expect_error "--input-shape for a missing input" "'y'.*not an input"         "$PTQ" run "$TMP/relu.onnx" --input-shape y:1x3x4x4
 expect_error "unknown command"        "unknown command 'frob'"               "$PTQ" frob
+# a list whose images all fail: an error, and no model written
+printf '/nonexistent/a.png\n/nonexistent/b.png\n' > "$TMP/unreadable.list"
+check "no image readable: a warning per image, one error, no model" bash -c "
+  '$PTQ' quantize '$DET' --preset paddleocr-det --images '$TMP/unreadable.list' -o '$TMP/unreadable.onnx' 2>'$TMP/unreadable.err'
+  rc=\$?; cat '$TMP/unreadable.err'; [ \$rc = 1 ] && [ \$(grep -c 'warning: skipped' '$TMP/unreadable.err') = 2 ] &&
+  tail -n 1 '$TMP/unreadable.err' | grep -q 'unreadable.list: none of its 2 images could be read' && [ ! -e '$TMP/unreadable.onnx' ]"
 # the wrong preset: a fixed dim contradicted is refused before anything runs; a plan that fails
 # at the preprocessed shape names that shape, where it came from and the declared dims
 expect_error "preset contradicts a fixed dim" \
