@@ -102,19 +102,74 @@ static float *workspace(kern_isa isa)
     return ws[isa];
 }
 
+/* One call on the given path; apk: A packed for that path, or NULL. */
+static void sgemm_on(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk)
+{
+    float *ws = isa != KERN_ISA_GENERIC && k > 0 ? workspace(isa) : NULL;
+    if (ws && isa == KERN_ISA_AVX512)
+        sgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, apk, ws);
+    else if (ws && isa == KERN_ISA_AVX2)
+        sgemm_avx2(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, apk, ws);
+    else if (apk && isa != KERN_ISA_GENERIC) /* no workspace: the packed strips read as a matrix */
+        for (int64_t i = 0; i < m; i++) {
+            int mr = isa == KERN_ISA_AVX512 ? sgemm_avx512_mr : sgemm_avx2_mr;
+            const float *strip = apk + (i / mr) * mr * k + i % mr;
+            sgemm_generic(1, trans_b, 1, n, k, strip, mr, b, ldb, accumulate, c + i * ldc, ldc);
+        }
+    else
+        sgemm_generic(trans_a, trans_b, m, n, k, apk ? apk : a, apk ? k : lda, b, ldb, accumulate, c, ldc);
+}
+
 void kern_sgemm_isa(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
                     int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0) return;
     pthread_once(&isa_once, isa_select);
     if (isa > isa_best) isa = KERN_ISA_GENERIC;
-    float *ws = isa != KERN_ISA_GENERIC && k > 0 ? workspace(isa) : NULL;
-    if (ws && isa == KERN_ISA_AVX512)
-        sgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
-    else if (ws && isa == KERN_ISA_AVX2)
-        sgemm_avx2(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
+    sgemm_on(isa, trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, NULL);
+}
+
+/* Rows per packed strip of a path (generic: 1, plain row-major). */
+static int64_t pack_rows(kern_isa isa)
+{
+    return isa == KERN_ISA_AVX512 ? sgemm_avx512_mr : isa == KERN_ISA_AVX2 ? sgemm_avx2_mr : 1;
+}
+
+int kern_sgemm_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, kern_sgemm_apack *out)
+{
+    kern_isa isa = kern_isa_current();
+    int64_t mr = pack_rows(isa), rows = (m + mr - 1) / mr * mr;
+    memset(out, 0, sizeof *out);
+    size_t n = (size_t)(rows > 0 ? rows : 1) * (size_t)(k > 0 ? k : 1);
+    out->data = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!out->data) return -1;
+    out->isa = isa;
+    out->m = m;
+    out->k = k;
+    if (m <= 0 || k <= 0) return 0;
+    if (isa == KERN_ISA_AVX512)
+        sgemm_avx512_pack_a(trans_a, m, k, a, lda, out->data);
+    else if (isa == KERN_ISA_AVX2)
+        sgemm_avx2_pack_a(trans_a, m, k, a, lda, out->data);
     else
-        sgemm_generic(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++) out->data[i * k + p] = trans_a ? a[p * lda + i] : a[i * lda + p];
+    return 0;
+}
+
+void kern_sgemm_apack_free(kern_sgemm_apack *p)
+{
+    if (!p) return;
+    free(p->data);
+    p->data = NULL;
+}
+
+void kern_sgemm_packed(const kern_sgemm_apack *p, int trans_b, int64_t n, const float *b, int64_t ldb, int accumulate,
+                       float *c, int64_t ldc)
+{
+    if (p->m <= 0 || n <= 0) return;
+    sgemm_on(p->isa, 0, trans_b, p->m, n, p->k, NULL, 0, b, ldb, accumulate, c, ldc, p->data);
 }
 
 void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,

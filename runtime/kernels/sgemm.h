@@ -46,6 +46,21 @@ void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const
 void kern_sgemm_isa(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
                     int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc);
 
+/* A constant left operand (a conv's weights) packed once for the path in use, so that each
+ * call skips packing it: the same bits as kern_sgemm on the unpacked matrix. */
+typedef struct {
+    kern_isa isa;
+    int64_t m, k;
+    float *data; /* owned: kern_sgemm_apack_free */
+} kern_sgemm_apack;
+
+/* Packs op(A) [m x k]; 0, or -1 when out of memory. */
+int kern_sgemm_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, kern_sgemm_apack *out);
+void kern_sgemm_apack_free(kern_sgemm_apack *p);
+/* C [p->m x n] = (accumulate ? C : 0) + A op(B) with A = the packed matrix. */
+void kern_sgemm_packed(const kern_sgemm_apack *p, int trans_b, int64_t n, const float *b, int64_t ldb, int accumulate,
+                       float *c, int64_t ldc);
+
 /* Splits `count` independent m x n GEMMs with reduction k into tiles, from the shapes
  * alone (never the thread count): *tn columns, at most panel_floats / k of them (at least
  * 64), the n columns cut into equal tiles (a multiple of 16), their number a multiple of

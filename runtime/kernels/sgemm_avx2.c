@@ -38,9 +38,15 @@ static inline void sg_micro(int64_t kc, const float *ap, const float *bp, float 
 #include "runtime/kernels/sgemm_impl.h"
 
 const size_t sgemm_avx2_ws_floats = SG_WS_FLOATS;
+const int sgemm_avx2_mr = SG_MR;
 
 void sgemm_avx2(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws)
+                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk, float *ws)
 {
-    SG_FN(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, ws);
+    SG_FN(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, apk, ws);
+}
+
+void sgemm_avx2_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst)
+{
+    sg_pack_a(trans_a, a, lda, 0, m, 0, k, dst);
 }

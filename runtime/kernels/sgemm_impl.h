@@ -85,9 +85,11 @@ static void sg_edge(int64_t kc, const float *ap, const float *bp, float *c, int6
     for (int64_t i = 0; i < mr; i++) memcpy(c + i * ldc, t + i * SG_NR, sizeof(float) * (size_t)nr);
 }
 
-/* C = (accumulate ? C : 0) + op(A) op(B) with ws of SG_WS_FLOATS floats, 64-byte aligned. */
+/* C = (accumulate ? C : 0) + op(A) op(B) with ws of SG_WS_FLOATS floats, 64-byte aligned.
+ * apk: A already packed whole (strips of SG_MR rows over all k, as sg_pack_a with p0 = 0 and
+ * kc = k lays them out), or NULL to pack A's blocks here. */
 static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                  const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws)
+                  const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk, float *ws)
 {
     float *ap = ws, *bp = ws + (size_t)SG_MC * SG_KC;
     for (int64_t jc = 0; jc < n; jc += SG_NC) {
@@ -95,8 +97,11 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
         for (int64_t pc = 0; pc < k; pc += SG_KC) {
             int64_t kc = k - pc < SG_KC ? k - pc : SG_KC;
             int load = accumulate || pc > 0;
+            /* the strip of A's rows [i, i + SG_MR) for this k block (i a multiple of SG_MR;
+             * i0: the first row of the block packed in ap) */
+#define SG_STRIP(i, i0) (apk ? apk + (i) * k + pc * SG_MR : ap + ((i) - (i0)) * kc)
             if (m <= SG_MC) { /* one row block: each B panel packed just before its use, in L1 */
-                sg_pack_a(trans_a, a, lda, 0, m, pc, kc, ap);
+                if (!apk) sg_pack_a(trans_a, a, lda, 0, m, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += SG_NR) {
                     int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
                     sg_pack_b(trans_b, b, ldb, pc, kc, jc + jr, nr, bp);
@@ -104,9 +109,9 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
                         int64_t mr = m - ir < SG_MR ? m - ir : SG_MR;
                         float *cc = c + ir * ldc + jc + jr;
                         if (mr == SG_MR && nr == SG_NR)
-                            sg_micro(kc, ap + ir * kc, bp, cc, ldc, load);
+                            sg_micro(kc, SG_STRIP(ir, 0), bp, cc, ldc, load);
                         else
-                            sg_edge(kc, ap + ir * kc, bp, cc, ldc, load, mr, nr);
+                            sg_edge(kc, SG_STRIP(ir, 0), bp, cc, ldc, load, mr, nr);
                     }
                 }
                 continue;
@@ -114,19 +119,20 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
             sg_pack_b(trans_b, b, ldb, pc, kc, jc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += SG_MC) {
                 int64_t mc = m - ic < SG_MC ? m - ic : SG_MC;
-                sg_pack_a(trans_a, a, lda, ic, mc, pc, kc, ap);
+                if (!apk) sg_pack_a(trans_a, a, lda, ic, mc, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += SG_NR) {
                     int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
                     for (int64_t ir = 0; ir < mc; ir += SG_MR) {
                         int64_t mr = mc - ir < SG_MR ? mc - ir : SG_MR;
                         float *cc = c + (ic + ir) * ldc + jc + jr;
                         if (mr == SG_MR && nr == SG_NR)
-                            sg_micro(kc, ap + ir * kc, bp + jr * kc, cc, ldc, load);
+                            sg_micro(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, cc, ldc, load);
                         else
-                            sg_edge(kc, ap + ir * kc, bp + jr * kc, cc, ldc, load, mr, nr);
+                            sg_edge(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, cc, ldc, load, mr, nr);
                     }
                 }
             }
+#undef SG_STRIP
         }
     }
 }

@@ -7,9 +7,15 @@
 #include <stdint.h>
 
 extern const size_t sgemm_avx2_ws_floats, sgemm_avx512_ws_floats;
+extern const int sgemm_avx2_mr, sgemm_avx512_mr; /* rows per packed strip of A */
+/* apk: A packed by the path's *_pack_a (then a and lda are unused), or NULL */
 void sgemm_avx2(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws);
+                const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk, float *ws);
 void sgemm_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                  const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, float *ws);
+                  const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk, float *ws);
+/* op(A) [m x k] into strips of the path's mr rows over all k (zero rows past m): dst holds
+ * ceil(m / mr) * mr * k floats. */
+void sgemm_avx2_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
+void sgemm_avx512_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
 
 #endif

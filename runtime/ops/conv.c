@@ -65,6 +65,9 @@ typedef struct {
     /* shifted path: bands of `band` output rows, n_bands of them; padded rows pr of pitch pw */
     int64_t n_bands, pr, pw;
     float *wpack;               /* tap-major weights [group][kvol][cout_g][cin_g], or NULL (runtime W) */
+    kern_sgemm_apack *apk;      /* constant W packed for kern_sgemm: per (group, row tile), or per
+                                 * (group, tap) on the shifted path; NULL for runtime W */
+    int64_t n_apk;
     size_t shared;              /* scratch floats shared by all threads (reordered runtime W) */
     size_t per_thread;          /* scratch floats per thread (a multiple of 16) */
     int nthreads;               /* threads scratch was sized for */
@@ -85,8 +88,27 @@ typedef struct {
 static void conv_free_state(void *state)
 {
     conv_state *s = state;
-    if (s) free(s->wpack);
+    if (s) {
+        free(s->wpack);
+        for (int64_t i = 0; s->apk && i < s->n_apk; i++) kern_sgemm_apack_free(&s->apk[i]);
+        free(s->apk);
+    }
     free(s);
+}
+
+/* Packs n_apk row-major matrices of rows x k each (matrix i at w + i * stride, pitch k) once. */
+static ptq_status pack_weights(ptq_op_ctx *ctx, conv_state *s, const float *w, int64_t n_apk, int64_t rows_of_last,
+                               int64_t rows, int64_t every, int64_t k, int64_t stride)
+{
+    s->apk = calloc((size_t)n_apk, sizeof *s->apk);
+    if (!s->apk) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for packed weights");
+    s->n_apk = n_apk;
+    for (int64_t i = 0; i < n_apk; i++) {
+        int64_t r = (i + 1) % every == 0 ? rows_of_last : rows;
+        if (kern_sgemm_pack_a(0, r, k, w + i * stride, k, &s->apk[i]) != 0)
+            OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for packed weights");
+    }
+    return PTQ_OK;
 }
 
 /* ------------------------------------------------------------ shared checks */
@@ -255,6 +277,9 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
             s->wpack = malloc(sizeof(float) * (wn ? wn : 1));
             if (!s->wpack) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for %zu reordered weights", wn);
             reorder_weights(s, w->data, s->wpack, 0, c_out);
+            ptq_status ps = pack_weights(ctx, s, s->wpack, group * s->kvol, s->cout_g, s->cout_g, 1, s->cin_g,
+                                         s->cout_g * s->cin_g);
+            if (ps != PTQ_OK) return ps;
         } else {
             s->shared = round16(wn);
         }
@@ -273,6 +298,11 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
         s->n_tm = kern_ceil_div(s->cout_g, s->tm);
         s->n_tn = kern_ceil_div(s->out_vol, s->tn);
         s->ntasks = count * s->n_tm * s->n_tn;
+        if (w->data) { /* constant weights: packed once per (group, row tile) */
+            int64_t last = s->cout_g - (s->n_tm - 1) * s->tm;
+            if ((st = pack_weights(ctx, s, w->data, group * s->n_tm, last, s->tm, s->n_tm, s->K, s->tm * s->K)) != PTQ_OK)
+                return st;
+        }
         double work = (double)count * (double)s->cout_g * (double)s->out_vol * (double)(s->K > 0 ? s->K : 1);
         s->serial = work < (double)CONV_SERIAL_WORK;
     }
@@ -296,12 +326,18 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
         fill_rows(y, mm, np, s->out_vol, bias);
         acc = 1;
     }
-    if (s->algo == CONV_POINTWISE) {
-        kern_sgemm(0, 0, mm, np, s->K, w, s->K, x + p0, s->in_vol, acc, y, s->out_vol);
-    } else {
+    const kern_sgemm_apack *apk = s->apk ? &s->apk[grp * s->n_tm + tm_i] : NULL;
+    const float *b = x + p0;
+    int64_t ldb = s->in_vol;
+    if (s->algo == CONV_IM2COL) {
         kern_im2col_f32(g, s->cin_g, x, p0, np, buf);
-        kern_sgemm(0, 0, mm, np, s->K, w, s->K, buf, np, acc, y, s->out_vol);
+        b = buf;
+        ldb = np;
     }
+    if (apk)
+        kern_sgemm_packed(apk, 0, np, b, ldb, acc, y, s->out_vol);
+    else
+        kern_sgemm(0, 0, mm, np, s->K, w, s->K, b, ldb, acc, y, s->out_vol);
     if (kern_act_active(&ctx->act))
         for (int64_t r = 0; r < mm; r++) kern_act_f32(&ctx->act, y + r * s->out_vol, (size_t)np);
 }
@@ -341,7 +377,10 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
             int64_t tap = kh * g->k[2] + kw;
             const float *a = wpack + (grp * s->kvol + tap) * s->cout_g * s->cin_g;
             const float *b = pad + kh * g->dil[1] * pw + kw * g->dil[2];
-            kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
+            if (s->apk)
+                kern_sgemm_packed(&s->apk[grp * s->kvol + tap], 0, nw, b, s->pr * pw, acc, c, ldc);
+            else
+                kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
             acc = 1;
         }
     /* compact the wide rows into the output, then the activation on the band */

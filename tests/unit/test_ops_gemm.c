@@ -551,6 +551,38 @@ TEST(sgemm_paths_equal_the_chain)
     EXPECT_EQ_INT(bad, 0);
 }
 
+/* Weights packed once (kern_sgemm_pack_a, as Conv does at plan time) give kern_sgemm's bits,
+ * either transposed layout of A, with and without accumulation. */
+TEST(sgemm_packed_a_equals_unpacked)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 33, 5}, {24, 160, 864}, {130, 70, 300}, {16, 1030, 9}};
+    int bad = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int form = 0; form < 4; form++) {
+            int ta = form & 1, acc = form >> 1;
+            int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], lda = ta ? m : k;
+            float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+            float *want = malloc(sizeof(float) * (size_t)(m * n)), *got = malloc(sizeof(float) * (size_t)(m * n));
+            if (!a || !b || !want || !got) abort();
+            for (int64_t i = 0; i < m * k; i++) a[i] = frand(-1, 1);
+            for (int64_t i = 0; i < k * n; i++) b[i] = frand(-1, 1);
+            for (int64_t i = 0; i < m * n; i++) want[i] = got[i] = frand(-1, 1);
+            kern_sgemm(ta, 0, m, n, k, a, lda, b, n, acc, want, n);
+            kern_sgemm_apack pk;
+            EXPECT_EQ_INT(kern_sgemm_pack_a(ta, m, k, a, lda, &pk), 0);
+            kern_sgemm_packed(&pk, 0, n, b, n, acc, got, n);
+            if (memcmp(got, want, sizeof(float) * (size_t)(m * n)) != 0 && bad++ < 3)
+                printf("  %lldx%lldx%lld transA %d accumulate %d: packed differs\n", (long long)m, (long long)n,
+                       (long long)k, ta, acc);
+            kern_sgemm_apack_free(&pk);
+            free(a);
+            free(b);
+            free(want);
+            free(got);
+        }
+    EXPECT_EQ_INT(bad, 0);
+}
+
 /* Where an element lies does not matter: a block of rows and columns computed alone, and k
  * cut into two accumulating calls, give the bits of one whole call. */
 TEST(sgemm_tiles_and_k_splits_invariant)
@@ -601,5 +633,6 @@ int main(void)
     RUN(sgemm_edges);
     RUN(sgemm_paths_equal_the_chain);
     RUN(sgemm_tiles_and_k_splits_invariant);
+    RUN(sgemm_packed_a_equals_unpacked);
     return test_summary();
 }
