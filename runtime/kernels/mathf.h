@@ -12,7 +12,8 @@
  * The float functions compute in double and round once at the end: a double core with
  * relative error below about 2^-36 keeps every result within 1 ulp of the exact value
  * (almost all are the correctly rounded float). They are static inline and branch-free
- * (selects, not jumps), so loops calling them vectorise at any ISA level.
+ * (bit-mask selects, not jumps), so loops calling them vectorise at any ISA level (powf
+ * excepted: it branches on its special cases).
  *
  *   exp: x = n ln2 + r, |r| <= ln2 / 2 (n from the 1.5 * 2^52 rounding trick), degree-10
  *        Taylor polynomial for e^r, 2^n built in the exponent field.
@@ -59,6 +60,25 @@ static inline float ptq_mathf_from_bits_f(uint32_t u)
     float x;
     memcpy(&x, &u, sizeof x);
     return x;
+}
+
+/* c ? a : b through a bit mask: no jump for gcc to thread, so loops stay vectorisable
+ * under -ftrapping-math (a ternary chain becomes branches with conditional compares). */
+static inline double ptq_mathf_sel_d(int c, double a, double b)
+{
+    uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+    return ptq_mathf_from_bits_d((ptq_mathf_bits_d(a) & m) | (ptq_mathf_bits_d(b) & ~m));
+}
+
+static inline float ptq_mathf_sel_f(int c, float a, float b)
+{
+    uint32_t m = (uint32_t)0 - (uint32_t)(c != 0);
+    return ptq_mathf_from_bits_f((ptq_mathf_bits_f(a) & m) | (ptq_mathf_bits_f(b) & ~m));
+}
+
+static inline double ptq_mathf_abs_d(double x)
+{
+    return ptq_mathf_from_bits_d(ptq_mathf_bits_d(x) & 0x7fffffffffffffffu);
 }
 
 /* y with the sign bit of x (y's own sign discarded). */
@@ -140,8 +160,8 @@ static inline double ptq_mathf_log_core(double x)
 static inline float ptq_expf(float x)
 {
     double d = x;
-    d = d > 100.0 ? 100.0 : d;
-    d = d < -110.0 ? -110.0 : d;
+    d = ptq_mathf_sel_d(d > 100.0, 100.0, d);
+    d = ptq_mathf_sel_d(d < -110.0, -110.0, d);
     return (float)ptq_mathf_exp_core(d);
 }
 
@@ -149,20 +169,20 @@ static inline float ptq_expf(float x)
 static inline float ptq_expm1f(float x)
 {
     double d = x;
-    d = d > 100.0 ? 100.0 : d;
-    d = d < -110.0 ? -110.0 : d;
+    d = ptq_mathf_sel_d(d > 100.0, 100.0, d);
+    d = ptq_mathf_sel_d(d < -110.0, -110.0, d);
     float y = (float)ptq_mathf_expm1_core(d);
-    return x == 0.0f ? x : y;
+    return ptq_mathf_sel_f(x == 0.0f, x, y);
 }
 
 /* Natural logarithm. */
 static inline float ptq_logf(float x)
 {
     double d = x; /* float subnormals are normal doubles */
-    double y = ptq_mathf_log_core(d > 0.0 ? d : 1.0);
-    y = x > 0.0f ? y : PTQ_MATHF_NAN_D;
-    y = x == 0.0f ? -HUGE_VAL : y;
-    y = x == INFINITY ? HUGE_VAL : y;
+    double y = ptq_mathf_log_core(ptq_mathf_sel_d(d > 0.0, d, 1.0));
+    y = ptq_mathf_sel_d(x > 0.0f, y, PTQ_MATHF_NAN_D);
+    y = ptq_mathf_sel_d(x == 0.0f, -HUGE_VAL, y);
+    y = ptq_mathf_sel_d(x == INFINITY, HUGE_VAL, y);
     return (float)y;
 }
 
@@ -171,21 +191,21 @@ static inline float ptq_log1pf(float x)
 {
     double d = x;
     double u = 1.0 + d;
-    double uc = u > 0.0 && u < 0x1p200 ? u : 1.0;
+    double uc = ptq_mathf_sel_d(u > 0.0, u, 1.0); /* u < 2^129 */
     /* u rounds 1 + d; (d - (u - 1)) / u restores the lost part to first order */
     double y = ptq_mathf_log_core(uc) + (d - (uc - 1.0)) / uc;
-    y = x > -1.0f ? y : PTQ_MATHF_NAN_D;
-    y = x == -1.0f ? -HUGE_VAL : y;
-    y = x == INFINITY ? HUGE_VAL : y;
-    return x == 0.0f ? x : (float)y;
+    y = ptq_mathf_sel_d(x > -1.0f, y, PTQ_MATHF_NAN_D);
+    y = ptq_mathf_sel_d(x == -1.0f, -HUGE_VAL, y);
+    y = ptq_mathf_sel_d(x == INFINITY, HUGE_VAL, y);
+    return ptq_mathf_sel_f(x == 0.0f, x, (float)y);
 }
 
 /* 1 / (1 + e^-x), without overflow for any x. */
 static inline float ptq_sigmoidf(float x)
 {
     double d = -(double)x;
-    d = d > 120.0 ? 120.0 : d;
-    d = d < -120.0 ? -120.0 : d;
+    d = ptq_mathf_sel_d(d > 120.0, 120.0, d);
+    d = ptq_mathf_sel_d(d < -120.0, -120.0, d);
     return (float)(1.0 / (1.0 + ptq_mathf_exp_core(d)));
 }
 
@@ -193,20 +213,19 @@ static inline float ptq_sigmoidf(float x)
 static inline float ptq_softplusf(float x)
 {
     double d = x;
-    double a = d < 0.0 ? -d : d;
-    a = a > 150.0 ? 150.0 : a;
+    double a = ptq_mathf_abs_d(d);
+    a = ptq_mathf_sel_d(a > 150.0, 150.0, a);
     double e = ptq_mathf_exp_core(-a); /* (0, 1] */
     double u = 1.0 + e;
     double l = ptq_mathf_log_core(u) + (e - (u - 1.0)) / u;
-    return (float)((d > 0.0 ? d : 0.0) + l);
+    return (float)(ptq_mathf_sel_d(d > 0.0, d, 0.0) + l);
 }
 
 /* Hyperbolic tangent; exactly +-1 beyond |x| = 9.01. */
 static inline float ptq_tanhf(float x)
 {
-    double a = x;
-    a = a < 0.0 ? -a : a;
-    a = a > 10.0 ? 10.0 : a;
+    double a = ptq_mathf_abs_d(x);
+    a = ptq_mathf_sel_d(a > 10.0, 10.0, a);
     double e = ptq_mathf_expm1_core(-2.0 * a); /* (-1, 0] */
     float t = (float)(-e / (2.0 + e));
     return ptq_mathf_copysign_f(t, x);
@@ -215,9 +234,8 @@ static inline float ptq_tanhf(float x)
 /* Error function; exactly +-1 beyond |x| = 3.92. */
 static inline float ptq_erff(float x)
 {
-    double a = x;
-    a = a < 0.0 ? -a : a;
-    a = a > 4.0 ? 4.0 : a;
+    double a = ptq_mathf_abs_d(x);
+    a = ptq_mathf_sel_d(a > 4.0, 4.0, a);
     double z = a * a; /* exact: a has 24 significant bits */
     /* |x| < 1: erf(a) = 2/sqrt(pi) sum (-1)^n a^(2n+1) / (n! (2n + 1)) */
     double p = 0x1.9e6ad5e55a730p-34;
@@ -235,7 +253,7 @@ static inline float ptq_erff(float x)
     p = 0x1.20dd750429b6dp+0 + z * p;
     double small = a * p;
     /* 1 <= |x| < 4: erfc(a) = e^(-a^2) g(w) / a, w = 1/a - 0.625 in [-0.375, 0.375] */
-    double u = 1.0 / (a < 1.0 ? 1.0 : a);
+    double u = 1.0 / ptq_mathf_sel_d(a < 1.0, 1.0, a);
     double w = u - 0.625;
     double g = 0x1.04f38dce7e3dap-4;
     g = -0x1.7531b0bd1ad6cp-5 + w * g;
@@ -252,7 +270,7 @@ static inline float ptq_erff(float x)
     g = -0x1.5f684c611aa97p-3 + w * g;
     g = 0x1.f545fc65b9021p-2 + w * g;
     double large = 1.0 - ptq_mathf_exp_core(-z) * (g * u);
-    float r = (float)(a < 1.0 ? small : large);
+    float r = (float)ptq_mathf_sel_d(a < 1.0, small, large);
     return ptq_mathf_copysign_f(r, x);
 }
 
