@@ -364,8 +364,10 @@ static ptq_status softmax_infer(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-/* One contiguous row. */
-static void softmax_row(const float *x, float *y, size_t n, int log_out)
+/* One contiguous row. The exp loops are built for AVX-512, AVX2 and baseline x86-64
+ * (picked at load time); ptq_expf gives the same bits on each. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+softmax_row(const float *x, float *y, size_t n, int log_out)
 {
     if (n == 0) return;
     float m = -INFINITY;
@@ -384,7 +386,8 @@ static void softmax_row(const float *x, float *y, size_t n, int log_out)
 
 /* Columns [i0, i0 + w) of one outer block (len x inner, row-major), w <= SOFTMAX_CHUNK:
  * vector loops over the columns, each column's sum in row order. */
-static void softmax_cols(const float *x, float *y, size_t len, size_t inner, size_t w, int log_out)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+softmax_cols(const float *x, float *y, size_t len, size_t inner, size_t w, int log_out)
 {
     float m[SOFTMAX_CHUNK], s[SOFTMAX_CHUNK];
     for (size_t i = 0; i < w; i++) {
