@@ -1,5 +1,7 @@
 /* ops.c: the op table generated from ops.def, lookup by name, shared op helpers. */
 #include <math.h>
+
+#include "runtime/kernels/mathf.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +81,7 @@ void ptq_activation_apply(const ptq_activation *act, float *x, size_t n)
         for (size_t i = 0; i < n; i++) x[i] = x[i] >= 0.0f ? x[i] : x[i] * act->alpha;
         break;
     case PTQ_ACT_SIGMOID:
-        for (size_t i = 0; i < n; i++) x[i] = 1.0f / (1.0f + expf(-x[i]));
+        for (size_t i = 0; i < n; i++) x[i] = ptq_sigmoidf(x[i]);
         break;
     case PTQ_ACT_HARD_SIGMOID:
         for (size_t i = 0; i < n; i++) {

@@ -11,6 +11,8 @@
  * samples them). */
 #include "runtime/kernels/act.h"
 
+#include "runtime/kernels/mathf.h"
+
 static inline float div6(float y)
 {
     return (float)((double)y * (1.0 / 6.0));
@@ -36,6 +38,9 @@ act_loop(int kind, float alpha, float beta, int has_post, float pm, float pa, fl
         break;
     case PTQ_ACT_LEAKY_RELU:
         for (size_t i = 0; i < n; i++) x[i] = x[i] >= 0.0f ? x[i] : x[i] * alpha;
+        break;
+    case PTQ_ACT_SIGMOID:
+        for (size_t i = 0; i < n; i++) x[i] = ptq_sigmoidf(x[i]);
         break;
     case PTQ_ACT_HARD_SIGMOID:
         for (size_t i = 0; i < n; i++) {
@@ -71,13 +76,14 @@ void kern_act_f32(const ptq_activation *act, float *x, size_t n)
     case PTQ_ACT_RELU:
     case PTQ_ACT_CLIP:
     case PTQ_ACT_LEAKY_RELU:
+    case PTQ_ACT_SIGMOID:
     case PTQ_ACT_HARD_SIGMOID:
     case PTQ_ACT_HARD_SWISH:
     case PTQ_ACT_HARD_SWISH_DIV6:
         if (act->kind != PTQ_ACT_NONE || act->has_post)
             act_loop((int)act->kind, act->alpha, act->beta, act->has_post, act->post_mul, act->post_add, x, n);
         return;
-    default: /* sigmoid and any kind added later: the shared scalar version */
+    default: /* any kind added later: the shared scalar version */
         ptq_activation_apply(act, x, n);
         return;
     }

@@ -5,7 +5,7 @@
  * Computes exactly what ptq_activation_apply (runtime/op.h) computes, bit for bit (the
  * same float operations in the same order, no FMA contraction: ptq builds with
  * -std=c11), with the loops built for AVX-512, AVX2 and baseline x86-64 and picked at
- * load time. Sigmoid calls ptq_activation_apply itself (expf is not vectorised). */
+ * load time. Sigmoid is ptq_sigmoidf (runtime/kernels/mathf.h) in both. */
 #ifndef PTQ_KERN_ACT_H
 #define PTQ_KERN_ACT_H
 

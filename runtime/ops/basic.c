@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/mathf.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
@@ -95,10 +96,10 @@ static ptq_status unary_infer(ptq_op_ctx *ctx)
     WEAK const ptq_op_def op_##sym = {unary_infer, sym##_run, NULL, 0};
 
 UNARY(relu, v > 0.0f ? v : 0.0f, (void)0)
-UNARY(sigmoid, 1.0f / (1.0f + expf(-v)), (void)0)
+UNARY(sigmoid, ptq_sigmoidf(v), (void)0)
 UNARY(sqrt, sqrtf(v), (void)0)
-UNARY(tanh, tanhf(v), (void)0)
-UNARY(exp, expf(v), (void)0)
+UNARY(tanh, ptq_tanhf(v), (void)0)
+UNARY(exp, ptq_expf(v), (void)0)
 /* Neg and Abs also on integers (shape arithmetic) */
 static ptq_status signed_unary_infer(ptq_op_ctx *ctx)
 {
@@ -294,7 +295,7 @@ BIN_F32(bin_add_f32, a + b)
 BIN_F32(bin_sub_f32, a - b)
 BIN_F32(bin_mul_f32, a * b)
 BIN_F32(bin_div_f32, a / b)
-BIN_F32(bin_pow_f32, powf(a, b))
+BIN_F32(bin_pow_f32, ptq_powf(a, b))
 
 static ptq_status binary_run_kind(ptq_op_ctx *ctx, bin_kind k)
 {
@@ -369,7 +370,7 @@ static ptq_status pow_run(ptq_op_ctx *ctx)
             oa += idx * (size_t)sa[d];
             ob += idx * (size_t)sb[d];
         }
-        double v = pow(ptq_tensor_get_f64(a, oa), ptq_tensor_get_f64(b, ob));
+        double v = ptq_pow(ptq_tensor_get_f64(a, oa), ptq_tensor_get_f64(b, ob));
         switch (y->dtype) {
         case PTQ_F32: ((float *)y->data)[i] = (float)v; break;
         case PTQ_F64: ((double *)y->data)[i] = v; break;

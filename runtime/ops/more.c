@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/mathf.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
@@ -72,43 +73,61 @@ static ptq_status funary_infer(ptq_op_ctx *ctx)
 }
 
 typedef double (*fun1)(const ptq_op_ctx *ctx, double x);
+typedef float (*fun1f)(const ptq_op_ctx *ctx, float x);
 
-static ptq_status funary_run_with(ptq_op_ctx *ctx, fun1 f)
+/* Float tensors through ff (the float functions of mathf.h), the others through f in double. */
+static ptq_status funary_run_with(ptq_op_ctx *ctx, fun1 f, fun1f ff)
 {
     size_t n = ptq_tensor_numel(ctx->out[0]);
     if (ctx->in[0]->dtype == PTQ_F32) {
         const float *x = ctx->in[0]->data;
         float *y = ctx->out[0]->data;
-        for (size_t i = 0; i < n; i++) y[i] = (float)f(ctx, x[i]);
+        for (size_t i = 0; i < n; i++) y[i] = ff(ctx, x[i]);
         return PTQ_OK;
     }
     for (size_t i = 0; i < n; i++) set_f64(ctx->out[0], i, f(ctx, ptq_tensor_get_f64(ctx->in[0], i)));
     return PTQ_OK;
 }
 
-#define FUNARY(sym, EXPR)                                                   \
+/* EXPR in double on x, FEXPR in float on v (defaults to EXPR rounded). */
+#define FUNARY2(sym, EXPR, FEXPR)                                           \
     static double sym##_f(const ptq_op_ctx *ctx, double x)                  \
     {                                                                       \
         (void)ctx;                                                          \
         return (EXPR);                                                      \
     }                                                                       \
+    static float sym##_ff(const ptq_op_ctx *ctx, float v)                   \
+    {                                                                       \
+        (void)ctx;                                                          \
+        return (FEXPR);                                                     \
+    }                                                                       \
     static ptq_status sym##_run(ptq_op_ctx *ctx)                            \
     {                                                                       \
-        return funary_run_with(ctx, sym##_f);                               \
+        return funary_run_with(ctx, sym##_f, sym##_ff);                     \
     }                                                                       \
     WEAK const ptq_op_def op_##sym = {funary_infer, sym##_run, NULL, 0};
+#define FUNARY(sym, EXPR) FUNARY2(sym, EXPR, (float)sym##_f(ctx, v))
 
-FUNARY(elu, x >= 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.0f) * (exp(x) - 1))
+/* exp, log, erf and tanh are ptq's own (runtime/kernels/mathf.h): libm's differ by CPU. */
+FUNARY(elu, x >= 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.0f) * ptq_expm1(x))
 FUNARY(selu, (double)ptq_attr_float(ctx->node, "gamma", 1.05070102214813232421875f) *
-                 (x > 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.67326319217681884765625f) * (exp(x) - 1)))
-FUNARY(softplus, log1p(exp(-fabs(x))) + (x > 0 ? x : 0))
-FUNARY(erf, erf(x))
-FUNARY(log, log(x))
+                 (x > 0 ? x : (double)ptq_attr_float(ctx->node, "alpha", 1.67326319217681884765625f) * ptq_expm1(x)))
+FUNARY2(softplus, ptq_log1p(ptq_exp(-fabs(x))) + (x > 0 ? x : 0), ptq_softplusf(v))
+FUNARY2(erf, ptq_erf(x), ptq_erff(v))
+FUNARY2(log, ptq_log(x), ptq_logf(v))
 FUNARY(floor, floor(x))
 FUNARY(ceil, ceil(x))
-FUNARY(gelu, strcmp(ptq_attr_string(ctx->node, "approximate", "none"), "tanh") == 0
-                 ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
-                 : 0.5 * x * (1 + erf(x / sqrt(2.0))))
+/* Gelu on floats: x/2 (1 + erf(x / sqrt 2)) in float with ptq_erff (as ONNX Runtime's
+ * float kernel), or the tanh form with ptq_tanhf; doubles in double. */
+static int gelu_is_tanh(const ptq_op_ctx *ctx)
+{
+    return strcmp(ptq_attr_string(ctx->node, "approximate", "none"), "tanh") == 0;
+}
+FUNARY2(gelu,
+        gelu_is_tanh(ctx) ? 0.5 * x * (1 + ptq_tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+                          : 0.5 * x * (1 + ptq_erf(x / sqrt(2.0))),
+        gelu_is_tanh(ctx) ? 0.5f * v * (1.0f + ptq_tanhf(0.797884561f * (v + 0.044715f * v * v * v)))
+                          : 0.5f * v * (1.0f + ptq_erff(v * 0.707106781f)))
 
 /* ------------------------------------------------------------ broadcasting generic n-ary (double math) */
 

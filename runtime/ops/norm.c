@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/mathf.h"
 #include "runtime/kernels/sum.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
@@ -363,16 +364,18 @@ static ptq_status softmax_infer(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-/* One contiguous row. */
-static void softmax_row(const float *x, float *y, size_t n, int log_out)
+/* One contiguous row. The exp loops are built for AVX-512, AVX2 and baseline x86-64
+ * (picked at load time); ptq_expf gives the same bits on each. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+softmax_row(const float *x, float *y, size_t n, int log_out)
 {
     if (n == 0) return;
     float m = -INFINITY;
     for (size_t k = 0; k < n; k++) m = x[k] > m ? x[k] : m;
-    for (size_t k = 0; k < n; k++) y[k] = expf(x[k] - m);
+    for (size_t k = 0; k < n; k++) y[k] = ptq_expf(x[k] - m);
     float s = kern_sum8_f32(y, n);
     if (log_out) {
-        float ls = logf(s);
+        float ls = ptq_logf(s);
         for (size_t k = 0; k < n; k++) y[k] = x[k] - m - ls;
     } else {
         for (size_t k = 0; k < n; k++) y[k] /= s;
@@ -383,7 +386,8 @@ static void softmax_row(const float *x, float *y, size_t n, int log_out)
 
 /* Columns [i0, i0 + w) of one outer block (len x inner, row-major), w <= SOFTMAX_CHUNK:
  * vector loops over the columns, each column's sum in row order. */
-static void softmax_cols(const float *x, float *y, size_t len, size_t inner, size_t w, int log_out)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+softmax_cols(const float *x, float *y, size_t len, size_t inner, size_t w, int log_out)
 {
     float m[SOFTMAX_CHUNK], s[SOFTMAX_CHUNK];
     for (size_t i = 0; i < w; i++) {
@@ -397,12 +401,12 @@ static void softmax_cols(const float *x, float *y, size_t len, size_t inner, siz
         }
     for (size_t k = 0; k < len; k++)
         for (size_t i = 0; i < w; i++) {
-            float e = expf(x[k * inner + i] - m[i]);
+            float e = ptq_expf(x[k * inner + i] - m[i]);
             y[k * inner + i] = e;
             s[i] += e;
         }
     if (log_out) {
-        for (size_t i = 0; i < w; i++) s[i] = logf(s[i]);
+        for (size_t i = 0; i < w; i++) s[i] = ptq_logf(s[i]);
         for (size_t k = 0; k < len; k++)
             for (size_t i = 0; i < w; i++) y[k * inner + i] = x[k * inner + i] - m[i] - s[i];
     } else {
