@@ -85,6 +85,7 @@ bench: deps
 	@BUILD=$(BUILD) bench/preprocess.sh
 	@BUILD=$(BUILD) bench/calibrate.sh
 	@BUILD=$(BUILD) bench/quality.sh
+	@BUILD=$(BUILD) bench/ort_sensitivity.sh
 
 clean:
 	rm -rf build build-san ptq

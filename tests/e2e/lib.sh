@@ -1,6 +1,7 @@
 # lib.sh: shared helpers for the end-to-end scripts (sourced).
 #   check "name" command...   runs the command; counts a pass or a failure (output shown on failure)
-#   finish                    prints "N passed, N failed" and exits non-zero on failure
+#   skip "name" "why"         counts a check that does not apply here (tests/run.sh sums them)
+#   finish                    prints "N passed, N failed[, N skipped]" and exits non-zero on failure
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -9,7 +10,7 @@ PY=/usr/bin/python3
 MODELS=$ROOT/build/models
 TMP=$ROOT/$BUILD/tmp/$(basename "$0" .sh)
 mkdir -p "$TMP"
-PASSED=0; FAILED=0
+PASSED=0; FAILED=0; SKIPPED=0
 
 check() {
   local name=$1; shift
@@ -21,8 +22,12 @@ check() {
   fi
 }
 
+skip() {
+  SKIPPED=$((SKIPPED + 1)); echo "skip $1: $2"
+}
+
 finish() {
-  echo "$PASSED passed, $FAILED failed"
+  echo "$PASSED passed, $FAILED failed$([ "$SKIPPED" = 0 ] || echo ", $SKIPPED skipped")"
   [ "$FAILED" = 0 ]
   exit $?
 }

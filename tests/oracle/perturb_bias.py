@@ -1,7 +1,7 @@
 """perturb_bias.py IN.onnx OUT.onnx [SEED]: a copy of IN whose Conv biases are each moved by
 one ulp, up or down at random (fixed seed). A change of the size that another summation
 order makes in a float kernel: running ONNX Runtime on both shows how far a QDQ model's
-output moves from last-bit float differences alone (tests/e2e/quantize_models.sh)."""
+output moves from last-bit float differences alone (bench/ort_sensitivity.sh)."""
 import sys
 
 import numpy as np
