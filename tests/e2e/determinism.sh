@@ -18,9 +18,9 @@
 #     the batch from its input, so it runs each image alone and the 4 images tiled into a
 #     batch of 8: each image's outputs must equal the baseline's, at every position;
 #   OPENBLAS_CORETYPE=Haswell, SkylakeX, Zen (Zen with OPENBLAS_L2_SIZE=512).
-# Until ptq's own GEMM replaces OpenBLAS, PTQ_ISA is ignored (those checks pass trivially),
-# OPENBLAS_CORETYPE changes the SGEMM kernel (its checks fail on an AVX-512 CPU) and det's
-# convolutions round differently with the batch size (--batch 1 and 3 fail there).
+# With OpenBLAS (before ptq's own GEMM) the OPENBLAS_CORETYPE checks failed on an AVX-512
+# CPU and det's convolutions rounded differently with the batch size. `ptq --version` names
+# the GEMM path in use, so each PTQ_ISA check first asserts that the variable took effect.
 # Small inputs keep the scalar generic path fast: 4 photos, det at 320x320 (its preset with
 # the size changed; DB's det network is fully convolutional, any multiple of 32 works).
 . "$(dirname "$0")/lib.sh"
@@ -138,6 +138,7 @@ for key in det cls rec; do
   for isa in avx512 avx2 generic; do
     case $isa in avx512) need=avx512f ;; avx2) need="avx2 fma" ;; *) need= ;; esac
     if has $need; then
+      check "$key: PTQ_ISA=$isa is the path in use" bash -c "PTQ_ISA=$isa '$PTQ' --version | grep -q 'GEMM path $isa)'"
       check "$key: PTQ_ISA=$isa: byte-identical to the baseline" vary $key isa-$isa - 2 PTQ_ISA=$isa
     elif [ "$key" = det ]; then
       check "$key: PTQ_ISA=$isa on a CPU without $need: refused with one line, nothing written" refused_isa $key $isa
@@ -157,5 +158,8 @@ for key in det cls rec; do
   done
 done
 has avx512f && has avx2 fma && skip "PTQ_ISA refused on a CPU that lacks it" "this CPU has every path"
+check "PTQ_ISA with an unknown path: refused with one line" bash -c "
+  err=\$(PTQ_ISA=sse9 '$PTQ' --version 2>&1 >/dev/null); rc=\$?; echo \"\$err\"
+  [ \$rc = 2 ] && [ \$(printf '%s\\n' \"\$err\" | grep -c .) = 1 ] && printf '%s' \"\$err\" | grep -q 'PTQ_ISA=sse9: unknown path'"
 echo "$(( $(date +%s) - t0 )) s"
 finish
