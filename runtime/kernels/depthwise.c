@@ -27,17 +27,17 @@ size_t kern_depthwise_scratch(const kern_conv_geom *g, int64_t *band)
     return (size_t)((b - 1) * sh + ekh) * (size_t)pw;
 }
 
-/* One output row from kh padded rows (pitch pp): o[x] = bias + sum w[i][j] * p[i][x*SW + j],
- * taps in row-major order. Inlined with constant KH, KW, SW: fully unrolled taps, vector x. */
+/* One output row from kh padded rows (pitch pp): o[x] = (sum w[i][j] * p[i][x*SW + j]) + bias,
+ * taps summed in row-major order from zero, the bias added last (as ONNX Runtime does). Inlined with constant KH, KW, SW: fully unrolled taps, vector x. */
 static inline __attribute__((always_inline)) void dw_row(const float *restrict p, int64_t pp,
                                                          const float *restrict w, float bias, float *restrict o,
                                                          int64_t ow, int KH, int KW, int SW)
 {
     for (int64_t x = 0; x < ow; x++) {
-        float acc = bias;
+        float acc = 0.0f;
         for (int i = 0; i < KH; i++)
             for (int j = 0; j < KW; j++) acc += w[i * KW + j] * p[i * pp + x * SW + j];
-        o[x] = acc;
+        o[x] = acc + bias;
     }
 }
 
@@ -66,7 +66,7 @@ dw_band(const float *restrict pad, int64_t pp, int64_t sh, float *restrict y, in
     /* generic: tap by tap over the row, the same terms in the same order */
     for (int64_t r = 0; r < rows; r++) {
         float *o = y + r * ow;
-        for (int64_t x = 0; x < ow; x++) o[x] = bias;
+        for (int64_t x = 0; x < ow; x++) o[x] = 0.0f;
         for (int64_t i = 0; i < kh; i++)
             for (int64_t j = 0; j < kw; j++) {
                 float wv = w[i * kw + j];
@@ -76,6 +76,7 @@ dw_band(const float *restrict pad, int64_t pp, int64_t sh, float *restrict y, in
                 else
                     for (int64_t x = 0; x < ow; x++) o[x] += wv * p[x * sw];
             }
+        for (int64_t x = 0; x < ow; x++) o[x] += bias;
     }
 }
 

@@ -17,10 +17,10 @@
  *   - im2col: per group and tile of output positions, im2col into the thread's scratch
  *     then the same GEMM with K = cin_g * kernel volume.
  * GEMMs are tiled from the shapes alone (kern_gemm_tiles, bands) and every tile is
- * single-threaded kern_sgemm calls: the bias is written first and the GEMM accumulates
- * onto it (one FMA chain per output element, from the bias, in k order; the shifted path
- * continues the chain tap after tap), the activation applied to the tile while it is in
- * cache (runtime/kernels/act.h); tiles run in parallel with OpenMP. Each output element
+ * single-threaded kern_sgemm calls (one FMA chain per output element from zero, in k order;
+ * the shifted path continues the chains tap after tap), then the bias is added once and
+ * the activation applied to the tile while it is in cache (runtime/kernels/act.h), the
+ * order ONNX Runtime's kernels use too; tiles run in parallel with OpenMP. Each output element
  * is computed by one thread in an order fixed by the shapes, so results are bit-identical
  * at any thread count, tile position and ISA path.
  *
@@ -190,12 +190,18 @@ static ptq_status set_scratch(ptq_op_ctx *ctx, size_t shared, size_t per, int nt
     return PTQ_OK;
 }
 
-/* rows x n block of pitch ld set to one value per row (the bias an accumulating GEMM starts from). */
-static void fill_rows(float *y, int64_t rows, int64_t n, int64_t ld, const float *bias)
+/* The epilogue of a rows x n block of pitch ld: + the row's bias (after the product's
+ * chain, as ONNX Runtime adds it; bias may be NULL), then the activation, while in cache. */
+static void bias_act_rows(const ptq_op_ctx *ctx, float *y, int64_t rows, int64_t n, int64_t ld, const float *bias)
 {
+    int act = kern_act_active(&ctx->act);
     for (int64_t r = 0; r < rows; r++) {
-        float b = bias[r], *row = y + r * ld;
-        for (int64_t i = 0; i < n; i++) row[i] = b;
+        float *row = y + r * ld;
+        if (bias) {
+            float b = bias[r];
+            for (int64_t i = 0; i < n; i++) row[i] += b;
+        }
+        if (act) kern_act_f32(&ctx->act, row, (size_t)n);
     }
 }
 
@@ -321,11 +327,6 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
     const float *w = (const float *)ctx->in[1]->data + (grp * s->cout_g + m0) * s->K;
     const float *bias = ctx->n_in > 2 && ctx->in[2] ? (const float *)ctx->in[2]->data + grp * s->cout_g + m0 : NULL;
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g + m0) * s->out_vol + p0;
-    int acc = 0;
-    if (bias) {
-        fill_rows(y, mm, np, s->out_vol, bias);
-        acc = 1;
-    }
     const kern_sgemm_apack *apk = s->apk ? &s->apk[grp * s->n_tm + tm_i] : NULL;
     const float *b = x + p0;
     int64_t ldb = s->in_vol;
@@ -335,11 +336,10 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
         ldb = np;
     }
     if (apk)
-        kern_sgemm_packed(apk, 0, np, b, ldb, acc, y, s->out_vol);
+        kern_sgemm_packed(apk, 0, np, b, ldb, 0, y, s->out_vol);
     else
-        kern_sgemm(0, 0, mm, np, s->K, w, s->K, b, ldb, acc, y, s->out_vol);
-    if (kern_act_active(&ctx->act))
-        for (int64_t r = 0; r < mm; r++) kern_act_f32(&ctx->act, y + r * s->out_vol, (size_t)np);
+        kern_sgemm(0, 0, mm, np, s->K, w, s->K, b, ldb, 0, y, s->out_vol);
+    bias_act_rows(ctx, y, mm, np, s->out_vol, bias);
 }
 
 /* One band of output rows of a shifted conv; t = (n * group + grp) * n_bands + band. */
@@ -367,11 +367,7 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
             memcpy(d + c0, x + ci * s->in_vol + ih * W, sizeof(float) * (size_t)cn);
             memset(d + c0 + cn, 0, sizeof(float) * (size_t)(pw - c0 - cn));
         }
-    int acc = 0;
-    if (bias) {
-        fill_rows(c, s->cout_g, nw, ldc, bias);
-        acc = 1;
-    }
+    int acc = 0; /* the first tap starts the chains; the others continue them */
     for (int64_t kh = 0; kh < g->k[1]; kh++)
         for (int64_t kw = 0; kw < g->k[2]; kw++) {
             int64_t tap = kh * g->k[2] + kw;
@@ -383,14 +379,13 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
                 kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
             acc = 1;
         }
-    /* compact the wide rows into the output, then the activation on the band */
+    /* compact the wide rows into the output, then the bias and the activation on the band */
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g) * s->out_vol + oh0 * OW;
-    int act = kern_act_active(&ctx->act);
     for (int64_t m = 0; m < s->cout_g; m++) {
         float *ym = y + m * s->out_vol;
         for (int64_t r = 0; r < rows; r++) memcpy(ym + r * OW, c + m * ldc + r * pw, sizeof(float) * (size_t)OW);
-        if (act) kern_act_f32(&ctx->act, ym, (size_t)(rows * OW));
     }
+    bias_act_rows(ctx, y, s->cout_g, rows * OW, s->out_vol, bias);
 }
 
 /* One output plane of a depthwise conv; t = n * c_out + oc. */

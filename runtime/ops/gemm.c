@@ -7,8 +7,8 @@
  * Both split the output into tiles fixed by the shapes (columns in tiles of at most
  * MATMUL_TN, rows in tiles of MATMUL_TM) and run one single-threaded kern_sgemm per tile
  * in parallel with OpenMP, the epilogue on the tile while it is in cache. Each output
- * element is one FMA chain in k order (sgemm.h), started from beta * C when alpha is 1
- * (the product then scaled by alpha and added to beta * C otherwise), so results do not
+ * element is one FMA chain in k order from zero (sgemm.h), then alpha * product + beta * C
+ * (C added last, as ONNX Runtime's kernels do), so results do not
  * depend on the thread count, the tiling, the ISA path or the batch size (an image's
  * outputs are the same in a batch of 1 or of 64: statistics of shards merge exactly
  * whatever --batch each ran with). A MatMul whose B has no batch (or batch dims of 1)
@@ -129,19 +129,13 @@ static void gemm_task(const ptq_op_ctx *ctx, const gemm_state *s, int64_t t)
     int64_t lda = s->trans_a ? s->M : s->K, ldb = s->trans_b ? s->K : s->N;
     a += s->trans_a ? m0 : m0 * s->K;
     b += s->trans_b ? n0 * s->K : n0;
-    if (s->alpha == 1.0f) { /* the chain starts from beta * C */
-        if (c)
-            for (int64_t i = 0; i < mm; i++)
-                for (int64_t j = 0; j < nn; j++) y[i * s->N + j] = s->beta * c[i * s->cs_m + j * s->cs_n];
-        kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, a, lda, b, ldb, c != NULL, y, s->N);
-    } else { /* alpha * product, then + beta * C */
-        kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, a, lda, b, ldb, 0, y, s->N);
+    kern_sgemm(s->trans_a, s->trans_b, mm, nn, s->K, a, lda, b, ldb, 0, y, s->N);
+    if (s->alpha != 1.0f || c) /* the epilogue: alpha * product + beta * C */
         for (int64_t i = 0; i < mm; i++)
             for (int64_t j = 0; j < nn; j++) {
-                float v = s->alpha * y[i * s->N + j];
+                float v = s->alpha == 1.0f ? y[i * s->N + j] : s->alpha * y[i * s->N + j];
                 y[i * s->N + j] = c ? v + s->beta * c[i * s->cs_m + j * s->cs_n] : v;
             }
-    }
     if (kern_act_active(&ctx->act))
         for (int64_t i = 0; i < mm; i++) kern_act_f32(&ctx->act, y + i * s->N, (size_t)nn);
 }
