@@ -7,9 +7,9 @@
  * gives a GEMM of m = output channels, n = output positions per image, k = input channels
  * times the kernel volume (the im2col form; pointwise convs read their input in place).
  * The TOP largest (default 6) are timed on random data as the Conv op calls kern_sgemm:
- * over column tiles of the width kern_gemm_tiles gives (the im2col buffer or, pointwise,
- * the input's panel), one k x tile block of B that stays in cache; median of 5 after a
- * warm-up. The peak is a register-only loop of independent FMAs, so it is what
+ * the weights packed once (kern_sgemm_pack_a), then one call per column tile of the width
+ * kern_gemm_tiles gives (the im2col buffer or, pointwise, the input's panel), one k x tile
+ * block of B that stays in cache; median of 5 after a warm-up. The peak is a register-only loop of independent FMAs, so it is what
  * the core sustains at the clock it runs now. */
 #include <immintrin.h>
 #include <omp.h>
@@ -128,12 +128,14 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < m * k; i++) a[i] = (float)(i % 7) * 0.1f - 0.3f;
         for (int64_t i = 0; i < k * tn; i++) b[i] = (float)(i % 11) * 0.05f - 0.25f;
         double t[6];
+        kern_sgemm_apack pk;
+        if (kern_sgemm_pack_a(0, m, k, a, k, &pk) != 0) return 1;
         for (int r = 0; r < 6; r++) {
             t[r] = omp_get_wtime();
-            for (int64_t j0 = 0; j0 < n; j0 += tn)
-                kern_sgemm(0, 0, m, n - j0 < tn ? n - j0 : tn, k, a, k, b, tn, 0, c + j0, n);
+            for (int64_t j0 = 0; j0 < n; j0 += tn) kern_sgemm_packed(&pk, 0, n - j0 < tn ? n - j0 : tn, b, tn, 0, c + j0, n);
             t[r] = omp_get_wtime() - t[r];
         }
+        kern_sgemm_apack_free(&pk);
         qsort(t + 1, 5, sizeof t[0], cmp_double);
         double gf = 2.0 * (double)m * (double)n * (double)k / t[3] / 1e9;
         printf("| %s | %lld x %lld x %lld | %lld | %.1f | %.0f%% |\n", sh[s].name, (long long)m, (long long)n, (long long)k,

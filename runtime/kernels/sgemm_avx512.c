@@ -9,7 +9,8 @@
 #define SG_NR 32
 #define SG_FN sgemm_avx512_driver
 
-static inline void sg_micro(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int load)
+static inline void sg_micro(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
+                            int load)
 {
     __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
 #define SG_LOAD(r)                                                                                                   \
@@ -18,7 +19,7 @@ static inline void sg_micro(int64_t kc, const float *ap, const float *bp, float 
     SG_LOAD(0) SG_LOAD(1) SG_LOAD(2) SG_LOAD(3) SG_LOAD(4) SG_LOAD(5) SG_LOAD(6) SG_LOAD(7)
 #undef SG_LOAD
     for (int64_t p = 0; p < kc; p++) {
-        __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16), av;
+        __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16), av;
 #define SG_ROW(r)                                                                                                    \
     av = _mm512_set1_ps(ap[r]);                                                                                      \
     c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                                                      \
@@ -26,7 +27,7 @@ static inline void sg_micro(int64_t kc, const float *ap, const float *bp, float 
         SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5) SG_ROW(6) SG_ROW(7)
 #undef SG_ROW
         ap += SG_MR;
-        bp += SG_NR;
+        bp += ldbp;
     }
 #define SG_STORE(r)                                                                                                  \
     _mm512_storeu_ps(c + r * ldc, c##r##0);                                                                          \

@@ -2,13 +2,16 @@
  * sgemm_avx2.c and sgemm_avx512.c, each compiled for its ISA).
  *
  * The includer defines SG_MR x SG_NR (the register tile), SG_FN (the driver's name) and
- * sg_micro(kc, ap, bp, c, ldc, load): the full tile C[SG_MR x SG_NR] (pitch ldc) from packed
- * A (kc steps of SG_MR values) and packed B (kc steps of SG_NR values), each element's
- * accumulator started from C (load) or +0.0f and updated by one FMA per step, in order.
+ * sg_micro(kc, ap, bp, ldbp, c, ldc, load): the full tile C[SG_MR x SG_NR] (pitch ldc) from
+ * packed A (kc steps of SG_MR values) and B (kc rows of SG_NR values, ldbp apart: SG_NR when
+ * packed), each element's accumulator started from C (load) or +0.0f and updated by one
+ * FMA per step, in order.
  *
  * Blocking (BLIS's loop order): columns in blocks of SG_NC, k in blocks of SG_KC, rows in
  * blocks of SG_MC. B's block is packed into SG_NR-wide panels (zero-padded), A's into
- * SG_MR-high strips; for each B panel (kept in L1) the A strips stream from L2. Between k
+ * SG_MR-high strips; for each B panel (kept in L1) the A strips stream from L2. With one
+ * row block of at most SG_DIRECT_ROWS rows, full panels of a row-major B are read in place:
+ * so few strips reuse a panel that packing it costs more than it saves. Between k
  * blocks an element's accumulator goes through C unchanged (a float store and load), so
  * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
  * microkernel on a padded copy of the tile. */
@@ -18,6 +21,7 @@
 #define SG_KC 256
 #define SG_MC (SG_MR * 16)
 #define SG_NC 1024
+#define SG_DIRECT_ROWS SG_MC
 /* floats of packing workspace the driver needs: A block, then B block */
 #define SG_WS_FLOATS ((size_t)SG_MC * SG_KC + (size_t)SG_KC * SG_NC)
 
@@ -74,14 +78,14 @@ static void sg_pack_b(int trans_b, const float *b, int64_t ldb, int64_t p0, int6
 }
 
 /* A partial tile (mr < SG_MR or nr < SG_NR): the microkernel on a padded copy. */
-static void sg_edge(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int load, int64_t mr,
-                    int64_t nr)
+static void sg_edge(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
+                    int64_t mr, int64_t nr)
 {
     _Alignas(64) float t[SG_MR * SG_NR];
     memset(t, 0, sizeof t);
     if (load)
         for (int64_t i = 0; i < mr; i++) memcpy(t + i * SG_NR, c + i * ldc, sizeof(float) * (size_t)nr);
-    sg_micro(kc, ap, bp, t, SG_NR, load);
+    sg_micro(kc, ap, bp, ldbp, t, SG_NR, load);
     for (int64_t i = 0; i < mr; i++) memcpy(c + i * ldc, t + i * SG_NR, sizeof(float) * (size_t)nr);
 }
 
@@ -104,14 +108,21 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
                 if (!apk) sg_pack_a(trans_a, a, lda, 0, m, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += SG_NR) {
                     int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
-                    sg_pack_b(trans_b, b, ldb, pc, kc, jc + jr, nr, bp);
+                    const float *bq = bp;
+                    int64_t ldbq = SG_NR;
+                    if (!trans_b && nr == SG_NR && m <= SG_DIRECT_ROWS) {
+                        bq = b + pc * ldb + jc + jr;
+                        ldbq = ldb;
+                    } else {
+                        sg_pack_b(trans_b, b, ldb, pc, kc, jc + jr, nr, bp);
+                    }
                     for (int64_t ir = 0; ir < m; ir += SG_MR) {
                         int64_t mr = m - ir < SG_MR ? m - ir : SG_MR;
                         float *cc = c + ir * ldc + jc + jr;
                         if (mr == SG_MR && nr == SG_NR)
-                            sg_micro(kc, SG_STRIP(ir, 0), bp, cc, ldc, load);
+                            sg_micro(kc, SG_STRIP(ir, 0), bq, ldbq, cc, ldc, load);
                         else
-                            sg_edge(kc, SG_STRIP(ir, 0), bp, cc, ldc, load, mr, nr);
+                            sg_edge(kc, SG_STRIP(ir, 0), bq, ldbq, cc, ldc, load, mr, nr);
                     }
                 }
                 continue;
@@ -126,9 +137,9 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
                         int64_t mr = mc - ir < SG_MR ? mc - ir : SG_MR;
                         float *cc = c + (ic + ir) * ldc + jc + jr;
                         if (mr == SG_MR && nr == SG_NR)
-                            sg_micro(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, cc, ldc, load);
+                            sg_micro(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, SG_NR, cc, ldc, load);
                         else
-                            sg_edge(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, cc, ldc, load, mr, nr);
+                            sg_edge(kc, SG_STRIP(ic + ir, ic), bp + jr * kc, SG_NR, cc, ldc, load, mr, nr);
                     }
                 }
             }
