@@ -40,6 +40,10 @@ static void usage(FILE *fp)
             "  --layers-method M      method of the layer-wise table (default: the best)\n"
             "  --target-cosine X      return the most harmful layers to float until the output cosine >= X\n"
             "  --target-top1-drop X   ... until top-1 (accuracy with labels, else agreement) drops by <= X\n"
+            "  --metric M             what picks the best method and what --target means: cosine (default),\n"
+            "                         sqnr, top1 (default for classifiers), seq-top1[:AXIS] (argmax agreement per\n"
+            "                         position, e.g. CTC recognisers), mask-iou:T (output map binarised at > T)\n"
+            "  --target X             return the most harmful layers to float until the --metric reaches X\n"
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
@@ -63,11 +67,13 @@ static ptq_status method_ranges(const cli_collector *col, const calib_method *m,
 int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
-           O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET };
+           O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
+           O_TARGET };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
+        {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
         {"exclusions", required_argument, 0, O_EXCL_OUT}, {"json", required_argument, 0, O_JSON},
         {"html", required_argument, 0, O_HTML},        {"exclude-nodes", required_argument, 0, O_EXN},
@@ -84,7 +90,10 @@ int cmd_compare(int argc, char **argv)
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0;
-    cmp_target tg = {NAN, NAN, 1.0};
+    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
+    cmp_metric metric;
+    int metric_given = 0;
+    cmp_metric_parse("cosine", &metric);
     cmp_exclusion excl = {0};
     cmp_cache *cache = NULL;
     calib_method methods[MAX_METHODS];
@@ -138,6 +147,17 @@ int cmd_compare(int argc, char **argv)
         case O_EVAL_LIMIT:
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("compare", "bad --eval-limit '%s'", optarg);
             break;
+        case O_METRIC:
+            if (cmp_metric_parse(optarg, &metric))
+                return cli_usage_error("compare", "bad --metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", optarg);
+            metric_given = 1;
+            break;
+        case O_TARGET: {
+            char *end;
+            tg.metric = strtod(optarg, &end);
+            if (*end || end == optarg || !(tg.metric == tg.metric)) return cli_usage_error("compare", "bad --target '%s'", optarg);
+            break;
+        }
         case O_EXN:
             if (cli_names_add(&ex_nodes, optarg)) {
                 cli_names_free(&ex_nodes);
@@ -191,7 +211,8 @@ int cmd_compare(int argc, char **argv)
         goto fail;
     }
     cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
-                   .cache = cache};
+                   .cache = cache, .metric = metric};
+    tg.kind = metric;
     ev.o.images = eval_dir;
     ev.o.limit = (int)eval_limit;
     ev.o.shuffle = 0;
@@ -229,21 +250,39 @@ int cmd_compare(int argc, char **argv)
         if ((st = cmp_evaluate(&ev, &variants[m], 1, &metrics[m])) != PTQ_OK) goto fail;
     }
     int classifier = !isnan(metrics[0].top1_agree), labelled = classifier && !isnan(metrics[0].top1_acc);
-    const char *criterion = labelled ? "top-1 accuracy, then cosine" : classifier ? "top-1 agreement, then cosine" : "cosine";
+    int seq = !isnan(metrics[0].seq_top1), map = !isnan(metrics[0].mask_iou);
+    if (!metric_given && classifier) cmp_metric_parse("top1", &metric);
+    char metric_name[64], criterion[96];
+    cmp_metric_name(&metric, metric_name, sizeof metric_name);
+    if (isnan(cmp_metric_value(&metric, &metrics[0]))) {
+        st = PTQ_ERR_ARG;
+        ptq_error("%s: --metric %s does not apply to its output 0 (%s)", model, metric_name,
+                  classifier ? "a classifier: top1" : seq ? "a sequence: seq-top1" : map ? "a map: mask-iou:T" : "cosine or sqnr only");
+        goto fail;
+    }
+    snprintf(criterion, sizeof criterion, "%s%s", !metric_given && classifier ? (labelled ? "top-1 accuracy" : "top-1 agreement") : metric_name,
+             metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
     int best = 0;
     for (int m = 1; m < n_methods; m++) {
-        double a = labelled ? metrics[m].top1_acc : classifier ? metrics[m].top1_agree : 0;
-        double b = labelled ? metrics[best].top1_acc : classifier ? metrics[best].top1_agree : 0;
+        double a = cmp_metric_value(&metric, &metrics[m]), b = cmp_metric_value(&metric, &metrics[best]);
         if (a > b || (a == b && metrics[m].cosine > metrics[best].cosine)) best = m;
     }
     printf("model %s, %d calibration images, %d evaluation images\n", model, src.images, metrics[0].images);
-    printf("%-20s %10s %10s %12s %10s %10s\n", "method", "cosine", "SQNR dB", "max-abs", "top-1 agr", "top-1 acc");
+    printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
+    if (classifier) printf(" %10s", "top-1 agr");
+    if (labelled) printf(" %10s", "top-1 acc");
+    if (seq) printf(" %10s", "seq-top1");
+    if (map) printf(" %10s", "mask-iou");
+    printf("\n");
     for (int m = 0; m < n_methods; m++) {
         printf("%-20s %10.6f %10.2f %12.6g", tags[m], metrics[m].cosine, metrics[m].sqnr_db, metrics[m].max_abs);
         if (classifier) printf(" %10.4f", metrics[m].top1_agree);
         if (labelled) printf(" %10.4f", metrics[m].top1_acc);
+        if (seq) printf(" %10.4f", metrics[m].seq_top1);
+        if (map) printf(" %10.4f", metrics[m].mask_iou);
         printf("%s\n", m == best ? "   <- best" : "");
     }
+    if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
     printf("best: %s (by %s)\n", tags[best], criterion);
 
     /* layer-wise errors of one method */
@@ -266,13 +305,14 @@ int cmd_compare(int argc, char **argv)
                order[i]->acc_sqnr_db, order[i]->acc_cosine);
 
     /* sensitivity: the fewest layers in float that reach the target */
-    int want_target = !isnan(tg.cosine) || !isnan(tg.top1_drop);
+    int want_target = !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric);
     ev.o.label = "FP32 baseline";
     if (want_target && (st = cmp_target_baseline(&ev, &tg)) != PTQ_OK) goto fail;
     if (want_target) {
         if (cmp_meets(&tg, &metrics[layers_m])) {
             excl.reached = metrics[layers_m];
-            printf("\ntarget already met with every layer quantized (cosine %.6f)\n", excl.reached.cosine);
+            printf("\ntarget already met with every layer quantized (cosine %.6f, %s %.6f)\n", excl.reached.cosine, metric_name,
+                   cmp_metric_value(&metric, &excl.reached));
         } else if ((st = cmp_auto_exclude(&ev, ranges[layers_m], col.n, &qo, variants[layers_m], layers, n_layers, &tg,
                                           &excl)) != PTQ_OK) {
             goto fail;
@@ -283,8 +323,9 @@ int cmd_compare(int argc, char **argv)
             goto fail;
         }
         if (excl.n_nodes) {
-            printf("\n%d node%s in float reach cosine %.6f (%d evaluations):\n  ptq quantize ... --exclude-nodes ",
-                   excl.n_nodes, excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, excl.evaluations);
+            printf("\n%d node%s in float reach cosine %.6f, %s %.6f (%d evaluations):\n  ptq quantize ... --exclude-nodes ",
+                   excl.n_nodes, excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, metric_name,
+                   cmp_metric_value(&metric, &excl.reached), excl.evaluations);
             for (int e = 0; e < excl.n_nodes; e++) printf("%s%s", e ? "," : "", excl.nodes[e]);
             printf("\n  trtexec ... --precisionConstraints=obey %s\n", trt_arg);
         }
@@ -300,7 +341,8 @@ int cmd_compare(int argc, char **argv)
     if (json || html) {
         for (int m = 0; m < n_methods; m++)
             rm[m] = (io_report_method){tags[m], metrics[m].cosine, metrics[m].sqnr_db, metrics[m].max_abs,
-                                       metrics[m].top1_agree, metrics[m].top1_acc};
+                                       metrics[m].top1_agree, metrics[m].top1_acc, metrics[m].seq_top1,
+                                       metrics[m].mask_iou, metrics[m].mask_threshold};
         rl = calloc((size_t)n_layers + 1, sizeof *rl);
         hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
         if (!rl || !hist_bins) {
@@ -329,10 +371,18 @@ int cmd_compare(int argc, char **argv)
         io_report_exclusion ex = {0};
         char target_text[96];
         if (want_target) {
-            if (!isnan(tg.cosine)) snprintf(target_text, sizeof target_text, "cosine >= %g", tg.cosine);
-            else snprintf(target_text, sizeof target_text, "top-1 drop <= %g", tg.top1_drop);
             double top1 = !isnan(excl.reached.top1_acc) ? excl.reached.top1_acc : excl.reached.top1_agree;
-            ex = (io_report_exclusion){target_text, !isnan(tg.cosine) ? excl.reached.cosine : tg.fp32_top1 - top1,
+            double reached = tg.fp32_top1 - top1;
+            if (!isnan(tg.metric)) {
+                snprintf(target_text, sizeof target_text, "%s >= %g", metric_name, tg.metric);
+                reached = cmp_metric_value(&metric, &excl.reached);
+            } else if (!isnan(tg.cosine)) {
+                snprintf(target_text, sizeof target_text, "cosine >= %g", tg.cosine);
+                reached = excl.reached.cosine;
+            } else {
+                snprintf(target_text, sizeof target_text, "top-1 drop <= %g", tg.top1_drop);
+            }
+            ex = (io_report_exclusion){target_text, reached,
                                        excl.n_nodes, (const char *const *)excl.nodes, trt_arg};
         }
         io_report r = {.model = model, .preset = preset, .calib_images = src.o.images, .eval_images = eval_dir,

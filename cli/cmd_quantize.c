@@ -81,6 +81,8 @@ static void usage(FILE *fp)
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n"
                 "  --size WxH --mode M --resize I --shorter N --mean a,b,c --std a,b,c --scale V --channel-order RGB|BGR\n"
                 "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
+                "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
+                "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -88,7 +90,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_STATS, O_FROM_STATS, O_EXIF, O_FROM_CACHE,
-           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET };
+           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -105,6 +107,7 @@ int cmd_quantize(int argc, char **argv)
         {"auto-exclude", no_argument, 0, O_AUTO},     {"target-cosine", required_argument, 0, O_TCOS},
         {"target-top1-drop", required_argument, 0, O_TDROP}, {"eval-images", required_argument, 0, O_EVAL},
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
+        {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -116,7 +119,8 @@ int cmd_quantize(int argc, char **argv)
     int method_given = 0, trt_version_given = 0, auto_exclude = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0;
-    cmp_target tg = {NAN, NAN, 1.0};
+    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
+    cmp_metric_parse("cosine", &tg.kind);
     cmp_exclusion excl = {0};
     cli_names ex_nodes = {0}, ex_types = {0};
     int c, rc = CLI_EXIT_OK;
@@ -193,6 +197,16 @@ int cmd_quantize(int argc, char **argv)
         }
         case O_EVAL: eval_dir = optarg; break;
         case O_LABELS: labels = optarg; break;
+        case O_METRIC:
+            if (cmp_metric_parse(optarg, &tg.kind))
+                return cli_usage_error("quantize", "bad --metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", optarg);
+            break;
+        case O_TARGET: {
+            char *end;
+            tg.metric = strtod(optarg, &end);
+            if (*end || end == optarg || !(tg.metric == tg.metric)) return cli_usage_error("quantize", "bad --target '%s'", optarg);
+            break;
+        }
         case O_EVAL_LIMIT:
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
@@ -216,10 +230,10 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "preprocessing options do not apply to --from-%s", from_stats ? "stats" : "cache");
     if (from_cache && method_given)
         return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
-    if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop)) || !src.o.images))
-        return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine or --target-top1-drop");
-    if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop)))
-        return cli_usage_error("quantize", "--eval-images and --target-* go with --auto-exclude");
+    if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop) && isnan(tg.metric)) || !src.o.images))
+        return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
+    if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
+        return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
@@ -283,7 +297,7 @@ int cmd_quantize(int argc, char **argv)
     if (auto_exclude) {
         cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
         cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
-                       .cache = cc};
+                       .cache = cc, .metric = tg.kind};
         ev.o.images = eval_dir;
         ev.o.limit = (int)eval_limit;
         ev.o.shuffle = 0;

@@ -189,7 +189,71 @@ static void sums_add(sums *m, const float *a, const float *b, size_t n)
 typedef struct {
     sums s;
     long agree, rows, correct, labelled;
+    long seq_agree, seq_positions;   /* seq-top1 */
+    long mask_and, mask_or;          /* mask-iou */
 } acc;
+
+/* What output 0 is, from its shape: which of top1, seq-top1 and mask-iou apply. */
+enum { OUT_OTHER = 0, OUT_CLASSIFIER, OUT_SEQUENCE, OUT_MAP };
+
+static int output_kind(const ptq_tensor *y, int64_t batch, int axis)
+{
+    if (y->dtype != PTQ_F32 || y->rank < 2 || y->dims[0] != batch) return OUT_OTHER;
+    if (y->rank == 2) return y->dims[1] > 1 ? OUT_CLASSIFIER : OUT_OTHER;
+    if (y->rank == 4 && y->dims[1] == 1) return OUT_MAP;
+    int a = axis < 0 ? y->rank - 1 : axis;
+    return a >= 1 && a < y->rank && y->dims[a] > 1 ? OUT_SEQUENCE : OUT_OTHER;
+}
+
+int cmp_metric_parse(const char *s, cmp_metric *out)
+{
+    memset(out, 0, sizeof *out);
+    out->axis = -1;
+    out->threshold = 0.3f;
+    char *end;
+    if (!strcmp(s, "cosine")) out->kind = CMP_METRIC_COSINE;
+    else if (!strcmp(s, "sqnr")) out->kind = CMP_METRIC_SQNR;
+    else if (!strcmp(s, "top1")) out->kind = CMP_METRIC_TOP1;
+    else if (!strcmp(s, "seq-top1")) out->kind = CMP_METRIC_SEQ_TOP1;
+    else if (!strncmp(s, "seq-top1:", 9)) {
+        long a = strtol(s + 9, &end, 10);
+        if (*end || end == s + 9 || a < 1 || a >= PTQ_MAX_RANK) return -1;
+        out->kind = CMP_METRIC_SEQ_TOP1;
+        out->axis = (int)a;
+    } else if (!strncmp(s, "mask-iou:", 9)) {
+        double t = strtod(s + 9, &end);
+        if (*end || end == s + 9 || !(t == t) || t < -1e30 || t > 1e30) return -1;
+        out->kind = CMP_METRIC_MASK_IOU;
+        out->threshold = (float)t;
+    } else
+        return -1;
+    return 0;
+}
+
+void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
+{
+    switch (m->kind) {
+    case CMP_METRIC_SQNR: snprintf(buf, cap, "sqnr"); break;
+    case CMP_METRIC_TOP1: snprintf(buf, cap, "top1"); break;
+    case CMP_METRIC_SEQ_TOP1:
+        if (m->axis < 0) snprintf(buf, cap, "seq-top1");
+        else snprintf(buf, cap, "seq-top1:%d", m->axis);
+        break;
+    case CMP_METRIC_MASK_IOU: snprintf(buf, cap, "mask-iou:%g", (double)m->threshold); break;
+    default: snprintf(buf, cap, "cosine");
+    }
+}
+
+double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
+{
+    switch (k->kind) {
+    case CMP_METRIC_SQNR: return m->sqnr_db;
+    case CMP_METRIC_TOP1: return !isnan(m->top1_acc) ? m->top1_acc : m->top1_agree;
+    case CMP_METRIC_SEQ_TOP1: return m->seq_top1;
+    case CMP_METRIC_MASK_IOU: return m->mask_iou;
+    default: return m->cosine;
+    }
+}
 
 static double cosine_of(const sums *m)
 {
@@ -212,14 +276,51 @@ static int argmax(const float *x, int64_t n)
     return best;
 }
 
-static void metrics_of(const acc *m, int classifier, int labelled, int images, cmp_metrics *out)
+static void metrics_of(const acc *m, int kind, int labelled, int images, float threshold, cmp_metrics *out)
 {
+    int classifier = kind == OUT_CLASSIFIER;
     out->cosine = cosine_of(&m->s);
     out->sqnr_db = sqnr_of(&m->s);
     out->max_abs = m->s.max_abs;
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
+    out->seq_top1 = kind == OUT_SEQUENCE && m->seq_positions ? (double)m->seq_agree / (double)m->seq_positions : (double)NAN;
+    out->mask_iou = kind != OUT_MAP ? (double)NAN : m->mask_or ? (double)m->mask_and / (double)m->mask_or : 1.0;
+    out->mask_threshold = threshold;
     out->images = images;
+}
+
+/* seq-top1 of one output: argmax over `axis` at every other index, FP32 a against QDQ b. */
+static void seq_add(acc *m, const ptq_tensor *y, int axis, const float *a, const float *b)
+{
+    int ax = axis < 0 ? y->rank - 1 : axis;
+    int64_t len = y->dims[ax], inner = 1, outer = 1;
+    for (int d = ax + 1; d < y->rank; d++) inner *= y->dims[d];
+    for (int d = 0; d < ax; d++) outer *= y->dims[d];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *pa = a + o * len * inner + i, *pb = b + o * len * inner + i;
+            int64_t ba = 0, bb = 0;
+            for (int64_t k = 1; k < len; k++) {
+                if (pa[k * inner] > pa[ba * inner]) ba = k;
+                if (pb[k * inner] > pb[bb * inner]) bb = k;
+            }
+            m->seq_agree += ba == bb;
+            m->seq_positions++;
+        }
+}
+
+/* mask-iou of one map: pixels > t in FP32 a and in QDQ b. */
+static void mask_add(acc *m, const float *a, const float *b, size_t n, float t)
+{
+    long both = 0, either = 0;
+    for (size_t i = 0; i < n; i++) {
+        int x = a[i] > t, y = b[i] > t;
+        both += x & y;
+        either += x | y;
+    }
+    m->mask_and += both;
+    m->mask_or += either;
 }
 
 /* The evaluation set kept in memory: inputs, FP32 outputs and labels per batch. */
@@ -232,7 +333,7 @@ typedef struct {
 
 struct cmp_cache {
     cached_batch *b;
-    int n_b, cap, n_out, complete, overflow, classifier, images;
+    int n_b, cap, n_out, complete, overflow, kind, images;
     size_t bytes, budget;
 };
 
@@ -306,7 +407,7 @@ give_up:
 
 /* Scores one batch of every variant against the FP32 outputs fp32[o]. */
 static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float *const *fp32, int n_out,
-                              const int *labels, int classifier, acc *accs)
+                              const int *labels, int kind, const cmp_metric *metric, acc *accs)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
@@ -316,8 +417,10 @@ static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float 
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
             if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
         }
-        if (!classifier) continue;
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+        if (kind == OUT_SEQUENCE) seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
+        if (kind == OUT_MAP) mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), metric->threshold);
+        if (kind != OUT_CLASSIFIER) continue;
         int64_t C = y->dims[1];
         for (int i = 0; i < nb; i++) {
             int want = argmax(fp32[0] + i * C, C), got = argmax((const float *)y->data + i * C, C);
@@ -345,7 +448,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     size_t *cap = NULL;
     int *lab = NULL, lab_cap = 0;
     label_set labels = {0};
-    int n_out = ev->g->n_outputs, images = 0, classifier = -1;
+    int n_out = ev->g->n_outputs, images = 0, kind = -1;
     CHECK_ALLOC(rs);
     CHECK_ALLOC(accs);
     ref.popt = ptq_plan_defaults();
@@ -357,7 +460,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         clock_gettime(CLOCK_MONOTONIC, &c0);
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = cli_batch_tensor(&ev->cfg, cache->b[i].x, cache->b[i].n);
-            TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->classifier, accs));
+            TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->kind, &ev->metric, accs));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -365,7 +468,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                             (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec), i == cache->n_b - 1);
         }
         images = cache->images;
-        classifier = cache->classifier;
+        kind = cache->kind;
         goto scored;
     }
     if (cache) {
@@ -387,10 +490,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         if (nb == 0) break;
         ptq_tensor t = cli_batch_tensor(&ev->cfg, x, nb);
         TRY(cli_runner_run(&ref, &t));
-        if (classifier < 0) {
-            const ptq_tensor *y = ptq_plan_output(ref.plan, 0, NULL);
-            classifier = y->dtype == PTQ_F32 && y->rank == 2 && y->dims[0] == nb && y->dims[1] > 1;
-        }
+        if (kind < 0) kind = output_kind(ptq_plan_output(ref.plan, 0, NULL), nb, ev->metric.axis);
         for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
             const ptq_tensor *y = ptq_plan_output(ref.plan, o, NULL);
             size_t bytes = y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
@@ -410,16 +510,17 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         }
         for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
         if (cache) cache_add(cache, &t, ref.plan, lab);
-        TRY(score_batch(rs, n, &t, fp32, n_out, lab, classifier > 0, accs));
+        TRY(score_batch(rs, n, &t, fp32, n_out, lab, kind, &ev->metric, accs));
         images += nb;
     }
     if (cache && !cache->overflow) {
         cache->complete = 1;
-        cache->classifier = classifier > 0;
+        cache->kind = kind;
         cache->images = images;
     }
 scored:
-    for (int k = 0; k < n; k++) metrics_of(&accs[k], classifier > 0, ev->labels != NULL, images, &out[k]);
+    for (int k = 0; k < n; k++)
+        metrics_of(&accs[k], kind, ev->labels != NULL, images, ev->metric.kind == CMP_METRIC_MASK_IOU || kind == OUT_MAP ? ev->metric.threshold : 0.3f, &out[k]);
 done:
     pp_dataset_close(d);
     cli_runner_free(&ref);
@@ -691,6 +792,7 @@ void cmp_layers_free(cmp_layer *l, int n)
 int cmp_meets(const cmp_target *t, const cmp_metrics *m)
 {
     if (!isnan(t->cosine) && !(m->cosine >= t->cosine)) return 0;
+    if (!isnan(t->metric) && !(cmp_metric_value(&t->kind, m) >= t->metric)) return 0;
     if (!isnan(t->top1_drop)) {
         double top1 = !isnan(m->top1_acc) ? m->top1_acc : m->top1_agree;
         if (isnan(top1) || !(t->fp32_top1 - top1 <= t->top1_drop)) return 0;

@@ -34,6 +34,25 @@ typedef struct cmp_cache cmp_cache;
 cmp_cache *cmp_cache_create(size_t budget_bytes);
 void cmp_cache_destroy(cmp_cache *c); /* NULL-safe */
 
+/* The metric that drives decisions (the best method, the exclusion search's target);
+ * every metric that applies is reported anyway. All are "higher is better".
+ *   cosine, sqnr (dB): over every float output;
+ *   top1: argmax agreement over output 0 of shape [N, C] (accuracy with labels);
+ *   seq-top1[:axis]: argmax over `axis` (default the last) of output 0 (rank >= 3, e.g.
+ *     [N, T, C] of a CTC recogniser), the share of positions where QDQ and FP32 agree;
+ *   mask-iou:T: output 0 as a map ([N, 1, H, W], e.g. a DB probability map) binarised at
+ *     > T, |A and B| / |A or B| over all images (1 when both are empty). */
+typedef enum { CMP_METRIC_COSINE = 0, CMP_METRIC_SQNR, CMP_METRIC_TOP1, CMP_METRIC_SEQ_TOP1, CMP_METRIC_MASK_IOU } cmp_metric_kind;
+typedef struct {
+    cmp_metric_kind kind;
+    int axis;          /* seq-top1: the argmax axis of output 0, -1 = the last */
+    float threshold;   /* mask-iou: the binarisation threshold (reported at 0.3 when not chosen) */
+} cmp_metric;
+/* Parses "cosine", "sqnr", "top1", "seq-top1[:AXIS]", "mask-iou:T"; 0 or -1. */
+int cmp_metric_parse(const char *s, cmp_metric *out);
+/* "seq-top1:2", "mask-iou:0.3", ... */
+void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap);
+
 typedef struct {
     const ptq_graph *g;         /* the FP32 model (borrowed) */
     const char *model;          /* its path: QDQ variants are loaded from it */
@@ -43,13 +62,20 @@ typedef struct {
     int nthreads;
     int quiet;
     cmp_cache *cache;           /* NULL: none (borrowed) */
+    cmp_metric metric;          /* zero: cosine */
 } cmp_eval;
 
 typedef struct {
     double cosine, sqnr_db, max_abs;
     double top1_agree, top1_acc; /* NAN when not a classifier / no labels */
+    double seq_top1;             /* NAN unless output 0 has rank >= 3 and is not a map */
+    double mask_iou;             /* NAN unless output 0 is a map [N, 1, H, W] */
+    float mask_threshold;        /* the threshold mask_iou used */
     int images;
 } cmp_metrics;
+/* The value of metric k in m (top1: accuracy with labels, else agreement); NAN when it
+ * does not apply to the model's output. */
+double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m);
 
 typedef struct {
     char *tensor;               /* the quantized activation */
@@ -72,10 +98,11 @@ void cmp_layers_free(cmp_layer *l, int n);
 void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order);
 
 /* A quality target: output cosine >= cosine, and/or a top-1 drop (accuracy with labels,
- * else agreement with FP32, whose own value is fp32_top1: 1 for agreement) <= top1_drop.
- * NAN leaves a criterion out. */
+ * else agreement with FP32, whose own value is fp32_top1: 1 for agreement) <= top1_drop,
+ * and/or the chosen metric (cmp_eval.metric) >= metric. NAN leaves a criterion out. */
 typedef struct {
-    double cosine, top1_drop, fp32_top1;
+    double cosine, top1_drop, fp32_top1, metric;
+    cmp_metric kind; /* the metric of `metric` */
 } cmp_target;
 int cmp_meets(const cmp_target *t, const cmp_metrics *m);
 /* Sets t->fp32_top1: the FP32 model's top-1 accuracy with labels (one evaluation pass),

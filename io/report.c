@@ -196,6 +196,9 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
         ok &= add_num(o, "max_abs", m->max_abs);
         ok &= add_num(o, "top1_agree", m->top1_agree);
         ok &= add_num(o, "top1_acc", m->top1_acc);
+        ok &= add_num(o, "seq_top1", m->seq_top1);
+        ok &= add_num(o, "mask_iou", m->mask_iou);
+        ok &= add_num(o, "mask_threshold", isnan(m->mask_iou) ? (double)NAN : m->mask_threshold);
     }
     ok &= add_str(root, "layers_method", r->layers_method);
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
@@ -640,10 +643,12 @@ static void put_kv(FILE *fp, const char *key, const char *value)
 
 static void put_methods(FILE *fp, const io_report *r)
 {
-    int agree = 0, acc = 0;
+    int agree = 0, acc = 0, seq = 0, iou = 0;
     for (int i = 0; i < r->n_methods; i++) {
         agree |= !isnan(r->methods[i].top1_agree);
         acc |= !isnan(r->methods[i].top1_acc);
+        seq |= !isnan(r->methods[i].seq_top1);
+        iou |= !isnan(r->methods[i].mask_iou);
     }
     fputs("<section id=\"methods\">\n<h2>Methods</h2>\n", fp);
     if (!r->n_methods) {
@@ -656,6 +661,8 @@ static void put_methods(FILE *fp, const io_report *r)
           fp);
     if (agree) fputs("<th class=\"num\">top-1 agreement</th>", fp);
     if (acc) fputs("<th class=\"num\">top-1 accuracy</th>", fp);
+    if (seq) fputs("<th class=\"num\">sequence top-1</th>", fp);
+    if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     fputs("</tr></thead>\n<tbody>\n", fp);
     for (int i = 0; i < r->n_methods; i++) {
         const io_report_method *m = &r->methods[i];
@@ -678,6 +685,16 @@ static void put_methods(FILE *fp, const io_report *r)
         if (acc) {
             fputs("<td class=\"num\">", fp);
             put_pct(fp, m->top1_acc);
+            fputs("</td>", fp);
+        }
+        if (seq) {
+            fputs("<td class=\"num\">", fp);
+            put_pct(fp, m->seq_top1);
+            fputs("</td>", fp);
+        }
+        if (iou) {
+            fputs("<td class=\"num\">", fp);
+            put_num(fp, "%.4f", m->mask_iou);
             fputs("</td>", fp);
         }
         fputs("</tr>\n", fp);

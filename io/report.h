@@ -1,7 +1,7 @@
 /* report.h: the report of `ptq compare` as pretty JSON and as one self-contained HTML file
  * (inline CSS and inline SVG charts drawn here; no script, no external asset, no network).
  *
- *   io_report_method m[] = {{"max", 0.991, 21.3, 0.41, NAN, NAN}, {"entropy", 0.996, 24.8, 0.52, NAN, NAN}};
+ *   io_report_method m[] = {{"max", 0.991, 21.3, 0.41, NAN, NAN, NAN, NAN, 0}, {"entropy", 0.996, 24.8, 0.52, NAN, NAN, NAN, NAN, 0}};
  *   io_report r = {.model = "det.onnx", .preset = "paddleocr-det", .n_methods = 2, .methods = m,
  *                  .best_method = "entropy", .criterion = "cosine", ...};
  *   TRY(io_report_write_json("cmp.json", &r));
@@ -15,7 +15,8 @@
  *
  * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
  *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
- *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc}],
+ *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, mask_iou,
+ *              mask_threshold}],
  *   layers_method, layers: [{index, tensor, node, op_type, acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine}]
  *     (execution order; index counts from 0),
  *   histograms: [{tensor, amax, bins: [...], thresholds: [{method, amax}]}],
@@ -45,6 +46,9 @@ typedef struct {
     double max_abs;       /* largest |fp32 - quantized| over all outputs */
     double top1_agree;    /* fraction in [0, 1] of images whose top-1 class equals FP32's; NaN if n/a */
     double top1_acc;      /* top-1 accuracy in [0, 1] against labels; NaN if there are no labels */
+    double seq_top1;      /* share of sequence positions whose argmax equals FP32's; NaN if n/a */
+    double mask_iou;      /* IoU of the binarised output map against FP32's; NaN if n/a */
+    double mask_threshold;
 } io_report_method;
 
 /* One quantized tensor, for the method named by io_report.layers_method. */

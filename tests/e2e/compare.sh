@@ -5,7 +5,9 @@
 # `quantize --auto-exclude` writes a model that meets it in ptq's run (in ONNX Runtime it
 # only has to run and stay near FP32, cosine > 0.5; its figure is printed).
 #
-# Asserted: compare's figures for a method (cosine, SQNR, max-abs, top-1 agreement) EQUAL,
+# Asserted: compare's figures for a method (cosine, SQNR, max-abs, and the task metrics that
+# apply: top-1 agreement for cls, seq-top1 (argmax per position) for rec, mask-iou at 0.3 for
+# det's probability map) EQUAL,
 # to the last bit of the JSON's doubles, those of ptq's own run of the model `ptq quantize`
 # writes with that method against ptq's run of the FP32 model, scored here as compare
 # scores (per batch of --batch images, sums of double products in order): compare
@@ -20,6 +22,7 @@
 export OMP_WAIT_POLICY=passive # 2 cores shared with other jobs: no spinning OpenMP threads
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
 DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
+REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
 ls "$ROOT"/build/photos/* | grep -v truncated | sort > "$TMP/all.list"
 awk 'NR % 2 == 1' "$TMP/all.list" | head -n 8 > "$TMP/calib.list"
 awk 'NR % 2 == 0' "$TMP/all.list" | head -n 4 > "$TMP/eval.list"
@@ -46,6 +49,12 @@ def figures(fp32, qdq, batch):
     got = {"cosine": cos, "sqnr_db": None if dd == 0 else 10.0 * math.log10(aa / dd), "max_abs": mx}
     if A.ndim == 2 and A.shape[1] > 1:
         got["top1_agree"] = float(np.mean(A.argmax(1) == B.argmax(1)))
+    elif A.ndim == 4 and A.shape[1] == 1:
+        a, b = A > np.float32(0.3), B > np.float32(0.3)
+        union = int(np.count_nonzero(a | b))
+        got["mask_iou"] = 1.0 if union == 0 else int(np.count_nonzero(a & b)) / union
+    elif A.ndim >= 3:
+        got["seq_top1"] = float(np.count_nonzero(A.argmax(-1) == B.argmax(-1))) / A.argmax(-1).size
     return got
 r = {m["method"]: m for m in json.load(open(report))["methods"]}[method]
 got = figures(fp32, qdq, int(batch))
@@ -61,7 +70,8 @@ if o and not o["cosine"] > 0.5:
 sys.exit(1 if bad else 0)
 PYEOF
 
-for spec in "cls:$CLS:paddleocr-cls:softmax_0.tmp_0:eval" "det:$DET:paddleocr-det:sigmoid_0.tmp_0:eval2"; do
+for spec in "cls:$CLS:paddleocr-cls:softmax_0.tmp_0:eval" "det:$DET:paddleocr-det:sigmoid_0.tmp_0:eval2" \
+            "rec:$REC:paddleocr-rec:softmax_11.tmp_0:eval"; do
   IFS=: read -r tag model preset out ev <<<"$spec"
   check "$tag: compare runs every method, names the best, writes JSON and HTML" bash -c "
     '$PTQ' compare '$model' --images '$TMP/calib.list' --eval-images '$TMP/$ev.list' --preset $preset --batch 2 \
@@ -98,6 +108,30 @@ check "det: --target-cosine returns the fewest harmful layers to float; quantize
   ort=\$($PY '$ROOT/tests/oracle/compare.py' '$TMP/auto.ort/sigmoid_0.tmp_0.npy' '$TMP/det.fp32/sigmoid_0.tmp_0.npy' --cos 0.5) &&
   echo \$n nodes excluded: \$(tr '\n' ' ' < '$TMP/excl.txt')\; ONNX Runtime vs its FP32: \$ort"
 
+check "--metric picks the best method and shows in the report; one that does not apply is refused" bash -c "
+  '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec --batch 2 \
+     --methods max,entropy --metric seq-top1 --json '$TMP/rec.seq.json' > '$TMP/rec.seq.out' 2>/dev/null &&
+  grep -q '^best: .* (by seq-top1, then cosine)' '$TMP/rec.seq.out' && $PY -c \"
+import json; r = json.load(open('$TMP/rec.seq.json'))
+m = {x['method']: x for x in r['methods']}
+best = max(m.values(), key=lambda x: (x['seq_top1'], x['cosine']))
+assert r['best_method'] == best['method'] and all(x['mask_iou'] is None for x in m.values()), r['best_method']
+print('best', r['best_method'], {k: v['seq_top1'] for k, v in m.items()})\" &&
+  ! '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec \
+     --methods max --metric mask-iou:0.5 > /dev/null 2>'$TMP/rec.bad.err' &&
+  grep -q 'metric mask-iou:0.5 does not apply to its output 0 (a sequence: seq-top1)' '$TMP/rec.bad.err'"
+check "rec: --metric seq-top1 --target: the layers returned to float reach the target in ptq's run" bash -c "
+  '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec --batch 2 \
+     --methods entropy --metric seq-top1 --target 1 --exclusions '$TMP/rec.excl' > '$TMP/rec.t.out' 2>/dev/null &&
+  '$PTQ' quantize '$REC' --images '$TMP/calib.list' --preset paddleocr-rec --batch 2 --method entropy \
+     --exclude-nodes @'$TMP/rec.excl' -o '$TMP/rec.t.onnx' 2>/dev/null &&
+  '$PTQ' run '$TMP/rec.t.onnx' --input '$TMP/rec.eval.npy' --output-dir '$TMP/rec.t.ptq' &&
+  $PY -c \"
+import numpy as np
+a = np.load('$TMP/rec.fp32.ptq/softmax_11.tmp_0.npy').argmax(-1); b = np.load('$TMP/rec.t.ptq/softmax_11.tmp_0.npy').argmax(-1)
+n = len(open('$TMP/rec.excl').read().split())
+assert (a == b).all(), (a != b).sum()
+print(n, 'nodes in float: every position agrees')\""
 check "compare: a missing --eval-images is a usage error" bash -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --preset paddleocr-cls 2>'$TMP/u.err'; [ \$? = 2 ] && grep -q 'eval-images' '$TMP/u.err'"
 # On a terminal, the progress line names the phase: calibration, each method with its

@@ -182,9 +182,9 @@ static int html_check(const char *s, char *err, size_t cap)
 #define WEIRD_ESC "a&amp;b&lt;c&gt;&quot;d&#39;/e"
 
 static io_report_method g_methods[] = {
-    {"max", 0.981234567, 18.25, 0.731, NAN, NAN},
-    {"entropy", 0.996512, 24.75, 0.512, NAN, 0.75},
-    {WEIRD, 0.5, INFINITY, -INFINITY, 0.125, NAN},
+    {"max", 0.981234567, 18.25, 0.731, NAN, NAN, NAN, NAN, 0},
+    {"entropy", 0.996512, 24.75, 0.512, NAN, 0.75, NAN, NAN, 0},
+    {WEIRD, 0.5, INFINITY, -INFINITY, 0.125, NAN, NAN, NAN, 0},
 };
 
 static double sqnr_of(int i, int iso)
@@ -427,7 +427,7 @@ TEST(html_layers_without_finite_values)
 
 TEST(html_top1_columns_hidden_when_all_nan)
 {
-    io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN}, {"mse", 0.95, 22, 0.5, NAN, NAN}};
+    io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN, NAN, NAN, 0}, {"mse", 0.95, 22, 0.5, NAN, NAN, NAN, NAN, 0}};
     io_report r = {.n_methods = 2, .methods = m, .best_method = "mse"};
     const char *path = tmp_path("notop1.html");
     EXPECT_EQ_INT(io_report_write_html(path, &r), PTQ_OK);
@@ -568,10 +568,10 @@ static ptq_status write_sample(const char *dir)
         snprintf(hn[k], sizeof hn[k], "backbone/stage%d/conv%d.out", k, 10 * k + 3);
         h[k] = (io_report_hist){hn[k], tv[k][0], NB, bins[k], 4, tm, tv[k]};
     }
-    io_report_method m[] = {{"max", 0.9712, 17.9, 2.41, NAN, NAN},
-                            {"percentile-99.99", 0.9921, 22.4, 1.95, NAN, NAN},
-                            {"entropy", 0.9953, 24.1, 1.72, NAN, NAN},
-                            {"mse", 0.9948, 23.8, 1.80, NAN, NAN}};
+    io_report_method m[] = {{"max", 0.9712, 17.9, 2.41, NAN, NAN, NAN, NAN, 0},
+                            {"percentile-99.99", 0.9921, 22.4, 1.95, NAN, NAN, NAN, NAN, 0},
+                            {"entropy", 0.9953, 24.1, 1.72, NAN, NAN, NAN, NAN, 0},
+                            {"mse", 0.9948, 23.8, 1.80, NAN, NAN, NAN, NAN, 0}};
     const char *ex_nodes[] = {layers[17].node, layers[5].node, "head/" WEIRD};
     io_report_exclusion ex = {"cosine >= 0.998", 0.99812, 3, ex_nodes,
                               "--layerPrecisions=backbone/stage1/conv17:fp32,backbone/stage0/conv5:fp32"};
