@@ -314,8 +314,10 @@ static double sum_pairwise(const double *a, int n)
 }
 
 /* Near-ties of the screening pass: candidates whose screened value is within this
- * (relative to the best, or absolute for values near 0) of the best get the direct
- * evaluation. The prefix-sum formulas err by about 1e-11 relative at most. */
+ * (relative to the best, plus an absolute bound on the prefix sums' rounding) of the best
+ * get the direct evaluation. Entropy: every term is bounded by ln(total) < 45, so the
+ * screened KL errs by under 1e-13. Mse: each level's S2 - 2 v S1 + v^2 S0 cancels, erring
+ * by a few ulps of sum H c^2; 128 levels stay under 1e-13 of it. */
 #define SCREEN_RTOL 1e-7
 #define SCREEN_ATOL 1e-12
 
@@ -491,7 +493,7 @@ static double method_mse(const double *H, double w)
         err[i] = e;
         if (e < best) best = e;
     }
-    double cut = best + SCREEN_RTOL * fabs(best) + SCREEN_ATOL, best_direct = INFINITY;
+    double cut = best + SCREEN_RTOL * fabs(best) + SCREEN_ATOL * P2[NB], best_direct = INFINITY;
     int best_i = NB - 1;
     for (int i = START_BIN; i < NB; i++) {
         if (!(err[i] <= cut)) continue;
