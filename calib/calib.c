@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/mathf.h"
+
 #define MAX_THREADS 64
 
 calib_stats *calib_stats_create(void)
@@ -278,108 +280,199 @@ void calib_analysis_hist(const calib_stats *s, double *H)
     }
 }
 
-/* ---- methods ---- */
+/* ---- methods ----
+ * Each method is pytorch-quantization's (calib/histogram.py) on the analysis histogram, so
+ * that a numpy port of it (tests/oracle/calib_ref.py) gives the same float32 amax bit for
+ * bit. Sums that decide a result are taken in numpy's order (sum_pairwise); the entropy and
+ * mse searches screen every candidate with an O(128) prefix-sum formula, then evaluate the
+ * few candidates within rounding distance of the best directly, term by term as the
+ * reference does, so that the prefix sums' rounding cannot move the choice. */
 
-/* percentile: the upper edge of the first bin where the cumulative share reaches P. */
-static double method_percentile(const double *H, double w, double P)
+enum { NB = CALIB_ANALYSIS_BINS, NQ = 128, START_BIN = 128 };
+
+/* The sum of a[0 .. n-1] in numpy's order (np.sum of a contiguous float64 array):
+ * sequential below 8 terms, 8 interleaved accumulators up to 128, halves (rounded down to
+ * a multiple of 8) above. */
+static double sum_pairwise(const double *a, int n)
 {
-    double total = 0, c = 0;
-    for (int i = 0; i < CALIB_ANALYSIS_BINS; i++) total += H[i];
-    if (total <= 0) return 0;
-    for (int i = 0; i < CALIB_ANALYSIS_BINS; i++) {
-        c += H[i];
-        if (c / total >= P / 100.0) return (i + 1) * w;
+    if (n < 8) {
+        double r = 0.0;
+        for (int i = 0; i < n; i++) r += a[i];
+        return r;
     }
-    return CALIB_ANALYSIS_BINS * w;
+    if (n <= 128) {
+        double r[8];
+        int i;
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        for (i = 8; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    int n2 = n / 2;
+    n2 -= n2 % 8;
+    return sum_pairwise(a, n2) + sum_pairwise(a + n2, n - n2);
 }
 
-/* entropy: TensorRT's EntropyCalibration2 KL search over 2048 bins down to 128 quantized
- * bins (pytorch-quantization's _compute_amax_entropy): for each candidate threshold bin i,
- * P = H[:i] with the outliers folded into its last bin, Q = H[:i] merged into 128 groups and
- * spread back over each group's non-zero bins; the i with the least KL(P||Q) wins.
- * As in pytorch-quantization (`bins[0] = bins[1]`), the first bin's count is replaced by the
- * second's before the search: bin 0 holds the exact zeros of ReLU outputs and padding, and
- * with that spike every wide grouping looks costly, so the search would fall to the
- * smallest threshold (amax / 16) on such tensors.
+/* Near-ties of the screening pass: candidates whose screened value is within this
+ * (relative to the best, plus an absolute bound on the prefix sums' rounding) of the best
+ * get the direct evaluation. Entropy: every term is bounded by ln(total) < 45, so the
+ * screened KL errs by under 1e-13. Mse: each level's S2 - 2 v S1 + v^2 S0 cancels, erring
+ * by a few ulps of sum H c^2; 128 levels stay under 1e-13 of it. */
+#define SCREEN_RTOL 1e-7
+#define SCREEN_ATOL 1e-12
+
+/* percentile (_compute_amax_percentile): cdf = cumsum(H / total), total = np.sum(H); the
+ * first i with cdf[i] >= P/100 (np.searchsorted); result the lower edge i w of that bin. */
+static double method_percentile(const double *H, double w, double P)
+{
+    double total = sum_pairwise(H, NB), c = 0, target = P / 100.0;
+    if (!(total > 0)) return 0;
+    for (int i = 0; i < NB; i++) {
+        c += H[i] / total;
+        if (c >= target) return i * w;
+    }
+    return NB * w;
+}
+
+/* KL(P||Q) of entropy candidate i, evaluated as pytorch-quantization and scipy.stats.entropy
+ * do: P = H[:i] with P[i-1] += np.sum(H[i:]); Q = each group's total spread over its bins
+ * that are non-zero in H; both normalised by np.sum; sum of p ln(p / q) over p > 0 (np.sum).
+ * +inf where some p > 0 has q = 0. scratch: 3 * NB doubles. */
+static double entropy_kl_direct(const double *H, int i, double *scratch)
+{
+    double *P = scratch, *Q = scratch + NB, *v = scratch + 2 * NB;
+    double G[NQ] = {0};
+    int nz[NQ] = {0};
+    memcpy(P, H, sizeof(double) * (size_t)i);
+    P[i - 1] += sum_pairwise(H + i, NB - i);
+    for (int k = 0; k < i; k++) {
+        int j = (int)((int64_t)NQ * k / i);
+        if (H[k] != 0) {
+            G[j] += H[k];
+            nz[j]++;
+        }
+    }
+    for (int k = 0; k < i; k++) {
+        int j = (int)((int64_t)NQ * k / i);
+        Q[k] = H[k] != 0 ? G[j] / nz[j] : 0.0;
+    }
+    double sp = sum_pairwise(P, i), sq = sum_pairwise(Q, i);
+    for (int k = 0; k < i; k++) {
+        double p = P[k] / sp, q = Q[k] / sq;
+        if (p > 0 && q > 0) v[k] = p * ptq_log(p / q);
+        else if (p > 0) return INFINITY;
+        else v[k] = 0.0;
+    }
+    return sum_pairwise(v, i);
+}
+
+/* entropy (_compute_amax_entropy; TensorRT's EntropyCalibration2 KL search): H' = H with
+ * H'[0] := H[1] (bin 0 holds the exact zeros of ReLU outputs and padding: with that spike
+ * every wide grouping looks costly and the search would fall to amax / 16); for each
+ * candidate i in 128 .. 2048, P = H'[:i] with the outliers folded into its last bin and Q =
+ * H'[:i] merged into 128 groups (bin k in group floor(128 k / i)) and spread back over each
+ * group's non-zero bins; the i with the least KL(P||Q), the last one on ties, gives i w.
  *
- * Computed in O(128) per candidate instead of O(i), from prefix sums over H: with S the
- * total count, C(k) = H[0] + ... + H[k-1], L(k) = sum of H ln H over those bins, group j
- * of candidate i holding G_j counts on nz_j non-zero bins, and T = H[i-1] + tail the
- * last bin of P:
+ * Screening in O(128) per candidate from prefix sums over H': with S the total, C(k) =
+ * H'[0] + ... + H'[k-1], L(k) = sum of H' ln H' over those bins, group j holding G_j on
+ * nz_j non-zero bins and T = H'[i-1] + tail the last bin of P (sum P = S, sum Q = C(i)):
  *   sum P ln P = (L(i-1) + T ln T) / S - ln S
- *   sum P ln Q = (sum_j G'_j ln(G_j / nz_j) + T ln q_last) / S - (C(i-1) + T) / S * ln C(i)
- * where G'_j = G_j except that the last group leaves out H[i-1] (counted in T), and
- * q_last = G_127 / nz_127, or 1e-4 * C(i) when H[i-1] = 0 < T: the only bin where P > 0
- * and Q = 0, which the smoothing sets to 1e-4 before Q is renormalised by (1 + 1e-4). */
+ *   sum P ln Q = (sum_j G'_j ln(G_j / nz_j) + T ln(G_127 / nz_127)) / S - ln C(i)
+ * with G'_127 leaving out H'[i-1] (counted in T). KL is +inf exactly when H'[i-1] = 0 and
+ * the tail is not empty: the last bin is the only one where P > 0 can meet Q = 0. */
 static double method_entropy(const double *hist, double w)
 {
-    enum { NB = CALIB_ANALYSIS_BINS, NQ = 128 };
-    double H[NB], C[NB + 1], L[NB + 1];
+    double H[NB], C[NB + 1], L[NB + 1], *kl = malloc(sizeof(double) * (NB + 1) * 4);
+    int NZ[NB + 1], last_nz = -1;
+    if (!kl) return NB * w;
+    double *scratch = kl + NB + 1;
     memcpy(H, hist, sizeof H);
     H[0] = H[1];
-    int NZ[NB + 1];
     C[0] = L[0] = 0;
     NZ[0] = 0;
     for (int k = 0; k < NB; k++) {
         C[k + 1] = C[k] + H[k];
-        L[k + 1] = L[k] + (H[k] > 0 ? H[k] * log(H[k]) : 0);
+        L[k + 1] = L[k] + (H[k] > 0 ? H[k] * ptq_log(H[k]) : 0);
         NZ[k + 1] = NZ[k] + (H[k] != 0);
+        if (H[k] != 0) last_nz = k;
     }
     double S = C[NB], best = INFINITY;
-    int best_i = NB;
-    if (!(S > 0)) return NB * w;
-    for (int i = NQ; i <= NB; i++) {
-        double Ci = C[i], T = H[i - 1] + (S - Ci);
-        if (!(Ci > 0)) continue;
-        double plnp = L[i - 1] / S - C[i - 1] / S * log(S), plnq = 0, lastq = 0;
-        if (T > 0) plnp += T / S * log(T / S);
+    if (!(S > 0)) {
+        free(kl);
+        return NB * w;
+    }
+    for (int i = START_BIN; i <= NB; i++) {
+        int has_tail = last_nz >= i;
+        kl[i] = INFINITY;
+        if (has_tail && H[i - 1] == 0) continue;
+        double Ci = C[i], T = H[i - 1] + (has_tail ? S - Ci : 0.0);
+        double plnp = L[i - 1] / S - C[i - 1] / S * ptq_log(S), plnq = 0, lastq = 0;
+        if (T > 0) plnp += T / S * ptq_log(T / S);
         for (int j = 0; j < NQ; j++) {
-            int lo = (int)((int64_t)j * i / NQ), hi = (int)((int64_t)(j + 1) * i / NQ);
-            double G = C[hi] - C[lo];
+            int lo = (int)(((int64_t)j * i + NQ - 1) / NQ), hi = (int)(((int64_t)(j + 1) * i + NQ - 1) / NQ);
             int nz = NZ[hi] - NZ[lo];
             if (nz == 0) continue;
-            double lq = log(G / nz), Gp = j == NQ - 1 ? G - H[i - 1] : G;
-            plnq += Gp * lq;
+            double G = C[hi] - C[lo], lq = ptq_log(G / nz);
+            plnq += (j == NQ - 1 ? G - H[i - 1] : G) * lq;
             if (j == NQ - 1) lastq = lq;
         }
-        int smoothed = H[i - 1] == 0 && T > 0;
-        if (T > 0) plnq += T * (smoothed ? log(1e-4 * Ci) : lastq);
-        plnq = plnq / S - (C[i - 1] + T) / S * log(Ci);
-        double kl = plnp - plnq + (smoothed ? log1p(1e-4) : 0.0);
-        if (kl < best) {
-            best = kl;
+        if (T > 0) plnq += T * lastq;
+        plnq = plnq / S - ptq_log(Ci);
+        kl[i] = plnp - plnq;
+        if (kl[i] < best) best = kl[i];
+    }
+    /* direct evaluation of the near-best candidates; the last minimum wins */
+    double cut = best + SCREEN_RTOL * fabs(best) + SCREEN_ATOL, best_direct = INFINITY;
+    int best_i = NB;
+    for (int i = START_BIN; i <= NB; i++) {
+        if (!(kl[i] <= cut)) continue;
+        double d = entropy_kl_direct(H, i, scratch);
+        if (d <= best_direct) {
+            best_direct = d;
             best_i = i;
         }
     }
-    return (best_i + 0.5) * w;
+    free(kl);
+    return best_i * w;
 }
 
-/* The first bin k whose centre (k + 0.5) w quantizes with scale i w / 127 to a level >= q
- * (round half to even): 127 (2k + 1) > (2q - 1) i, or equal with q even. Exact integers. */
+/* The first bin k whose centre (k + 0.5) w quantizes to a level >= q (q >= 1) with
+ * candidate amax (i + 0.5) w: 127 (2k + 1) / (2i + 1) > q - 1/2, i.e. 254 (2k + 1) >
+ * (2q - 1)(2i + 1). The ratio is never a half-integer (254 (2k + 1) is even, (2q - 1)(2i + 1)
+ * odd), so round-half-even has no ties here and the level of every bin is exact. */
 static int level_start(int q, int i)
 {
-    if (q == 0) return 0;
-    int64_t bound = (int64_t)(2 * q - 1) * i;
-    int64_t k = (bound / 127 - 1) / 2;
-    if (k < 0) k = 0;
-    while (k > 0 && 127 * (2 * (k - 1) + 1) >= bound) k--;
-    for (;;) {
-        int64_t v = 127 * (2 * k + 1);
-        if (v > bound || (v == bound && q % 2 == 0)) return (int)k;
-        k++;
-    }
+    int64_t x = (int64_t)(2 * q - 1) * (2 * i + 1);
+    return (int)((x - 254) / 508 + 1);
 }
 
-/* mse: pytorch-quantization's _compute_amax_mse: candidates a = i w, bin centres
- * c_k = (k + 0.5) w quantized with s = a / 127 (round half to even, clamped to 127); the
- * candidate with the least histogram-weighted squared error wins (the first on ties).
- * Each quantization level q covers a run of bins, found exactly in integers, so the error
- * of a candidate is a sum over 128 levels of prefix sums of H, H c and H c^2 (in units of
- * w): sum H (c - q i / 127)^2 = S2 - 2 (q i / 127) S1 + (q i / 127)^2 S0. */
+/* err of mse candidate a = (i + 0.5) w, term by term as the reference does (np.sum of
+ * H * (c - q s)^2, c = (k + 0.5) w, s = a / 127, q = clamp(round_half_even(c / s))). */
+static double mse_err_direct(const double *H, int i, double w, double *v)
+{
+    double s = (i + 0.5) * w / 127;
+    for (int k = 0; k < NB; k++) {
+        double c = (k + 0.5) * w, q = rint(c / s);
+        if (q > 127) q = 127;
+        double d = c - q * s;
+        v[k] = H[k] * (d * d);
+    }
+    return sum_pairwise(v, NB);
+}
+
+/* mse (_compute_amax_mse): candidates are the bin centres a = (i + 0.5) w, i in 128 .. 2047;
+ * bin centres c_k = (k + 0.5) w quantized with s = a / 127 (round half to even, clamped to
+ * 127); the candidate with the least histogram-weighted squared error wins, the first on
+ * ties. Screening: each level q covers a run of bins (level_start), so in units of w the
+ * error is a sum over 128 levels of prefix sums of H, H c and H c^2:
+ * sum H (c - v)^2 = S2 - 2 v S1 + v^2 S0 with v = q (2i + 1) / 254. */
 static double method_mse(const double *H, double w)
 {
-    enum { NB = CALIB_ANALYSIS_BINS };
-    double P0[NB + 1], P1[NB + 1], P2[NB + 1];
+    double P0[NB + 1], P1[NB + 1], P2[NB + 1], *err = malloc(sizeof(double) * (NB + NB));
+    if (!err) return NB * w;
+    double *scratch = err + NB;
     P0[0] = P1[0] = P2[0] = 0;
     for (int k = 0; k < NB; k++) {
         double c = k + 0.5;
@@ -388,26 +481,32 @@ static double method_mse(const double *H, double w)
         P2[k + 1] = P2[k] + H[k] * c * c;
     }
     double best = INFINITY;
-    int best_i = NB;
-    for (int i = 128; i <= NB; i++) {
-        double err = 0;
-        int lo = 0;
-        for (int q = 0; q <= 127 && lo < NB; q++) {
+    for (int i = START_BIN; i < NB; i++) {
+        double e = 0, step = (2 * i + 1) / 254.0;
+        for (int q = 0, lo = 0; q <= 127 && lo < NB; q++) {
             int hi = q == 127 ? NB : level_start(q + 1, i);
             if (hi > NB) hi = NB;
             if (hi > lo) {
-                double v = q * (double)i / 127.0;
-                double s0 = P0[hi] - P0[lo], s1 = P1[hi] - P1[lo], s2 = P2[hi] - P2[lo];
-                err += s2 - 2 * v * s1 + v * v * s0;
+                double v = q * step;
+                e += (P2[hi] - P2[lo]) - 2 * v * (P1[hi] - P1[lo]) + v * v * (P0[hi] - P0[lo]);
             }
             lo = hi;
         }
-        if (err < best) {
-            best = err;
+        err[i] = e;
+        if (e < best) best = e;
+    }
+    double cut = best + SCREEN_RTOL * fabs(best) + SCREEN_ATOL * P2[NB], best_direct = INFINITY;
+    int best_i = NB - 1;
+    for (int i = START_BIN; i < NB; i++) {
+        if (!(err[i] <= cut)) continue;
+        double d = mse_err_direct(H, i, w, scratch);
+        if (d < best_direct) {
+            best_direct = d;
             best_i = i;
         }
     }
-    return best_i * w;
+    free(err);
+    return (best_i + 0.5) * w;
 }
 
 float calib_amax(const calib_stats *s, const calib_method *m, int *warn)

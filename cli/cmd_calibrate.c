@@ -30,7 +30,8 @@ static void usage(FILE *fp)
                 "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
                 "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
-                "  --trt-version V   cache header version (default 8601)  --trt-algorithm A  header algorithm\n"
+                "  --trt-version V   cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
+                "  --trt-algorithm A cache header algorithm for every method (default EntropyCalibration2, what trtexec reads)\n"
                 "  --stats FILE      also save the statistics (mergeable: ptq stats merge)\n"
                 "  --from-stats FILE ranges from saved statistics of this model, without images\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
@@ -99,7 +100,11 @@ int cmd_calibrate(int argc, char **argv)
         case O_TRTV:
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("calibrate", "bad --trt-version '%s'", optarg);
             break;
-        case O_TRTA: trt_algo = optarg; break;
+        case O_TRTA:
+            if (!(trt_algo = io_cache_algorithm(optarg)))
+                return cli_usage_error("calibrate", "--trt-algorithm: EntropyCalibration2, EntropyCalibration, "
+                                                    "MinMaxCalibration or LegacyCalibration");
+            break;
         case O_STATS: stats = optarg; break;
         case O_FROM_STATS: from_stats = optarg; break;
         case O_SET:
@@ -175,11 +180,10 @@ int cmd_calibrate(int argc, char **argv)
                 fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", col.t[i].name);
             }
         free(warn);
-        const char *algo = trt_algo ? trt_algo : methods[m].kind == CALIB_MAX ? "MinMaxCalibration" : "EntropyCalibration2";
         if (cache) {
             if (n_methods > 1) per_method_path(cache, tag, path, sizeof path);
             else snprintf(path, sizeof path, "%s", cache);
-            if ((st = io_cache_write(path, trt_version, algo, entries, col.n)) != PTQ_OK) goto fail;
+            if ((st = io_cache_write(path, trt_version, io_cache_algorithm(trt_algo), entries, col.n)) != PTQ_OK) goto fail;
         }
         if (json) {
             if (n_methods > 1) per_method_path(json, tag, path, sizeof path);

@@ -78,7 +78,9 @@ static void usage(FILE *fp)
                 "  --exclude-op-types T  op type (repeatable, comma-separated allowed)\n"
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
-                "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, --trt-version V\n"
+                "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
+                "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
+                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n"
                 "  --size WxH --mode M --resize I --shorter N --mean a,b,c --std a,b,c --scale V --channel-order RGB|BGR\n"
                 "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
                 "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
@@ -89,8 +91,8 @@ static void usage(FILE *fp)
 int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
-           O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_STATS, O_FROM_STATS, O_EXIF, O_FROM_CACHE,
-           O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET };
+           O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -102,6 +104,7 @@ int cmd_quantize(int argc, char **argv)
         {"seed", required_argument, 0, O_SEED},       {"strict", no_argument, 0, O_STRICT},
         {"exif", required_argument, 0, O_EXIF},
         {"threads", required_argument, 0, O_THREADS}, {"trt-version", required_argument, 0, O_TRTV},
+        {"trt-algorithm", required_argument, 0, O_TRTA},
         {"stats", required_argument, 0, O_STATS},     {"from-stats", required_argument, 0, O_FROM_STATS},
         {"from-cache", required_argument, 0, O_FROM_CACHE},
         {"auto-exclude", no_argument, 0, O_AUTO},     {"target-cosine", required_argument, 0, O_TCOS},
@@ -112,7 +115,7 @@ int cmd_quantize(int argc, char **argv)
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
-    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy";
+    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
@@ -185,6 +188,11 @@ int cmd_quantize(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("quantize", "bad --trt-version");
             trt_version_given = 1;
             break;
+        case O_TRTA:
+            if (!(trt_algo = io_cache_algorithm(optarg)))
+                return cli_usage_error("quantize", "--trt-algorithm: EntropyCalibration2, EntropyCalibration, "
+                                                   "MinMaxCalibration or LegacyCalibration");
+            break;
         case O_AUTO: auto_exclude = 1; break;
         case O_TCOS:
         case O_TDROP: {
@@ -239,7 +247,7 @@ int cmd_quantize(int argc, char **argv)
     const char *model = argv[optind];
     col.nthreads = src.o.threads > 0 ? src.o.threads : omp_get_max_threads();
     uint64_t stats_images = 0;
-    char algo[128] = "";
+    char algo[128] = ""; /* --from-cache's header: its version is kept, its algorithm is not (trtexec's is EntropyCalibration2) */
     long cache_version = 0;
     if (!from_stats && !from_cache && !src.input_npy && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
         goto fail;
@@ -371,9 +379,8 @@ int cmd_quantize(int argc, char **argv)
     char tag[64];
     if (from_cache) snprintf(tag, sizeof tag, "cache");
     else calib_method_name(&method, tag, sizeof tag);
-    if (!from_cache) snprintf(algo, sizeof algo, "%s", method.kind == CALIB_MAX ? "MinMaxCalibration" : "EntropyCalibration2");
     if (from_cache && !trt_version_given) trt_version = cache_version;
-    if (cache && (st = io_cache_write(cache, trt_version, algo, entries, n_ranges)) != PTQ_OK) goto fail;
+    if (cache && (st = io_cache_write(cache, trt_version, io_cache_algorithm(trt_algo), entries, n_ranges)) != PTQ_OK) goto fail;
     if (json && (st = io_ranges_write_json(json, tag, ranges, n_ranges)) != PTQ_OK) goto fail;
     if (report) {
         io_atomic_file f;

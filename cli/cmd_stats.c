@@ -1,19 +1,26 @@
 /* cmd_stats.c: `ptq stats`: calibration statistics files (io/stats.h).
  *   ptq stats merge A B ... -o C   shards merged exactly as if one pass had seen all images
- *   ptq stats show FILE            header and per-tensor summary */
+ *   ptq stats show FILE            header and per-tensor summary
+ *   ptq stats show FILE --hist H.npy   also every tensor's analysis histogram (the 2048 bins
+ *                                      over [0, amax] that the methods use), float64
+ *                                      [tensors, 2048] in the listed order: the calibration
+ *                                      tests feed it to their numpy oracle */
 #include <stdio.h>
 #include <string.h>
 
+#include "calib/calib.h"
 #include "cli/cli.h"
+#include "io/npy.h"
 #include "io/stats.h"
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq stats merge A.ptqstats B.ptqstats ... -o OUT.ptqstats\n"
-                "       ptq stats show FILE.ptqstats\n"
+                "       ptq stats show FILE.ptqstats [--hist H.npy]\n"
                 "Statistics come from ptq calibrate/quantize --stats. merge refuses files of different models or\n"
                 "preprocessing, the same image list twice, and corrupt or truncated files; the result gives the\n"
-                "same ranges (calibrate/quantize --from-stats) as one pass over the concatenated image lists.\n");
+                "same ranges (calibrate/quantize --from-stats) as one pass over the concatenated image lists.\n"
+                "--hist writes the analysis histograms (float64 [tensors, 2048], over [0, amax] of each tensor).\n");
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -43,13 +50,31 @@ static int cmd_merge(int argc, char **argv)
     return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
 }
 
+/* The analysis histograms of every tensor, float64 [n_tensors, CALIB_ANALYSIS_BINS]. */
+static ptq_status write_hist(const char *path, const io_stats *s)
+{
+    ptq_tensor t = {0};
+    t.dtype = PTQ_F64;
+    t.rank = 2;
+    t.dims[0] = s->n_tensors;
+    t.dims[1] = CALIB_ANALYSIS_BINS;
+    ptq_status st = ptq_tensor_alloc(&t);
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < s->n_tensors; i++) calib_analysis_hist(s->tensors[i].stats, (double *)t.data + (size_t)i * CALIB_ANALYSIS_BINS);
+    st = npy_save(path, &t);
+    ptq_tensor_free(&t);
+    return st;
+}
+
 static int cmd_show(int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (argc != 2) return cli_usage_error("stats show", "expected one statistics file");
+    const char *hist = NULL;
+    if (argc == 4 && !strcmp(argv[2], "--hist")) hist = argv[3];
+    else if (argc != 2) return cli_usage_error("stats show", "expected one statistics file (and --hist H.npy)");
     io_stats s;
     io_stats_init(&s);
     ptq_status st = io_stats_read(argv[1], &s);
@@ -65,8 +90,9 @@ static int cmd_show(int argc, char **argv)
                (unsigned long long)t->count, (unsigned long long)t->nan, (unsigned long long)(t->pinf + t->ninf),
                (unsigned long long)t->zeros, (double)t->min, (double)t->max, (double)t->amax, t->range);
     }
+    if (hist) st = write_hist(hist, &s);
     io_stats_free(&s);
-    return CLI_EXIT_OK;
+    return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
 }
 
 int cmd_stats(int argc, char **argv)

@@ -39,7 +39,7 @@ int cmd_translate(int argc, char **argv)
         {0, 0, 0, 0}};
     quant_translate_options o = quant_translate_defaults();
     quant_translation tr = {0};
-    const char *prefix_arg = NULL, *algorithm = "EntropyCalibration2";
+    const char *prefix_arg = NULL, *algorithm = io_cache_algorithm(NULL);
     long trt_version = 8601;
     char *prefix = NULL, *path = NULL, *arg = NULL;
     const char **names = NULL;
@@ -61,11 +61,9 @@ int cmd_translate(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("translate", "bad --trt-version '%s'", optarg);
             break;
         case O_TRTA:
-            if (strcmp(optarg, "EntropyCalibration2") && strcmp(optarg, "EntropyCalibration") &&
-                strcmp(optarg, "MinMaxCalibration") && strcmp(optarg, "LegacyCalibration"))
+            if (!(algorithm = io_cache_algorithm(optarg)))
                 return cli_usage_error("translate", "--trt-algorithm: EntropyCalibration2, EntropyCalibration, "
                                                     "MinMaxCalibration or LegacyCalibration");
-            algorithm = optarg;
             break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option("translate", c, argv);

@@ -14,6 +14,15 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(((const io_cache_entry *)a)->name, ((const io_cache_entry *)b)->name);
 }
 
+const char *io_cache_algorithm(const char *name)
+{
+    static const char *const known[] = {"EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration"};
+    if (!name) return IO_CACHE_DEFAULT_ALGORITHM;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(name, known[i])) return known[i];
+    return NULL;
+}
+
 ptq_status io_cache_write(const char *path, long version, const char *algorithm, const io_cache_entry *e, int n)
 {
     ptq_status st = PTQ_OK;

@@ -71,6 +71,13 @@ round_trip() { # key model: quantize --from-cache of the translated cache, the f
 }
 check "cls: round trip to the identical QDQ model" round_trip cls "$CLS"
 check "det: round trip to the identical QDQ model" round_trip det "$DET"
+check "cache headers: translate --trt-version/--trt-algorithm; quantize --from-cache keeps the version and writes EntropyCalibration2" bash -c "
+  '$PTQ' translate '$TMP/cls.qdq.onnx' -o '$TMP/v10' --trt-version 101401 --trt-algorithm LegacyCalibration 2>/dev/null &&
+  head -1 '$TMP/v10_precision_config_calib.cache' | grep -qx 'TRT-101401-LegacyCalibration' &&
+  { echo TRT-101401-MinMaxCalibration; tail -n +2 '$TMP/cls.qdq_precision_config_calib.cache'; } > '$TMP/minmax.cache' &&
+  '$PTQ' quantize '$CLS' --from-cache '$TMP/minmax.cache' -o '$TMP/mm.onnx' --cache '$TMP/mm.cache' 2>/dev/null &&
+  head -1 '$TMP/mm.cache' | grep -qx 'TRT-101401-EntropyCalibration2' &&
+  ! '$PTQ' translate '$TMP/cls.qdq.onnx' -o '$TMP/bad' --trt-algorithm Entropy 2>/dev/null && echo 'LegacyCalibration, 101401; MinMax in, EntropyCalibration2 out'"
 
 # A constructed graph for the propagation rules:
 #   x -Q/DQ(sx)-> MaxPool -> Reshape -> r;  y -Q/DQ(sy)-> Transpose -> t (Pad, Relu ...)

@@ -97,6 +97,25 @@ TEST(bad_lines_are_refused_with_their_number)
     EXPECT(strstr(ptq_last_error(), ":1:") != NULL);
 }
 
+TEST(header_algorithm_defaults_to_entropy_calibration2)
+{
+    /* trtexec --calib reads a cache only under its own calibrator's name: EntropyCalibration2 */
+    EXPECT_STR(io_cache_algorithm(NULL), "EntropyCalibration2");
+    EXPECT_STR(io_cache_algorithm("MinMaxCalibration"), "MinMaxCalibration");
+    EXPECT_STR(io_cache_algorithm("LegacyCalibration"), "LegacyCalibration");
+    EXPECT_STR(io_cache_algorithm("EntropyCalibration"), "EntropyCalibration");
+    EXPECT(io_cache_algorithm("entropy") == NULL);
+    EXPECT(io_cache_algorithm("EntropyCalibration3") == NULL);
+    EXPECT(io_cache_algorithm("") == NULL);
+    io_cache_entry in[] = {{"x", 1.0f / 127.0f}};
+    EXPECT_EQ_INT(io_cache_write("build/tmp/algo.cache", 101401, io_cache_algorithm(NULL), in, 1), PTQ_OK);
+    uint8_t *a = NULL;
+    size_t la = 0;
+    EXPECT_EQ_INT(io_read_file("build/tmp/algo.cache", &a, &la, 1 << 20), PTQ_OK);
+    EXPECT(a && la >= 31 && memcmp(a, "TRT-101401-EntropyCalibration2\n", 31) == 0);
+    free(a);
+}
+
 int main(void)
 {
     if (system("mkdir -p build/tmp") != 0) return 1;
@@ -104,5 +123,6 @@ int main(void)
     RUN(write_read_write_is_byte_identical);
     RUN(variants_tensorrt_writes);
     RUN(bad_lines_are_refused_with_their_number);
+    RUN(header_algorithm_defaults_to_entropy_calibration2);
     return test_summary();
 }

@@ -4,7 +4,8 @@
  * checks (amax, counts, range, names, version); merging shards equals one pass over all
  * the data bit for bit (calib_stats_merge and through files), amax exactly a power of two
  * included; merges of other models, preprocessing, tensor sets and repeated shards refused
- * with the destination left as it was. */
+ * with the destination left as it was. Hand-computed method results on a histogram whose
+ * analysis bins are the collection bins (amax 2048, R 4096: bin width 1). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -578,6 +579,56 @@ TEST(merge_refusals)
     io_stats_free(&b);
 }
 
+/* amax = 2048 and R = 4096: analysis bin k is collection bin k, [k, k + 1), and the amax
+ * value itself lands in the last analysis bin. n values at v, plus the amax once. */
+static calib_stats *unit_width_stats(const float *v, const int *n, int groups)
+{
+    calib_stats *s = calib_stats_create();
+    float top = 2048.0f;
+    for (int g = 0; g < groups; g++)
+        for (int k = 0; k < n[g]; k++) calib_stats_add(s, &v[g], 1, 1);
+    calib_stats_add(s, &top, 1, 1);
+    return s;
+}
+
+TEST(methods_hand_computed)
+{
+    calib_method m;
+    int warn;
+    /* percentile: 9999 of 10000 values in bin 100: the CDF reaches 99% there; the result is the
+     * bin's lower edge 100 (pytorch-quantization, ONNX Runtime), not its upper edge 101 */
+    float v1[] = {100.5f};
+    int n1[] = {9999};
+    calib_stats *s = unit_width_stats(v1, n1, 1);
+    calib_method_parse("percentile:99", &m);
+    EXPECT(calib_amax(s, &m, &warn) == 100.0f && !warn);
+    calib_method_parse("max", &m);
+    EXPECT(calib_amax(s, &m, &warn) == 2048.0f);
+    /* mse: the candidates are bin centres, so the result is k + 1/2 */
+    calib_method_parse("mse", &m);
+    float a = calib_amax(s, &m, &warn);
+    EXPECT(a - floorf(a) == 0.5f && a >= 128.5f);
+    /* entropy: the result is an edge i, i >= 128 */
+    calib_method_parse("entropy", &m);
+    a = calib_amax(s, &m, &warn);
+    EXPECT(a == floorf(a) && a >= 128.0f && a <= 2048.0f);
+    calib_stats_destroy(s);
+    /* entropy's +inf rule: with values in bins 0..299 and the amax alone at the top, every
+     * candidate whose last bin is empty while the top is not has KL = +inf; the candidates
+     * 128..300 are finite and 2048 (no tail) is finite: the last minimum among those */
+    float v2[300];
+    int n2[300];
+    for (int k = 0; k < 300; k++) {
+        v2[k] = (float)k + 0.5f;
+        n2[k] = 50 + (k * 37) % 11;
+    }
+    s = unit_width_stats(v2, n2, 300);
+    calib_method_parse("entropy", &m);
+    a = calib_amax(s, &m, &warn);
+    EXPECT((a >= 128.0f && a <= 300.0f) || a == 2048.0f);
+    calib_stats_destroy(s);
+}
+
 int main(void)
 {
     make_tmp_dir(NULL);
@@ -589,5 +640,6 @@ int main(void)
     RUN(merge_equals_one_pass_amax_power_of_two);
     RUN(file_merge_equals_one_pass);
     RUN(merge_refusals);
+    RUN(methods_hand_computed);
     return test_summary();
 }
