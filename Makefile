@@ -5,6 +5,7 @@
 #   make bench      speed and memory against ONNX Runtime, measured in the same run
 #   make deps       install Debian packages and fetch models and test oracles
 #   make SANITIZE=1 test    ASan + UBSan
+#   make fuzz       libFuzzer harnesses (clang, ASan + UBSan), each run FUZZ_SECONDS on a seed corpus
 
 CC       ?= gcc
 BUILD    ?= build
@@ -32,7 +33,20 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 GEN_H    := $(BUILD)/gen/onnx.pb-c.h
 
-.PHONY: all ptq tests test demo bench deps clean
+# Fuzzing (tests/fuzz): the library built again with clang, -fsanitize=fuzzer-no-link,address,
+# undefined, in build-fuzz/; each harness linked with libFuzzer. The gcc build also links every
+# harness with tests/fuzz/replay.c (build/fuzz-replay/) so that make test replays the regression
+# inputs and seeds without clang.
+FUZZ_BUILD   := build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/gen/onnx.pb-c.o
+FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+REPLAY_BIN   := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/fuzz_%)
+
+.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers
 all: ptq
 
 ptq: $(BUILD)/ptq
@@ -62,11 +76,35 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
-tests: $(TEST_BIN)
+tests: $(TEST_BIN) $(REPLAY_BIN)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB_OBJ) $(LIBS)
+
+
+$(FUZZ_BUILD)/obj/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -w -c $< -o $@
+
+$(FUZZ_BUILD)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ISA) -w -c $< -o $@
+$(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx2.o: FUZZ_ISA := -mavx2 -mfma
+$(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx512.o: FUZZ_ISA := -mavx512f -mfma
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -fopenmp -o $@ $< $(FUZZ_LIB_OBJ) $(filter-out -fopenmp,$(LIBS))
+
+$(BUILD)/fuzz-replay/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/replay.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(BUILD)/obj/tests/fuzz/replay.o $(LIB_OBJ) $(LIBS)
+
+fuzzers: $(FUZZ_BIN)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory ptq fuzzers
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 deps:
 	@scripts/deps.sh
@@ -88,7 +126,7 @@ bench: deps
 	@BUILD=$(BUILD) bench/ort_sensitivity.sh
 
 clean:
-	rm -rf build build-san ptq
+	rm -rf build build-san build-fuzz ptq
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

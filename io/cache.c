@@ -9,6 +9,8 @@
 #include "io/file.h"
 #include "runtime/graph.h"
 
+#define MAX_CACHE_BYTES ((size_t)1 << 30)
+
 static int cmp_entry(const void *a, const void *b)
 {
     return strcmp(((const io_cache_entry *)a)->name, ((const io_cache_entry *)b)->name);
@@ -49,20 +51,26 @@ done:
     return st;
 }
 
-ptq_status io_cache_read(const char *path, io_cache_entry **out, int *n, long *version, char *algorithm, size_t cap)
+ptq_status io_cache_parse(const uint8_t *text, size_t len, const char *what, io_cache_entry **out, int *n,
+                          long *version, char *algorithm, size_t cap)
 {
     ptq_status st = PTQ_OK;
-    uint8_t *buf = NULL;
-    size_t len;
+    char *buf = NULL;
     io_cache_entry *e = NULL;
     int count = 0, lines = 0, line_no = 0;
     *out = NULL;
     *n = 0;
-    TRY(io_read_file(path, &buf, &len, (size_t)1 << 30));
-    for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
+    if (len > MAX_CACHE_BYTES) FAIL(PTQ_ERR_FORMAT, "%s: %zu bytes, more than the %zu allowed", what, len, MAX_CACHE_BYTES);
+    for (size_t i = 0; i < len; i++) {
+        if (!text[i]) FAIL(PTQ_ERR_FORMAT, "%s:%d: NUL byte, not a text file", what, lines + 1);
+        lines += text[i] == '\n';
+    }
+    CHECK_ALLOC(buf = malloc(len + 1)); /* a NUL-terminated copy, split into lines in place */
+    memcpy(buf, text, len);
+    buf[len] = 0;
     e = calloc((size_t)lines + 2, sizeof *e);
     CHECK_ALLOC(e);
-    char *p = (char *)buf;
+    char *p = buf;
     while (*p) {
         char *nl = strchr(p, '\n'), *line = p;
         if (nl) *nl = 0;
@@ -73,38 +81,52 @@ ptq_status io_cache_read(const char *path, io_cache_entry **out, int *n, long *v
         if (line_no == 1) {
             char algo[128];
             if (sscanf(line, "TRT-%ld-%127s", version, algo) != 2)
-                FAIL(PTQ_ERR_FORMAT, "%s:1: not a TensorRT calibration cache header (TRT-<version>-<algorithm>)", path);
+                FAIL(PTQ_ERR_FORMAT, "%s:1: not a TensorRT calibration cache header (TRT-<version>-<algorithm>)", what);
             snprintf(algorithm, cap, "%s", algo);
             continue;
         }
         if (!l) continue;
         char *sep = NULL;
         for (char *q = strstr(line, ": "); q; q = strstr(q + 1, ": ")) sep = q;
-        if (!sep || sep == line) FAIL(PTQ_ERR_FORMAT, "%s:%d: expected 'name: hex'", path, line_no);
+        if (!sep || sep == line) FAIL(PTQ_ERR_FORMAT, "%s:%d: expected 'name: hex'", what, line_no);
         *sep = 0;
         char *hex = sep + 2, *end;
         if (!strncmp(hex, "0x", 2) || !strncmp(hex, "0X", 2)) hex += 2;
-        if (!*hex) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
+        if (!*hex) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", what, line_no, sep + 2);
         while (hex[0] == '0' && hex[1]) hex++; /* leading zeros */
-        if (strlen(hex) > 8) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
+        if (strlen(hex) > 8) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", what, line_no, sep + 2);
         unsigned long bits = strtoul(hex, &end, 16);
-        if (*end) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", path, line_no, sep + 2);
+        if (*end) FAIL(PTQ_ERR_FORMAT, "%s:%d: bad hex '%s'", what, line_no, sep + 2);
         uint32_t b32 = (uint32_t)bits;
         float scale;
         memcpy(&scale, &b32, 4);
         if (!isfinite(scale) || scale < 0 || signbit(scale))
-            FAIL(PTQ_ERR_FORMAT, "%s:%d: scale %g of '%s' is not a finite non-negative number", path, line_no, (double)scale, line);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: scale %g of '%s' is not a finite non-negative number", what, line_no, (double)scale, line);
         e[count].name = ptq_strdup(line);
         CHECK_ALLOC(e[count].name);
         e[count].scale = scale;
         count++;
     }
-    if (line_no == 0) FAIL(PTQ_ERR_FORMAT, "%s: empty file, not a calibration cache", path);
+    if (line_no == 0) FAIL(PTQ_ERR_FORMAT, "%s: empty file, not a calibration cache", what);
     *out = e;
     *n = count;
     e = NULL;
 done:
     io_cache_free(e, count);
+    free(buf);
+    return st;
+}
+
+ptq_status io_cache_read(const char *path, io_cache_entry **out, int *n, long *version, char *algorithm, size_t cap)
+{
+    ptq_status st = PTQ_OK;
+    uint8_t *buf = NULL;
+    size_t len;
+    *out = NULL;
+    *n = 0;
+    TRY(io_read_file(path, &buf, &len, MAX_CACHE_BYTES));
+    TRY(io_cache_parse(buf, len, path, out, n, version, algorithm, cap));
+done:
     free(buf);
     return st;
 }

@@ -18,6 +18,7 @@
 #define PTQ_IO_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/status.h"
 
@@ -36,6 +37,9 @@ const char *io_cache_algorithm(const char *name);
 
 ptq_status io_cache_write(const char *path, long version, const char *algorithm, const io_cache_entry *e, int n);
 ptq_status io_cache_read(const char *path, io_cache_entry **out, int *n, long *version, char *algorithm, size_t cap);
+/* The same from memory (len bytes of text); what names the source in messages. */
+ptq_status io_cache_parse(const uint8_t *text, size_t len, const char *what, io_cache_entry **out, int *n,
+                          long *version, char *algorithm, size_t cap);
 void io_cache_free(io_cache_entry *e, int n);
 
 #endif

@@ -79,50 +79,49 @@ done:
     return st;
 }
 
-ptq_status npy_load(const char *path, ptq_tensor *out)
+ptq_status npy_decode(const uint8_t *buf, size_t len, const char *what, ptq_tensor *out)
 {
     ptq_status st = PTQ_OK;
-    uint8_t *buf = NULL;
-    size_t len = 0, hlen, hstart;
+    size_t hlen, hstart;
     char *header = NULL, ex[16];
     memset(out, 0, sizeof *out);
-    TRY(io_read_file(path, &buf, &len, MAX_NPY_BYTES));
-    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) FAIL(PTQ_ERR_FORMAT, "%s: not a .npy file (bad magic)", path);
+    if (len > MAX_NPY_BYTES) FAIL(PTQ_ERR_FORMAT, "%s: %zu bytes, more than the %zu allowed", what, len, MAX_NPY_BYTES);
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) FAIL(PTQ_ERR_FORMAT, "%s: not a .npy file (bad magic)", what);
     if (buf[6] == 1) {
         hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
         hstart = 10;
     } else if (buf[6] == 2 || buf[6] == 3) {
-        if (len < 12) FAIL(PTQ_ERR_FORMAT, "%s: truncated .npy header (%zu bytes)", path, len);
+        if (len < 12) FAIL(PTQ_ERR_FORMAT, "%s: truncated .npy header (%zu bytes)", what, len);
         hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         hstart = 12;
     } else {
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: .npy format version %d is not supported", path, buf[6]);
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s: .npy format version %d is not supported", what, buf[6]);
     }
     if (hlen > len - hstart)
-        FAIL(PTQ_ERR_FORMAT, "%s: truncated .npy header (%zu bytes announced, %zu present)", path, hlen, len - hstart);
+        FAIL(PTQ_ERR_FORMAT, "%s: truncated .npy header (%zu bytes announced, %zu present)", what, hlen, len - hstart);
     CHECK_ALLOC(header = malloc(hlen + 1));
     memcpy(header, buf + hstart, hlen);
     header[hlen] = 0;
 
     const char *d = find_key(header, "descr");
-    if (!d || *d != '\'') FAIL(PTQ_ERR_FORMAT, "%s: .npy header has no 'descr' string", path);
+    if (!d || *d != '\'') FAIL(PTQ_ERR_FORMAT, "%s: .npy header has no 'descr' string", what);
     out->dtype = PTQ_UNDEFINED;
     for (size_t i = 0; i < sizeof descrs / sizeof descrs[0] && out->dtype == PTQ_UNDEFINED; i++) {
         size_t n = strlen(descrs[i].descr);
         if (strncmp(d + 1, descrs[i].descr, n) == 0 && d[1 + n] == '\'') out->dtype = descrs[i].dt;
     }
     if (out->dtype == PTQ_UNDEFINED)
-        FAIL(PTQ_ERR_UNSUPPORTED, "%s: .npy dtype %s is not supported (little-endian numeric types only)", path,
+        FAIL(PTQ_ERR_UNSUPPORTED, "%s: .npy dtype %s is not supported (little-endian numeric types only)", what,
              excerpt(d, ex));
     const char *f = find_key(header, "fortran_order");
-    if (!f) FAIL(PTQ_ERR_FORMAT, "%s: .npy header has no 'fortran_order'", path);
-    if (strncmp(f, "True", 4) == 0) FAIL(PTQ_ERR_UNSUPPORTED, "%s: Fortran-order arrays are not supported", path);
-    if (strncmp(f, "False", 5) != 0) FAIL(PTQ_ERR_FORMAT, "%s: .npy 'fortran_order' is %s", path, excerpt(f, ex));
-    TRY(parse_shape(path, find_key(header, "shape"), out));
+    if (!f) FAIL(PTQ_ERR_FORMAT, "%s: .npy header has no 'fortran_order'", what);
+    if (strncmp(f, "True", 4) == 0) FAIL(PTQ_ERR_UNSUPPORTED, "%s: Fortran-order arrays are not supported", what);
+    if (strncmp(f, "False", 5) != 0) FAIL(PTQ_ERR_FORMAT, "%s: .npy 'fortran_order' is %s", what, excerpt(f, ex));
+    TRY(parse_shape(what, find_key(header, "shape"), out));
     size_t want = 1;
     for (int i = 0; i < out->rank; i++) {
         if (out->dims[i] && want > MAX_NPY_BYTES / (size_t)out->dims[i])
-            FAIL(PTQ_ERR_FORMAT, "%s: .npy array larger than %zu bytes", path, MAX_NPY_BYTES);
+            FAIL(PTQ_ERR_FORMAT, "%s: .npy array larger than %zu bytes", what, MAX_NPY_BYTES);
         want *= (size_t)out->dims[i];
     }
     want *= ptq_dtype_size(out->dtype);
@@ -130,15 +129,27 @@ ptq_status npy_load(const char *path, ptq_tensor *out)
     if (have != want) {
         char shape[160];
         ptq_shape_str(out, shape, sizeof shape);
-        FAIL(PTQ_ERR_FORMAT, "%s: %zu bytes of data for a %s %s array (%zu expected)", path, have, shape,
+        FAIL(PTQ_ERR_FORMAT, "%s: %zu bytes of data for a %s %s array (%zu expected)", what, have, shape,
              ptq_dtype_name(out->dtype), want);
     }
     TRY(ptq_tensor_alloc(out));
     if (want) memcpy(out->data, buf + hstart + hlen, want);
 done:
     if (st != PTQ_OK) ptq_tensor_free(out);
-    free(buf);
     free(header);
+    return st;
+}
+
+ptq_status npy_load(const char *path, ptq_tensor *out)
+{
+    ptq_status st = PTQ_OK;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    memset(out, 0, sizeof *out);
+    TRY(io_read_file(path, &buf, &len, MAX_NPY_BYTES));
+    TRY(npy_decode(buf, len, path, out));
+done:
+    free(buf);
     return st;
 }
 

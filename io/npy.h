@@ -9,9 +9,14 @@
 #ifndef PTQ_IO_NPY_H
 #define PTQ_IO_NPY_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "runtime/tensor.h"
 
 ptq_status npy_load(const char *path, ptq_tensor *out);
+/* The same from memory; what names the source in messages. */
+ptq_status npy_decode(const uint8_t *buf, size_t len, const char *what, ptq_tensor *out);
 ptq_status npy_save(const char *path, const ptq_tensor *t);
 
 #endif

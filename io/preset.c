@@ -103,6 +103,12 @@ ptq_status io_preset_load(const char *path, pp_config *c)
     return st != PTQ_OK ? st : pp_validate(c);
 }
 
+ptq_status io_preset_parse(const uint8_t *buf, size_t len, const char *what, pp_config *c)
+{
+    ptq_status st = io_yaml_map_parse(buf, len, what, "a preset", preset_pair, c);
+    return st != PTQ_OK ? st : pp_validate(c);
+}
+
 ptq_status io_preset_find(const char *name, char *buf, size_t cap)
 {
     size_t n = strlen(name);

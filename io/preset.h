@@ -21,9 +21,14 @@
 #ifndef PTQ_IO_PRESET_H
 #define PTQ_IO_PRESET_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "preprocess/preprocess.h"
 
 ptq_status io_preset_load(const char *path, pp_config *c);
+/* The same from memory (len bytes of YAML); what names the source in messages. */
+ptq_status io_preset_parse(const uint8_t *buf, size_t len, const char *what, pp_config *c);
 /* Applies one key: value (as a string; lists "a,b,c"); what names the source for messages.
  * Used by the file parser and by command-line overrides. */
 ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const char *what);

@@ -9,22 +9,17 @@
 
 #define MAX_LIST_CHARS ((size_t)1 << 20)
 
-ptq_status io_yaml_map_load(const char *path, const char *kind, io_yaml_pair_fn fn, void *user)
+/* Reads the mapping from a parser whose input is set; path names the source in messages. */
+static ptq_status map_read(yaml_parser_t *parser, const char *path, const char *kind, io_yaml_pair_fn fn, void *user)
 {
     ptq_status st = PTQ_OK;
-    FILE *fp = fopen(path, "rb");
-    yaml_parser_t parser;
     yaml_event_t ev;
-    int parser_ok = 0, depth = 0, in_seq = 0, have_event = 0;
+    int depth = 0, in_seq = 0, have_event = 0;
     char key[128] = "", what[1100], *list = NULL;
     size_t list_len = 0, list_cap = 0;
-    if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
-    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", path);
-    parser_ok = 1;
-    yaml_parser_set_input_file(&parser, fp);
     for (;;) {
-        if (!yaml_parser_parse(&parser, &ev))
-            FAIL(PTQ_ERR_FORMAT, "%s:%zu: %s", path, parser.problem_mark.line + 1, parser.problem ? parser.problem : "bad YAML");
+        if (!yaml_parser_parse(parser, &ev))
+            FAIL(PTQ_ERR_FORMAT, "%s:%zu: %s", path, parser->problem_mark.line + 1, parser->problem ? parser->problem : "bad YAML");
         have_event = 1;
         snprintf(what, sizeof what, "%s:%zu", path, ev.start_mark.line + 1);
         if (ev.type == YAML_STREAM_END_EVENT) break;
@@ -80,8 +75,38 @@ ptq_status io_yaml_map_load(const char *path, const char *kind, io_yaml_pair_fn 
     if (depth == 0 && key[0]) FAIL(PTQ_ERR_FORMAT, "%s: key '%s' has no value", path, key);
 done:
     if (have_event) yaml_event_delete(&ev);
+    free(list);
+    return st;
+}
+
+ptq_status io_yaml_map_load(const char *path, const char *kind, io_yaml_pair_fn fn, void *user)
+{
+    ptq_status st = PTQ_OK;
+    FILE *fp = fopen(path, "rb");
+    yaml_parser_t parser;
+    int parser_ok = 0;
+    if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", path);
+    parser_ok = 1;
+    yaml_parser_set_input_file(&parser, fp);
+    TRY(map_read(&parser, path, kind, fn, user));
+done:
     if (parser_ok) yaml_parser_delete(&parser);
     if (fp) fclose(fp);
-    free(list);
+    return st;
+}
+
+ptq_status io_yaml_map_parse(const uint8_t *buf, size_t len, const char *what, const char *kind, io_yaml_pair_fn fn,
+                             void *user)
+{
+    ptq_status st = PTQ_OK;
+    yaml_parser_t parser;
+    int parser_ok = 0;
+    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", what);
+    parser_ok = 1;
+    yaml_parser_set_input_string(&parser, buf, len);
+    TRY(map_read(&parser, what, kind, fn, user));
+done:
+    if (parser_ok) yaml_parser_delete(&parser);
     return st;
 }

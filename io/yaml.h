@@ -13,11 +13,17 @@
 #ifndef PTQ_IO_YAML_H
 #define PTQ_IO_YAML_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "runtime/status.h"
 
 typedef ptq_status (*io_yaml_pair_fn)(const char *key, const char *value, const char *what, void *user);
 
 /* kind names the file's role in messages ("a preset"). */
 ptq_status io_yaml_map_load(const char *path, const char *kind, io_yaml_pair_fn fn, void *user);
+/* The same from memory (len bytes); what names the source in messages, as a path would. */
+ptq_status io_yaml_map_parse(const uint8_t *buf, size_t len, const char *what, const char *kind, io_yaml_pair_fn fn,
+                             void *user);
 
 #endif

@@ -236,6 +236,10 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
             s->out[o]->dtype = PTQ_UNDEFINED;
             s->out[o]->rank = 0;
         }
+    if (s->ctx.n_out < 1 || !s->out[0]) { /* every ONNX op has a required first output */
+        ptq_error("%s '%s': output 0 is missing", node->op_type, node->name);
+        return PTQ_ERR_FORMAT;
+    }
     ptq_status st = s->def->infer(&s->ctx);
     s->has_state = 1;
     if (st != PTQ_OK) {

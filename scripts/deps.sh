@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev
-libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil"
+libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil
+clang libclang-rt-14-dev libomp-14-dev"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # headless Chromium (test tool only: tests/e2e/report_html.sh renders the HTML report), installed
