@@ -240,6 +240,10 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
         ptq_error("%s '%s': output 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
+    if (s->ctx.n_in > 0 && !s->ctx.in[0]) { /* and, when it has inputs, a required first input */
+        ptq_error("%s '%s': input 0 is missing", node->op_type, node->name);
+        return PTQ_ERR_FORMAT;
+    }
     ptq_status st = s->def->infer(&s->ctx);
     s->has_state = 1;
     if (st != PTQ_OK) {
