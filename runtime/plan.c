@@ -878,6 +878,9 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     offsets = calloc((size_t)p->n_vals + 1, sizeof *offsets);
     CHECK_ALLOC(offsets);
     TRY(plan_memory(p, offsets));
+    if (p->opt.max_arena_bytes && p->arena_bytes > p->opt.max_arena_bytes)
+        FAIL(PTQ_ERR_NOMEM, "the plan needs %.1f MiB of activation memory, over the limit of %.1f MiB",
+             (double)p->arena_bytes / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
     p->arena = ptq_aligned_alloc(p->arena_bytes ? p->arena_bytes : 64);
     CHECK_ALLOC(p->arena);
     for (int i = 0; i < p->n_steps; i++) {

@@ -2,7 +2,8 @@
  * (runtime/plan.c). The input is a serialized ModelProto; a model that loads is planned
  * with every graph input bound to a small shape (unknown dims 1 for the batch, 8 after
  * it; an unknown rank as 1x3x8x8). External data is refused (no base folder). The plan
- * is created and destroyed, never run. Nothing outlives one input. */
+ * is created and destroyed, never run, with its activation arena capped at 256 MiB (a few
+ * bytes of ONNX can ask for gigabytes legitimately). Nothing outlives one input. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -51,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     ptq_plan_options opt = ptq_plan_defaults();
     opt.nthreads = 1;
+    opt.max_arena_bytes = (size_t)256 << 20; /* a small model may ask for gigabytes legitimately */
     if (ptq_plan_create(g, shapes, n, &opt, &p) == PTQ_OK) {
         (void)ptq_plan_arena_bytes(p);
         ptq_plan_destroy(p);
