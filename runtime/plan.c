@@ -314,6 +314,10 @@ static ptq_status fold_step(ptq_plan *p, plan_step *s)
         int v = s->out_vals[o];
         if (v < 0) continue;
         ptq_tensor *t = &p->vals[v];
+        if (p->opt.max_arena_bytes && ptq_tensor_nbytes(t) > p->opt.max_arena_bytes)
+            FAIL(PTQ_ERR_NOMEM, "%s '%s': folding output %d needs %.1f MiB, over the limit of %.1f MiB",
+                 p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, o, (double)ptq_tensor_nbytes(t) / 1048576.0,
+                 (double)p->opt.max_arena_bytes / 1048576.0);
         TRY(ptq_tensor_alloc(t));
         t->owns_data = 0;
         p->owned[v] = 1;

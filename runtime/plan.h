@@ -35,7 +35,8 @@ typedef struct {
      * observer's user pointer. Tensors it does not see may be fused away, so a narrow
      * observer keeps most of the fused plan's speed. */
     int (*observe_filter)(const char *name, void *user);
-    size_t max_arena_bytes;     /* 0: no limit; else plans whose activation arena needs more fail */
+    size_t max_arena_bytes;     /* 0: no limit; else plans whose activation arena, or one folded
+                                 * constant, needs more fail */
 } ptq_plan_options;
 
 /* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
