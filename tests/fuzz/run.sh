@@ -22,13 +22,16 @@ for bin in "$FB"/fuzz_*; do
   [ -d "tests/fuzz/regress/$name" ] && cp -n "tests/fuzz/regress/$name"/* "$corpus"/ 2>/dev/null
   limit=(-max_total_time="$SECONDS_EACH")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  # parallel workers only when asked: libFuzzer's -jobs writes fuzz-N.log into the current folder
+  [ "${FUZZ_JOBS:-1}" -gt 1 ] && limit+=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS")
   log=$FB/$name.log
   t0=$(date +%s)
   ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$bin" "${limit[@]}" -jobs="${FUZZ_JOBS:-1}" -workers="${FUZZ_JOBS:-1}" -rss_limit_mb=2048 -timeout=20 \
+    "$bin" "${limit[@]}" -rss_limit_mb=2048 -timeout=20 \
     -max_len=1048576 -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
   rc=$?
-  execs=$(grep -h 'stat::number_of_executed_units' "$log" "$FB"/fuzz-*.log 2>/dev/null | awk '{s += $2} END {print s + 0}')
+  execs=$(grep -h 'stat::number_of_executed_units' "$log" fuzz-*.log 2>/dev/null | awk '{s += $2} END {print s + 0}')
+  rm -f fuzz-*.log
   n_crash=$(ls "$crashes" | wc -l)
   printf '%-8s %12s executions %3d crashes %5d s%s\n' "$name" "$execs" "$n_crash" $(( $(date +%s) - t0 )) \
     "$([ $rc -ne 0 ] && echo "  (exit $rc, see $log)")"
