@@ -244,6 +244,12 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
     }
 }
 
+/* The threshold mask-iou uses: the chosen metric's, else DB's usual 0.3. */
+static float mask_threshold(const cmp_metric *m)
+{
+    return m->kind == CMP_METRIC_MASK_IOU ? m->threshold : 0.3f;
+}
+
 double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
 {
     switch (k->kind) {
@@ -419,7 +425,7 @@ static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float 
         }
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
         if (kind == OUT_SEQUENCE) seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
-        if (kind == OUT_MAP) mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), metric->threshold);
+        if (kind == OUT_MAP) mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), mask_threshold(metric));
         if (kind != OUT_CLASSIFIER) continue;
         int64_t C = y->dims[1];
         for (int i = 0; i < nb; i++) {
@@ -520,7 +526,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     }
 scored:
     for (int k = 0; k < n; k++)
-        metrics_of(&accs[k], kind, ev->labels != NULL, images, ev->metric.kind == CMP_METRIC_MASK_IOU || kind == OUT_MAP ? ev->metric.threshold : 0.3f, &out[k]);
+        metrics_of(&accs[k], kind, ev->labels != NULL, images, mask_threshold(&ev->metric), &out[k]);
 done:
     pp_dataset_close(d);
     cli_runner_free(&ref);
