@@ -23,7 +23,7 @@ ifeq ($(SANITIZE),1)
   BUILD  := build-san
 endif
 
-LIB_DIRS := runtime runtime/ops runtime/kernels io preprocess calib quant
+LIB_DIRS := runtime runtime/ops runtime/kernels io preprocess calib quant engine
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_SRC  := $(filter-out runtime/ops/TEMPLATE.c,$(LIB_SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/collect.h"
 #include "cli/compare.h"
+#include "engine/refine.h"
 #include "io/cache.h"
 #include "io/file.h"
 #include "io/onnx.h"
@@ -85,6 +86,9 @@ static void usage(FILE *fp)
                 "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
                 "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
+                "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
+                "                        (empirical, per output channel, layer after layer; off by default)\n"
+                "  --refine-images N     images the bias correction runs on (default 32 of --images)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -92,7 +96,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -111,6 +115,8 @@ int cmd_quantize(int argc, char **argv)
         {"target-top1-drop", required_argument, 0, O_TDROP}, {"eval-images", required_argument, 0, O_EVAL},
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
+        {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -121,7 +127,9 @@ int cmd_quantize(int argc, char **argv)
     int n_set = 0;
     int method_given = 0, trt_version_given = 0, auto_exclude = 0;
     const char *eval_dir = NULL, *labels = NULL;
-    long eval_limit = 0;
+    long eval_limit = 0, refine_images = 32;
+    eng_refine_options ro = eng_refine_defaults();
+    ro.bias_correction = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &tg.kind);
     cmp_exclusion excl = {0};
@@ -218,6 +226,11 @@ int cmd_quantize(int argc, char **argv)
         case O_EVAL_LIMIT:
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
+        case O_BIASC: ro.bias_correction = 1; break;
+        case O_NO_BIASC: ro.bias_correction = 0; break;
+        case O_REFINE_IMAGES:
+            if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
+            break;
         case O_SET:
             if (n_set == CLI_PP_MAX) return cli_usage_error("quantize", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
@@ -242,6 +255,8 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
     if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
         return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
+    if (ro.bias_correction && !src.o.images)
+        return cli_usage_error("quantize", "--bias-correction runs the model on images: give --images");
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
@@ -375,6 +390,28 @@ int cmd_quantize(int argc, char **argv)
         fprintf(stderr, "ptq: warning: tensor '%s' has no range in %s: the nodes reading it stay float\n", table.missing[i],
                 from_cache ? from_cache : from_stats ? from_stats : "the calibration");
     warned += table.n_missing;
+    if (ro.bias_correction) {
+        /* the FP32 model as the QDQ graph was made from it: constants as initializers, opset 13 */
+        ptq_graph *fp = NULL;
+        int fp_upgraded = 0, fp_const = 0;
+        eng_refine_report rr;
+        pp_dataset_options ro_o = src.o;
+        ro_o.limit = (int)refine_images;
+        ro_o.label = "refine";
+        ro.nthreads = src.o.threads;
+        if ((st = onnx_model_load(model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
+            st = quant_upgrade_opset(fp, 13, &fp_upgraded);
+        eng_dataset_source ds;
+        eng_source es = eng_source_dataset(&ds, &ro_o, &src.cfg);
+        if (st == PTQ_OK) st = eng_refine(g, fp, &es, &ro, &rr);
+        ptq_graph_destroy(fp);
+        if (st != PTQ_OK) {
+            ptq_error_prefix("%s: ", model);
+            goto fail;
+        }
+        fprintf(stderr, "ptq quantize: bias correction: %d of %d layers on %d images, %d passes, %.1f s\n", rr.corrected, rr.layers,
+                rr.images, rr.passes, rr.seconds_total);
+    }
     if ((st = onnx_model_save(g, out)) != PTQ_OK) goto fail;
     char tag[64];
     if (from_cache) snprintf(tag, sizeof tag, "cache");

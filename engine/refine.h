@@ -1,0 +1,65 @@
+/* refine.h: the accuracy algorithms that change a QDQ model's int8 weight codes and float
+ * biases after its activation ranges are chosen (../shared/docs/accuracy-algorithms.md):
+ * learned weight rounding (AdaRound) and empirical bias correction. They keep TensorRT's
+ * placement: no Q/DQ pair is added, moved or removed.
+ *
+ *   eng_refine_options o = eng_refine_defaults();
+ *   o.adaround_iters = 2000;                        // 0: nearest rounding stays
+ *   eng_refine_report rep;
+ *   TRY(eng_refine(qdq, fp32, &src, &o, &rep));   // src: the images (engine/source.h); qdq edited in place
+ *
+ * Layers are the quantized Conv (2-D, any group count), Gemm (transA 0) and MatMul nodes
+ * whose weight is an int8 initializer with a per-channel DequantizeLinear and whose data
+ * input is a dequantized activation. They are processed in topological order, grouped by
+ * the activation they read: one pass of the partly refined QDQ model over the refinement
+ * images per activation (stopping as soon as that activation is produced), so each layer
+ * sees x~, the input the layers before it, already refined, feed it.
+ *
+ * Bias correction, per output channel c: b_c += E[W x]_c - E[W~ x~]_c over the images and
+ * every output position. Both means are exact through linearity: E[W x] = W E[patch(x)],
+ * with the mean of the layer's input patches (im2col columns, zero padding included)
+ * accumulated in double over every position. A Conv without bias gets one (zeros + the
+ * correction); a MatMul's bias is the per-channel initializer of the Add that alone consumes
+ * it (otherwise that MatMul is not corrected).
+ *
+ * Everything is deterministic: sums run in a fixed order (images in dataset order, positions
+ * in row-major order), sampled positions come from a counter-based generator, and the
+ * results are the same bytes at any thread count and batch size. Memory: one batch of the
+ * layer input (FP32 and QDQ), the patch sums, and adaround_positions sampled patches per
+ * layer, whatever the number of images. */
+#ifndef PTQ_ENGINE_REFINE_H
+#define PTQ_ENGINE_REFINE_H
+
+#include <stdint.h>
+
+#include "engine/source.h"
+#include "runtime/graph.h"
+
+typedef struct {
+    int bias_correction;     /* 1 */
+    int adaround_iters;      /* Adam iterations of AdaRound per layer; 0: off (default) */
+    int adaround_positions;  /* sampled output positions per layer (4096) */
+    uint64_t seed;           /* sampling (0) */
+    int nthreads;            /* 0: OpenMP's default */
+    int quiet;               /* no progress on stderr */
+} eng_refine_options;
+
+typedef struct {
+    int layers;              /* layers found */
+    int corrected;           /* layers whose bias was corrected */
+    int rounded;             /* layers whose weights AdaRound learned */
+    int passes;              /* passes over the refinement images */
+    int images;              /* refinement images */
+    long codes_changed;      /* int8 weight codes that differ from nearest rounding */
+    double max_shift;        /* the largest |bias correction| relative to the channel's output mean magnitude */
+    double seconds_passes, seconds_adaround, seconds_total;
+} eng_refine_report;
+
+eng_refine_options eng_refine_defaults(void);
+
+/* Refines qdq (made by quant_insert_qdq from fp32, both opset >= 13, same tensor names) in
+ * place on the batches of src, which is read once per pass. */
+ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *src, const eng_refine_options *opt,
+                      eng_refine_report *rep);
+
+#endif
