@@ -890,41 +890,109 @@ void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order)
     qsort(order, (size_t)n, sizeof *order, by_iso_sqnr);
 }
 
+/* Output-metric sensitivity of the candidates (accuracy-algorithms.md): all_but[c] with only
+ * candidate c in float, only[c] with only c quantized; each one evaluation pass. */
+static ptq_status sensitivity(search *s, const cmp_metric *k, double *all_but, double *only)
+{
+    ptq_status st = PTQ_OK;
+    cmp_metrics m;
+    int *use = calloc((size_t)s->n_cand + 1, sizeof *use);
+    CHECK_ALLOC(use);
+    for (int c = 0; c < s->n_cand; c++) {
+        for (int j = 0; j < s->n_cand; j++) use[j] = j == c;
+        TRY(eval_excluding(s, use, &m));
+        all_but[c] = cmp_metric_value(k, &m);
+        for (int j = 0; j < s->n_cand; j++) use[j] = j != c;
+        TRY(eval_excluding(s, use, &m));
+        only[c] = cmp_metric_value(k, &m);
+        if (!s->ev->quiet) pp_progress("sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
+    }
+done:
+    free(use);
+    return st;
+}
+
+typedef struct {
+    int c;
+    double gain, only;
+} ranked;
+
+static int by_gain(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    /* NaN (metric not applicable) last */
+    int c = (y->gain > x->gain || (x->gain != x->gain && y->gain == y->gain)) - (x->gain > y->gain || (y->gain != y->gain && x->gain == x->gain));
+    if (!c) c = (x->only > y->only) - (x->only < y->only);
+    return c ? c : (x->c > y->c) - (x->c < y->c);
+}
+
 ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ranges, const quant_options *qopt,
                             const ptq_graph *gq, const cmp_layer *layers, int n_layers, const cmp_target *t,
                             cmp_exclusion *out)
 {
     ptq_status st = PTQ_OK;
     search s = {.ev = ev, .ranges = ranges, .n_ranges = n_ranges, .qo = qopt};
-    const cmp_layer **order = malloc(sizeof *order * ((size_t)n_layers + 1));
+    const char **cand_nodes = malloc(sizeof *cand_nodes * ((size_t)n_layers * 8 + 1));
+    int *cand_start = malloc(sizeof *cand_start * ((size_t)n_layers + 2));
     int *use = calloc((size_t)n_layers + 1, sizeof *use);
+    ranked *rk = calloc((size_t)n_layers + 1, sizeof *rk);
+    double *all_but = calloc((size_t)n_layers + 1, sizeof(double)), *only = calloc((size_t)n_layers + 1, sizeof(double));
     s.nodes = malloc(sizeof *s.nodes * ((size_t)n_layers * 8 + 1));
     s.start = malloc(sizeof *s.start * ((size_t)n_layers + 2));
     memset(out, 0, sizeof *out);
-    CHECK_ALLOC(order);
+    CHECK_ALLOC(cand_nodes);
+    CHECK_ALLOC(cand_start);
     CHECK_ALLOC(use);
+    CHECK_ALLOC(rk);
+    CHECK_ALLOC(all_but);
+    CHECK_ALLOC(only);
     CHECK_ALLOC(s.nodes);
     CHECK_ALLOC(s.start);
-    /* candidates: quantized tensors, worst isolated SQNR first, as the nodes consuming them */
-    cmp_layers_by_harm(layers, n_layers, order);
-    int k = 0;
+    const cmp_metric *k = &ev->metric;
+    char kname[48];
+    cmp_metric_name(k, kname, sizeof kname);
+    /* candidates: the quantized tensors, in execution order, as the nodes consuming them */
+    int nk = 0;
     for (int i = 0; i < n_layers; i++) {
-        s.start[s.n_cand] = k;
-        int got = consumers_of(gq, order[i]->tensor, s.nodes + k, 8);
+        s.start[s.n_cand] = nk;
+        int got = consumers_of(gq, layers[i].tensor, s.nodes + nk, 8);
         if (got) {
-            k += got;
+            nk += got;
             s.n_cand++;
         }
     }
-    s.start[s.n_cand] = k;
-    /* the smallest prefix that meets the target: doubling, then bisection (lo fails, hi meets) */
+    s.start[s.n_cand] = nk;
+    /* ranked by the gain in the output metric from leaving each one alone in float */
     cmp_metrics m;
+    for (int c = 0; c < s.n_cand; c++) use[c] = 0;
+    TRY(eval_excluding(&s, use, &m));
+    double all = cmp_metric_value(k, &m);
+    TRY(sensitivity(&s, k, all_but, only));
+    for (int c = 0; c < s.n_cand; c++) rk[c] = (ranked){c, all_but[c] - all, only[c]};
+    qsort(rk, (size_t)s.n_cand, sizeof *rk, by_gain);
+    if (!ev->quiet) {
+        fprintf(stderr, "ptq: sensitivity by %s (all quantized: %.6f), most harmful first:\n", kname, all);
+        for (int r = 0; r < s.n_cand && r < 10; r++)
+            fprintf(stderr, "ptq:   %-40s float alone %+.6f, quantized alone %.6f\n", s.nodes[s.start[rk[r].c]], rk[r].gain,
+                    rk[r].only);
+    }
+    /* the candidates in that order */
+    memcpy(cand_nodes, s.nodes, sizeof *cand_nodes * (size_t)nk);
+    memcpy(cand_start, s.start, sizeof *cand_start * (size_t)(s.n_cand + 1));
+    for (int r = 0, j = 0; r < s.n_cand; r++) {
+        int c = rk[r].c;
+        s.start[r] = j;
+        for (int e = cand_start[c]; e < cand_start[c + 1]; e++) s.nodes[j++] = cand_nodes[e];
+    }
+    /* the smallest prefix that meets the target: doubling, then bisection (lo fails, hi meets);
+     * each evaluation is a point of the curve metric(number of tensors in float) */
     int lo = 0, hi = 1, found = 0;
     while (!found && lo < s.n_cand) {
         if (hi > s.n_cand) hi = s.n_cand;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < hi;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: cosine %.6f\n", hi, hi == 1 ? "" : "s", m.cosine);
+        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f, cosine %.6f\n", hi, hi == 1 ? "" : "s", kname,
+                                cmp_metric_value(k, &m), m.cosine);
         if (cmp_meets(t, &m)) {
             found = 1;
             out->reached = m;
@@ -938,7 +1006,8 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         int mid = (lo + hi) / 2;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < mid;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: cosine %.6f\n", mid, mid == 1 ? "" : "s", m.cosine);
+        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f, cosine %.6f\n", mid, mid == 1 ? "" : "s", kname,
+                                cmp_metric_value(k, &m), m.cosine);
         if (cmp_meets(t, &m)) {
             hi = mid;
             out->reached = m;
@@ -954,7 +1023,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         if (cmp_meets(t, &m)) out->reached = m;
         else use[c] = 1;
     }
-    out->nodes = malloc(sizeof *out->nodes * ((size_t)k + 1));
+    out->nodes = malloc(sizeof *out->nodes * ((size_t)nk + 1));
     CHECK_ALLOC(out->nodes);
     for (int c = 0; c < s.n_cand; c++)
         for (int j = s.start[c]; use[c] && j < s.start[c + 1]; j++) {
@@ -967,8 +1036,12 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
     out->evaluations = s.evaluations;
 done:
     if (st != PTQ_OK) cmp_exclusion_free(out);
-    free(order);
+    free(cand_nodes);
+    free(cand_start);
     free(use);
+    free(rk);
+    free(all_but);
+    free(only);
     free(s.nodes);
     free(s.start);
     return st;

@@ -116,12 +116,15 @@ typedef struct {
     int evaluations;            /* evaluation passes the search took */
 } cmp_exclusion;
 
-/* Sensitivity search: the quantized tensors of gq (made from these ranges and options),
- * most harmful first by isolated SQNR (layers: cmp_layers of gq), are returned to float
- * (their consumer nodes excluded) in that order; the smallest prefix meeting the target is
- * found by doubling then bisection, then each chosen tensor is tried quantized again, least
- * harmful first, and stays quantized when the target still holds. Each step is one
- * evaluation pass. Fails (PTQ_ERR_ARG) when even all of them in float miss the target. */
+/* Sensitivity search (accuracy-algorithms.md): for each quantized tensor of gq (layers:
+ * cmp_layers of gq, made from these ranges and options), two evaluation passes measure the
+ * chosen metric (ev->metric) with only that tensor in float (all_but) and with only it
+ * quantized (only); tensors are ranked by all_but - all (the gain from leaving it in float),
+ * ties by only, then returned to float (their consumer nodes excluded) in that order: the
+ * smallest prefix meeting the target is found by doubling then bisection, then each chosen
+ * tensor is tried quantized again, least harmful first, and stays quantized when the target
+ * still holds. Every evaluation prints a point of the curve metric(tensors in float). Fails
+ * (PTQ_ERR_ARG) when even all of them in float miss the target. */
 ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ranges, const quant_options *qopt,
                             const ptq_graph *gq, const cmp_layer *layers, int n_layers, const cmp_target *t,
                             cmp_exclusion *out);
