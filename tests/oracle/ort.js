@@ -47,8 +47,9 @@ function writeNpy(p, t) {
 }
 
 const sanitise = n => n.replace(/[^A-Za-z0-9._-]/g, '_');
+module.exports = { ort, readNpy, writeNpy }; // for tests/oracle/ort_batch.js
 
-(async () => {
+if (require.main === module) (async () => {
   const argv = process.argv.slice(2);
   const model = argv[0];
   const inputs = {}; let outDir = null, threads = 2, repeat = 0, opt = 'all', only = null, saveOpt = null;

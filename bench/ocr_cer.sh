@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# make bench (issue 13 item 3): what INT8 costs PaddleOCR's end-to-end reading. ptq quantizes
+# PP-OCRv4 det and rec per calibration method (max, percentile 99.99, entropy, mse; rendered text
+# images, the calibration half of bench/quality.sh's split: odd-numbered source photos), then
+# tests/oracle/ocr_pipeline.py (PaddleOCR's det + rec pipeline, ONNX Runtime running the FP32 and
+# the QDQ models) reads the evaluation half of build/textphotos/det plus build/photos/text.png
+# and page.png. CER is against the FP32 pipeline's own reading (not a ground truth): det+rec
+# INT8, det INT8 with rec FP32, rec INT8 on FP32 det's boxes. Written to build/bench/ocr_cer.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PTQ=$BUILD/ptq
+OUT=$BUILD/bench
+W=$OUT/ocr
+M=build/models
+TEXT=$PWD/build/textphotos
+PY=/usr/bin/python3
+OCR="$PY tests/oracle/ocr_pipeline.py --keys $M/ppocr_keys_v1.txt"
+mkdir -p "$W"
+t0=$(date +%s)
+[ -f "$TEXT/.done" ] || { $PY tests/oracle/textimages.py build/photos "$TEXT" >/dev/null && touch "$TEXT/.done"; }
+
+# bench/quality.sh's text split by source photo (NAME_K.png, NAME_K_L.png): odd-numbered photos calibrate
+ls "$TEXT"/det | sed 's/_[0-9]*\.png$//' | sort -u | awk 'NR % 2 == 1' > "$W/calib.photos"
+for k in det rec; do
+  ls "$TEXT/$k"/*.png | sort | awk -v sub_re="$( [ $k = det ] && echo '_[0-9]+\\.png$' || echo '_[0-9]+_[0-9]+\\.png$')" '
+    NR == FNR { calib[$1] = 1; next }
+    { n = $0; sub(/.*\//, "", n); sub(sub_re, "", n); print (n in calib ? "C" : "E") "\t" $0 }' "$W/calib.photos" - > "$W/$k.split"
+  awk -F'\t' '$1 == "C" {print $2}' "$W/$k.split" > "$W/$k.calib"
+done
+{ awk -F'\t' '$1 == "E" {print $2}' "$W/det.split"; echo "$PWD/build/photos/text.png"; echo "$PWD/build/photos/page.png"; } > "$W/eval"
+
+DET=$M/ch_PP-OCRv4_det_infer.onnx
+REC=$M/ch_PP-OCRv4_rec_infer.onnx
+METHODS="max percentile:99.99 entropy mse"
+# one calibration pass per model (its statistics), then every method from the statistics
+for k in det rec; do
+  m=$M/ch_PP-OCRv4_${k}_infer.onnx
+  first=${METHODS%% *}
+  "$PTQ" quantize "$m" --images "$W/$k.calib" --preset "paddleocr-$k" --method "$first" --stats "$W/$k.ptqstats" \
+    --threads 2 -o "$W/$k.$first.qdq.onnx" >/dev/null 2>&1
+  for meth in ${METHODS#* }; do
+    "$PTQ" quantize "$m" --from-stats "$W/$k.ptqstats" --method "$meth" -o "$W/$k.${meth%%:*}.qdq.onnx" >/dev/null 2>&1
+  done
+done
+t1=$(date +%s)
+
+$OCR --det "$DET" --rec "$REC" --images "$W/eval" --out "$W/fp32.json" 2>/dev/null
+cer() { $PY tests/oracle/ocr_pipeline.py cer --ref "$W/fp32.json" --hyp "$1" | awk '{printf "%.4f (%s lines identical)", $2, $11}'; }
+{
+  echo "| method | CER det+rec INT8 | CER det INT8 only | CER rec INT8 only |"
+  echo "|---|---:|---:|---:|"
+  for meth in $METHODS; do
+    n=${meth%%:*}
+    $OCR --det "$W/det.$n.qdq.onnx" --rec "$REC" --images "$W/eval" --out "$W/det.$n.json" 2>/dev/null
+    $OCR --boxes-from "$W/det.$n.json" --rec "$W/rec.$n.qdq.onnx" --images "$W/eval" --out "$W/both.$n.json" 2>/dev/null
+    $OCR --boxes-from "$W/fp32.json" --rec "$W/rec.$n.qdq.onnx" --images "$W/eval" --out "$W/rec.$n.json" 2>/dev/null
+    echo "| $meth | $(cer "$W/both.$n.json") | $(cer "$W/det.$n.json") | $(cer "$W/rec.$n.json") |"
+  done
+} > "$W/table.md"
+t2=$(date +%s)
+nimg=$(wc -l < "$W/eval")
+nlines=$($PY -c "import json,sys; print(sum(len(r['lines']) for r in json.load(open(sys.argv[1]))['images']))" "$W/fp32.json")
+{
+  echo "OCR character error rate of the INT8 pipelines against the FP32 pipeline (PaddleOCR det + rec,"
+  echo "ONNX Runtime), $nimg evaluation images, $nlines lines read by FP32; calibration on $(wc -l < "$W/det.calib")"
+  echo "det / $(wc -l < "$W/rec.calib") rec images. Quantization $((t1 - t0)) s, pipelines $((t2 - t1)) s."
+  echo
+  cat "$W/table.md"
+} | tee "$OUT/ocr_cer.md"
