@@ -16,7 +16,9 @@
  * and the element-wise pass over its weights: the gradient through the clamp to
  * [-128, 127] and the rectified sigmoid (zero where either is clamped), the regulariser's
  * -2 lambda beta |2h-1|^(beta-1) sign(2h-1) after the warm-up, Adam, then the new h and W~
- * for the next iteration (one sigmoid per weight per iteration). Every output element of
+ * for the next iteration (one sigmoid per weight per iteration; baseline, AVX2 and
+ * AVX-512 copies of that loop, the same bits: basic operations and mathf.h only, no FMA
+ * contraction under -std=c11). Every output element of
  * every product is one sum in a fixed order, and tasks own their channels, so the thread
  * count changes nothing.
  *
@@ -92,6 +94,15 @@ static void ada_mm(int gemm, int ta, int tb, int64_t m, int64_t n, int64_t kk, c
         return;
     }
     int64_t sai = ta ? 1 : lda, sap = ta ? lda : 1, sbp = tb ? 1 : ldb, sbj = tb ? ldb : 1;
+    if (tb) { /* rows of B contiguous: one dot product per element (the same sums) */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float acc = 0.0f;
+                for (int64_t q = 0; q < kk; q++) acc += a[i * sai + q * sap] * b[j * ldb + q];
+                c[i * ldc + j] = acc;
+            }
+        return;
+    }
     for (int64_t i = 0; i < m; i++) {
         float *ci = c + i * ldc;
         for (int64_t j = 0; j < n; j++) ci[j] = 0.0f;
@@ -194,8 +205,14 @@ static void ada_update_base(ADA_UPDATE_ARGS)
     ADA_UPDATE_BODY
 }
 
-/* baseline x86-64 (SSE2) lacks the 64-bit lane operations of mathf.h's double cores */
+/* baseline x86-64 (SSE2) lacks the 64-bit lane operations of mathf.h's double cores, so
+ * only these copies are vectorised (4 or 8 doubles a vector) */
 __attribute__((target("avx2"))) static void ada_update_avx2(ADA_UPDATE_ARGS)
+{
+    ADA_UPDATE_BODY
+}
+
+__attribute__((target("avx512f"))) static void ada_update_avx512(ADA_UPDATE_ARGS)
 {
     ADA_UPDATE_BODY
 }
@@ -257,7 +274,8 @@ static int ada_tasks(ada_state *a)
 }
 
 /* One iteration's products and update for channels c0 .. c1. */
-static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int c1, int reg, float lam2b, float bm1, float step, float rs)
+static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int c1, int reg, float lam2b, float bm1,
+                     float step, float rs)
 {
     const int k = a->k, B = a->batch, cout = a->cout;
     const int64_t ldg = (int64_t)a->groups * k;
@@ -374,8 +392,9 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.batch = o->batch;
     a.gemm = a.cg >= ADA_GEMM_MIN_ROWS;
     a.scale = scale;
-    /* the AVX2 copy where kern_sgemm runs AVX2 or AVX-512 (PTQ_ISA=generic picks the other) */
-    a.update = kern_isa_current() >= KERN_ISA_AVX2 ? ada_update_avx2 : ada_update_base;
+    /* the copy of kern_sgemm's path (PTQ_ISA picks it too); all give the same bits */
+    kern_isa isa = kern_isa_current();
+    a.update = isa == KERN_ISA_AVX512 ? ada_update_avx512 : isa == KERN_ISA_AVX2 ? ada_update_avx2 : ada_update_base;
     const int B = a.batch;
     const size_t nw = (size_t)cout * k;
     const int nt = o->nthreads > 0 ? o->nthreads : omp_get_max_threads();
