@@ -1,0 +1,546 @@
+/* adaround.c: AdaRound for one layer (see adaround.h for the contract).
+ *
+ * Setup: the quotient r = W/s is taken in float as quant_round_s8 does, base = floor(r),
+ * V is set so that h(V) = r - base (the fraction kept 1e-3 away from 0 and 1, so every
+ * trained weight starts with a live gradient); a weight with r an integer in range is
+ * frozen at h = 0 (V = -30: the rectified sigmoid is clamped, so its gradient and Adam
+ * step are exactly 0). x is multiplied once by W into the target yT [p x cout], and xq is
+ * transposed once to [p x groups*k], so that a sampled position is one contiguous row.
+ *
+ * Iteration t: positions idx[0..batch) from splitmix64(seed, t); their rows are copied
+ * into G [batch x groups*k] and their targets into ys [batch x cout]; then each task (a
+ * tile of output channels, split from the shapes alone) runs
+ *   r  = s (Q G^T) - ys       (Q the soft codes W~ / s; kern_sgemm, or plain loops for
+ *                              1..3 channels per group)
+ *   gQ = (2 s / batch) r G    (the gradient of the mean squared error w.r.t. Q)
+ * and the element-wise pass over its weights: the gradient through the clamp to
+ * [-128, 127] and the rectified sigmoid (zero where either is clamped), the regulariser's
+ * -2 lambda beta |2h-1|^(beta-1) sign(2h-1) after the warm-up, Adam, then the new h and W~
+ * for the next iteration (one sigmoid per weight per iteration; baseline, AVX2 and
+ * AVX-512 copies of that loop, the same bits: basic operations and mathf.h only, no FMA
+ * contraction under -std=c11). Every output element of
+ * every product is one sum in a fixed order, and tasks own their channels, so the thread
+ * count changes nothing.
+ *
+ * End: harden, evaluate learned and nearest codes per channel on all p positions (the loss
+ * summed in double in position order); a channel keeps its learned codes unless their loss
+ * is strictly higher. */
+#include "quant/adaround.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/qdq.h"
+#include "runtime/kernels/mathf.h"
+#include "runtime/kernels/sgemm.h"
+
+#define ADA_SPAN 1.2f   /* zeta - gamma, zeta = 1.1 */
+#define ADA_GAMMA -0.1f /* gamma */
+#define ADA_FRAC_EPS 1e-3f
+#define ADA_FROZEN_V -30.0f
+#define ADA_ADAM_B1 0.9f
+#define ADA_ADAM_B2 0.999f
+#define ADA_ADAM_EPS 1e-8f
+#define ADA_GEMM_MIN_ROWS 4          /* channels per group from which kern_sgemm is used */
+#define ADA_TILE_ROWS 32             /* channels per task on the GEMM path */
+#define ADA_PLAIN_TASK_FLOATS 2048   /* weights per task on the plain path */
+#define ADA_THREAD_WEIGHTS 4096      /* weights per thread, at least (smaller layers use fewer) */
+#define ADA_EVAL_TILE 256            /* positions per evaluation block */
+
+quant_adaround_options quant_adaround_defaults(void)
+{
+    quant_adaround_options o;
+    memset(&o, 0, sizeof o);
+    o.iters = 2000;
+    o.batch = 64;
+    o.lambda = 0.01f;
+    o.beta_hi = 20.0f;
+    o.beta_lo = 2.0f;
+    o.warmup = 0.2f;
+    o.lr = 1e-3f;
+    o.seed = 0;
+    o.nthreads = 0;
+    return o;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t ada_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Positions of iteration t: uniform in [0, p), with replacement. */
+static void ada_sample(uint64_t seed, int t, int p, int batch, int *idx)
+{
+    uint64_t s = seed;
+    uint64_t mix = ada_splitmix(&s) ^ (uint64_t)(uint32_t)t * 0xd1342543de82ef95u;
+    s = mix;
+    for (int b = 0; b < batch; b++) idx[b] = (int)(((ada_splitmix(&s) >> 32) * (uint64_t)p) >> 32);
+}
+
+/* C [m x n] = op(A) op(B), kern_sgemm's conventions (accumulate 0). gemm == 0: plain loops,
+ * each element summed in k order (a depthwise layer's rows are too few to pack). */
+static void ada_mm(int gemm, int ta, int tb, int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    if (gemm) {
+        kern_sgemm(ta, tb, m, n, kk, a, lda, b, ldb, 0, c, ldc);
+        return;
+    }
+    int64_t sai = ta ? 1 : lda, sap = ta ? lda : 1, sbp = tb ? 1 : ldb, sbj = tb ? ldb : 1;
+    if (tb) { /* rows of B contiguous: one dot product per element (the same sums) */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float acc = 0.0f;
+                for (int64_t q = 0; q < kk; q++) acc += a[i * sai + q * sap] * b[j * ldb + q];
+                c[i * ldc + j] = acc;
+            }
+        return;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        for (int64_t j = 0; j < n; j++) ci[j] = 0.0f;
+        for (int64_t q = 0; q < kk; q++) {
+            float av = a[i * sai + q * sap];
+            const float *bq = b + q * sbp;
+            for (int64_t j = 0; j < n; j++) ci[j] += av * bq[j * sbj];
+        }
+    }
+}
+
+/* max(x, lo) and min(x, hi) by bit-mask selects (a ternary becomes a branch under
+ * -ftrapping-math, which keeps gcc from vectorising the loop) */
+static inline float ada_max(float x, float lo)
+{
+    return ptq_mathf_sel_f(x > lo, x, lo);
+}
+
+static inline float ada_min(float x, float hi)
+{
+    return ptq_mathf_sel_f(x < hi, x, hi);
+}
+
+/* h = clamp(sigmoid * (zeta - gamma) + gamma, 0, 1) from the sigmoid */
+static inline float ada_h(float sg)
+{
+    return ada_min(ada_max(sg * ADA_SPAN + ADA_GAMMA, 0.0f), 1.0f);
+}
+
+/* the soft code clamp(base + h, -128, 127) (W~ / s) */
+static inline float ada_code(float base, float h)
+{
+    return ada_min(ada_max(base + h, -128.0f), 127.0f);
+}
+
+/* sqrt(v) for a finite v >= 0 from basic operations: two Newton steps on the reciprocal
+ * square root from the bit-trick estimate (relative error below 1e-6; 0 for v < 1e-30,
+ * far below Adam's eps). libm's sqrtf sets errno, a branch that keeps gcc from vectorising. */
+static inline float ada_sqrt(float v)
+{
+    float x = ada_max(v, 1e-30f);
+    float y = ptq_mathf_from_bits_f(0x5f375a86u - (ptq_mathf_bits_f(x) >> 1));
+    float hx = 0.5f * x;
+    y = y * (1.5f - hx * y * y);
+    y = y * (1.5f - hx * y * y);
+    return ptq_mathf_sel_f(v > 1e-30f, x * y, 0.0f);
+}
+
+/* One Adam step on n weights, then their new sigmoid and soft code. gw is the gradient of
+ * the loss w.r.t. the soft code (the scale already in).
+ * reg: the regulariser is on (gradient factor lam2b = -2 lambda beta, exponent bm1 =
+ * beta - 1). Branch-free, basic operations and mathf.h only: the AVX2 copy below (no FMA,
+ * and ptq builds without contraction) gives the same bits as the baseline one. */
+#define ADA_INLINE static inline __attribute__((always_inline))
+ADA_INLINE void ada_update_impl(int reg, size_t n, const float *restrict base, const float *restrict gw,
+                                float *restrict V, float *restrict m, float *restrict v, float *restrict sig,
+                                float *restrict wt, float lam2b, float bm1, float step, float rs)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float sg = sig[i];
+        float raw = sg * ADA_SPAN + ADA_GAMMA;
+        float h = ada_min(ada_max(raw, 0.0f), 1.0f);
+        float live = ptq_mathf_sel_f((raw > 0.0f) & (raw < 1.0f), 1.0f, 0.0f);
+        float q = base[i] + h;
+        float inr = ptq_mathf_sel_f((q >= -128.0f) & (q <= 127.0f), 1.0f, 0.0f);
+        float gh = gw[i] * inr;
+        if (reg) { /* a constant in each copy */
+            float u = 2.0f * h - 1.0f;
+            float au = ptq_mathf_from_bits_f(ptq_mathf_bits_f(u) & 0x7fffffffu);
+            float pw = ptq_expf(bm1 * ptq_logf(ptq_mathf_sel_f(au > 0.0f, au, 1.0f))); /* |u|^(beta-1) */
+            pw = ptq_mathf_sel_f(au > 0.0f, pw, 0.0f);
+            gh += lam2b * ptq_mathf_copysign_f(pw, u);
+        }
+        float g = gh * (ADA_SPAN * sg * (1.0f - sg) * live);
+        float mi = ADA_ADAM_B1 * m[i] + (1.0f - ADA_ADAM_B1) * g;
+        float vi = ADA_ADAM_B2 * v[i] + (1.0f - ADA_ADAM_B2) * (g * g);
+        m[i] = mi;
+        v[i] = vi;
+        float Vi = V[i] - step * mi / (ada_sqrt(vi) * rs + ADA_ADAM_EPS);
+        V[i] = Vi;
+        sg = ptq_sigmoidf(Vi);
+        sig[i] = sg;
+        wt[i] = ada_code(base[i], ada_h(sg));
+    }
+}
+
+#define ADA_UPDATE_ARGS                                                                                             \
+    int reg, size_t n, const float *restrict base, const float *restrict gw, float *restrict V,           \
+        float *restrict m, float *restrict v, float *restrict sig, float *restrict wt, float lam2b, float bm1,      \
+        float step, float rs
+#define ADA_UPDATE_BODY                                                                                             \
+    if (reg)                                                                                                        \
+        ada_update_impl(1, n, base, gw, V, m, v, sig, wt, lam2b, bm1, step, rs);                                 \
+    else                                                                                                            \
+        ada_update_impl(0, n, base, gw, V, m, v, sig, wt, lam2b, bm1, step, rs);
+
+static void ada_update_base(ADA_UPDATE_ARGS)
+{
+    ADA_UPDATE_BODY
+}
+
+/* baseline x86-64 (SSE2) lacks the 64-bit lane operations of mathf.h's double cores, so
+ * only these copies are vectorised (4 or 8 doubles a vector) */
+__attribute__((target("avx2"))) static void ada_update_avx2(ADA_UPDATE_ARGS)
+{
+    ADA_UPDATE_BODY
+}
+
+__attribute__((target("avx512f"))) static void ada_update_avx512(ADA_UPDATE_ARGS)
+{
+    ADA_UPDATE_BODY
+}
+
+typedef void (*ada_update_fn)(ADA_UPDATE_ARGS);
+
+/* ------------------------------------------------------------ state */
+
+typedef struct {
+    int cout, k, groups, cg, p, batch, gemm;
+    const float *scale;
+    float *base, *V, *m, *v, *sig, *wt, *gw; /* [cout x k]; wt: soft codes W~ / s */
+    float *xqT;                              /* [p x groups*k]: position j's patches, all groups */
+    float *yT;                               /* [p x cout] target W x */
+    float *G;                                /* 2 x [batch x groups*k] sampled rows of xqT */
+    float *ys;                               /* 2 x [batch x cout] sampled targets */
+    float *r;                                /* [cout x batch] residuals */
+    int *idx;                                /* [threads x batch] sampled positions */
+    int ntask;
+    int *task; /* task i: channels task[i] .. task[i+1] */
+    ada_update_fn update;
+} ada_state;
+
+static void ada_free(ada_state *a)
+{
+    free(a->base);
+    free(a->V);
+    free(a->m);
+    free(a->v);
+    free(a->sig);
+    free(a->wt);
+    free(a->gw);
+    free(a->xqT);
+    free(a->yT);
+    free(a->G);
+    free(a->ys);
+    free(a->r);
+    free(a->idx);
+    free(a->task);
+}
+
+/* Channel tiles: on the GEMM path up to ADA_TILE_ROWS channels inside one group, else
+ * about ADA_PLAIN_TASK_FLOATS weights' worth of channels. From the shapes alone. */
+static int ada_tasks(ada_state *a)
+{
+    int per = a->gemm ? ADA_TILE_ROWS : (int)(ADA_PLAIN_TASK_FLOATS / a->k > 0 ? ADA_PLAIN_TASK_FLOATS / a->k : 1);
+    int n = 0, cap = a->cout + 1;
+    a->task = malloc(sizeof(int) * (size_t)(cap + 1));
+    if (!a->task) return -1;
+    if (a->gemm) {
+        for (int g = 0; g < a->groups; g++)
+            for (int c = 0; c < a->cg; c += per) a->task[n++] = g * a->cg + c;
+    } else {
+        for (int c = 0; c < a->cout; c += per) a->task[n++] = c;
+    }
+    a->task[n] = a->cout;
+    a->ntask = n;
+    return 0;
+}
+
+/* One iteration's products and update for channels c0 .. c1. */
+static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int c1, int reg, float lam2b, float bm1,
+                     float step, float rs)
+{
+    const int k = a->k, B = a->batch, cout = a->cout;
+    const int64_t ldg = (int64_t)a->groups * k;
+    const float twob = 2.0f / (float)B;
+    for (int c = c0; c < c1;) {
+        int g = c / a->cg, ce = (g + 1) * a->cg < c1 ? (g + 1) * a->cg : c1;
+        const float *G = G0 + (size_t)g * k;
+        float *r = a->r + (size_t)c * B;
+        ada_mm(a->gemm, 0, 1, ce - c, B, k, a->wt + (size_t)c * k, k, G, ldg, r, B);
+        for (int i = c; i < ce; i++, r += B) {
+            float s = a->scale[i], f = twob * s; /* d loss / d code = s * d loss / d W~ */
+            for (int b = 0; b < B; b++) r[b] = (s * r[b] - ys[(size_t)b * cout + i]) * f;
+        }
+        ada_mm(a->gemm, 0, 0, ce - c, k, B, a->r + (size_t)c * B, B, G, ldg, a->gw + (size_t)c * k, k);
+        c = ce;
+    }
+    size_t o = (size_t)c0 * k;
+    a->update(reg, (size_t)(c1 - c0) * k, a->base + o, a->gw + o, a->V + o, a->m + o, a->v + o, a->sig + o,
+              a->wt + o, lam2b, bm1, step, rs);
+}
+
+/* Per-channel loss (mean over all p positions) of weights wq [cout x k] on xq, against yT;
+ * out: [cout], buf: [cout x ADA_EVAL_TILE]. Channel tiles in parallel, positions in order. */
+static void ada_eval(const ada_state *a, const float *wq, const float *xq, double *loss, float *buf, int nte)
+{
+    const int k = a->k, p = a->p, cout = a->cout;
+    for (int c = 0; c < cout; c++) loss[c] = 0.0;
+    for (int j0 = 0; j0 < p; j0 += ADA_EVAL_TILE) {
+        int nj = p - j0 < ADA_EVAL_TILE ? p - j0 : ADA_EVAL_TILE;
+#pragma omp parallel for num_threads(nte) schedule(dynamic, 1)
+        for (int t = 0; t < a->ntask; t++) {
+            for (int c = a->task[t]; c < a->task[t + 1];) {
+                int g = c / a->cg, ce = (g + 1) * a->cg < a->task[t + 1] ? (g + 1) * a->cg : a->task[t + 1];
+                ada_mm(a->gemm, 0, 0, ce - c, nj, k, wq + (size_t)c * k, k, xq + (size_t)g * k * p + j0, p,
+                       buf + (size_t)c * ADA_EVAL_TILE, ADA_EVAL_TILE);
+                for (int i = c; i < ce; i++) {
+                    const float *o = buf + (size_t)i * ADA_EVAL_TILE;
+                    double s = loss[i];
+                    for (int j = 0; j < nj; j++) {
+                        double d = (double)o[j] - (double)a->yT[(size_t)(j0 + j) * cout + i];
+                        s += d * d;
+                    }
+                    loss[i] = s;
+                }
+                c = ce;
+            }
+        }
+    }
+    for (int c = 0; c < cout; c++) loss[c] /= (double)p;
+}
+
+static ptq_status ada_check(const float *w, int cout, int k, int groups, const float *scale, const float *x,
+                            const float *xq, int p, const quant_adaround_options *o, const int8_t *codes)
+{
+    if (!w || !scale || !x || !xq || !o || !codes) {
+        ptq_error("adaround: NULL argument");
+        return PTQ_ERR_ARG;
+    }
+    if (cout < 1 || k < 1 || groups < 1 || cout % groups != 0 || p < 1) {
+        ptq_error("adaround: bad shape cout %d, k %d, groups %d, p %d (need >= 1, cout a multiple of groups)",
+                  cout, k, groups, p);
+        return PTQ_ERR_ARG;
+    }
+    if ((int64_t)cout * k > INT32_MAX / 8 || (int64_t)groups * k * p > INT64_MAX / 8) {
+        ptq_error("adaround: layer too large (cout %d x k %d, p %d)", cout, k, p);
+        return PTQ_ERR_ARG;
+    }
+    if (o->iters < 0 || o->batch < 1 || !(o->lambda >= 0.0f) || !isfinite(o->lambda) || !(o->beta_hi >= 1.0f) ||
+        !(o->beta_lo >= 1.0f) || !isfinite(o->beta_hi) || !isfinite(o->beta_lo) || !(o->warmup >= 0.0f) ||
+        !(o->warmup <= 1.0f) || !(o->lr > 0.0f) || !isfinite(o->lr) || o->nthreads < 0) {
+        ptq_error("adaround: bad options (iters %d, batch %d, lambda %g, beta %g -> %g, warmup %g, lr %g, "
+                  "nthreads %d)",
+                  o->iters, o->batch, (double)o->lambda, (double)o->beta_hi, (double)o->beta_lo, (double)o->warmup,
+                  (double)o->lr, o->nthreads);
+        return PTQ_ERR_ARG;
+    }
+    for (int c = 0; c < cout; c++)
+        if (!(scale[c] > 0.0f) || !isfinite(scale[c])) {
+            ptq_error("adaround: scale[%d] = %g, expected finite and > 0", c, (double)scale[c]);
+            return PTQ_ERR_ARG;
+        }
+    for (int64_t i = 0; i < (int64_t)cout * k; i++)
+        if (!isfinite(w[i])) {
+            ptq_error("adaround: weight %lld (channel %lld) is %g", (long long)i, (long long)(i / k), (double)w[i]);
+            return PTQ_ERR_ARG;
+        }
+    int64_t n = (int64_t)groups * k * p;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || !isfinite(xq[i])) {
+            ptq_error("adaround: input element %lld is not finite (x %g, xq %g)", (long long)i, (double)x[i],
+                      (double)xq[i]);
+            return PTQ_ERR_ARG;
+        }
+    return PTQ_OK;
+}
+
+ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, const float *scale, const float *x,
+                                const float *xq, int p, const quant_adaround_options *o, int8_t *codes,
+                                quant_adaround_result *res)
+{
+    ptq_status st = ada_check(w, cout, k, groups, scale, x, xq, p, o, codes);
+    if (st != PTQ_OK) return st;
+
+    ada_state a;
+    memset(&a, 0, sizeof a);
+    int8_t *learned = NULL;
+    float *wq = NULL, *buf = NULL;
+    double *loss_n = NULL, *loss_l = NULL;
+    a.cout = cout;
+    a.k = k;
+    a.groups = groups;
+    a.cg = cout / groups;
+    a.p = p;
+    a.batch = o->batch;
+    a.gemm = a.cg >= ADA_GEMM_MIN_ROWS;
+    a.scale = scale;
+    /* the copy of kern_sgemm's path (PTQ_ISA picks it too); all give the same bits */
+    kern_isa isa = kern_isa_current();
+    a.update = isa == KERN_ISA_AVX512 ? ada_update_avx512 : isa == KERN_ISA_AVX2 ? ada_update_avx2 : ada_update_base;
+    const int B = a.batch;
+    const size_t nw = (size_t)cout * k;
+    const int nt = o->nthreads > 0 ? o->nthreads : omp_get_max_threads();
+
+    a.base = malloc(sizeof(float) * nw);
+    a.V = malloc(sizeof(float) * nw);
+    a.m = calloc(nw, sizeof(float));
+    a.v = calloc(nw, sizeof(float));
+    a.sig = malloc(sizeof(float) * nw);
+    a.wt = malloc(sizeof(float) * nw);
+    a.gw = malloc(sizeof(float) * nw);
+    a.yT = malloc(sizeof(float) * (size_t)p * cout);
+    a.r = malloc(sizeof(float) * (size_t)cout * B);
+    a.G = malloc(sizeof(float) * 2 * (size_t)groups * B * k);
+    a.ys = malloc(sizeof(float) * 2 * (size_t)B * cout);
+    a.idx = malloc(sizeof(int) * (size_t)B * (size_t)nt);
+    learned = malloc(nw);
+    wq = malloc(sizeof(float) * nw);
+    buf = malloc(sizeof(float) * (size_t)cout * ADA_EVAL_TILE);
+    loss_n = malloc(sizeof(double) * (size_t)cout);
+    loss_l = malloc(sizeof(double) * (size_t)cout);
+    CHECK_ALLOC(a.base && a.V && a.m && a.v && a.sig && a.wt && a.gw && a.yT && a.r && a.G && a.ys && a.idx);
+    CHECK_ALLOC(learned && wq && buf && loss_n && loss_l);
+    if (ada_tasks(&a) != 0) FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__);
+    /* the team: at most one thread per ADA_THREAD_WEIGHTS weights and per tile */
+    int nte = (int)((int64_t)nw / ADA_THREAD_WEIGHTS);
+    nte = nte < nt ? nte : nt;
+    nte = nte < a.ntask ? nte : a.ntask;
+    nte = nte > 1 ? nte : 1;
+
+    /* starting point: h(V) = W/s - floor(W/s); exact weights frozen at h = 0 */
+    for (int c = 0; c < cout; c++)
+        for (int i = 0; i < k; i++) {
+            size_t e = (size_t)c * k + i;
+            float r = w[e] / scale[c], fl = floorf(r), frac = r - fl;
+            int exact = r == fl && r >= -128.0f && r <= 127.0f;
+            frac = frac > ADA_FRAC_EPS ? frac : ADA_FRAC_EPS;
+            frac = frac < 1.0f - ADA_FRAC_EPS ? frac : 1.0f - ADA_FRAC_EPS;
+            float sg0 = (frac - ADA_GAMMA) / ADA_SPAN; /* in (0.08, 0.92) */
+            float V0 = ptq_logf(sg0 / (1.0f - sg0));
+            a.base[e] = fl > 128.0f ? 128.0f : (fl < -129.0f ? -129.0f : fl); /* same clamp result */
+            a.V[e] = exact ? ADA_FROZEN_V : V0;
+            a.sig[e] = ptq_sigmoidf(a.V[e]);
+            a.wt[e] = ada_code(a.base[e], ada_h(a.sig[e]));
+        }
+
+    /* target yT [p x cout] = (W x)^T, and xq transposed to xqT [p x groups*k] */
+    a.xqT = malloc(sizeof(float) * (size_t)groups * p * k);
+    CHECK_ALLOC(a.xqT);
+    {
+        int64_t pt = 64; /* positions per task */
+        int64_t npt = kern_ceil_div(p, pt);
+#pragma omp parallel for num_threads(nte) schedule(dynamic, 1)
+        for (int64_t t = 0; t < (int64_t)groups * npt; t++) {
+            int g = (int)(t / npt);
+            int64_t j0 = (t % npt) * pt, nj = p - j0 < pt ? p - j0 : pt;
+            const float *xg = x + (size_t)g * k * p, *xqg = xq + (size_t)g * k * p;
+            ada_mm(a.gemm, 1, 1, nj, a.cg, k, xg + j0, p, w + (size_t)g * a.cg * k, k,
+                   a.yT + (size_t)j0 * cout + (size_t)g * a.cg, cout);
+            float *d = a.xqT + (size_t)j0 * groups * k + (size_t)g * k;
+            for (int64_t j = 0; j < nj; j++)
+                for (int i = 0; i < k; i++) d[j * groups * k + i] = xqg[(size_t)i * p + j0 + j];
+        }
+    }
+
+    /* Adam. One parallel region; per iteration each thread draws the positions itself, the
+     * team copies the sampled patches and targets into buffer t % 2, one barrier, then each
+     * thread runs its channel tiles (static: the same tiles every iteration) without a
+     * closing barrier: the next iteration fills the other buffer, and its barrier is what
+     * orders a tile's iteration t + 1 after its iteration t. The team size only follows
+     * the work; it changes no result. */
+    {
+        const int warm = (int)((double)o->warmup * o->iters);
+        const size_t gk = (size_t)groups * k, gsz = (size_t)B * gk, ysz = (size_t)B * cout;
+#pragma omp parallel num_threads(nte)
+        {
+            int *idx = a.idx + (size_t)omp_get_thread_num() * B;
+            double pb1 = 1.0, pb2 = 1.0;
+            for (int t = 0; t < o->iters; t++) {
+                float *G = a.G + (size_t)(t & 1) * gsz, *ys = a.ys + (size_t)(t & 1) * ysz;
+                pb1 *= (double)ADA_ADAM_B1;
+                pb2 *= (double)ADA_ADAM_B2;
+                float step = (float)((double)o->lr / (1.0 - pb1));
+                float rs = (float)(1.0 / sqrt(1.0 - pb2));
+                int reg = t >= warm && o->lambda > 0.0f;
+                float beta = o->beta_hi;
+                if (reg) { /* linear from beta_hi at the warm-up's end towards beta_lo */
+                    double rel = (double)(t - warm) / (double)(o->iters - warm);
+                    beta = (float)((double)o->beta_hi + (double)(o->beta_lo - o->beta_hi) * rel);
+                }
+                float lam2b = -2.0f * o->lambda * beta, bm1 = beta - 1.0f;
+                ada_sample(o->seed, t, p, B, idx);
+#pragma omp for schedule(static) nowait
+                for (int b = 0; b < B; b++) memcpy(G + b * gk, a.xqT + (size_t)idx[b] * gk, sizeof(float) * gk);
+#pragma omp for schedule(static) nowait
+                for (int b = 0; b < B; b++)
+                    memcpy(ys + (size_t)b * cout, a.yT + (size_t)idx[b] * cout, sizeof(float) * (size_t)cout);
+#pragma omp barrier
+#pragma omp for schedule(static) nowait
+                for (int ti = 0; ti < a.ntask; ti++)
+                    ada_task(&a, G, ys, a.task[ti], a.task[ti + 1], reg, lam2b, bm1, step, rs);
+            }
+        }
+    }
+    free(a.xqT);
+    a.xqT = NULL;
+
+    /* harden, evaluate both roundings on all positions, keep the better per channel */
+    for (int c = 0; c < cout; c++)
+        for (int i = 0; i < k; i++) {
+            size_t e = (size_t)c * k + i;
+            float q = a.base[e] + (ada_h(a.sig[e]) >= 0.5f ? 1.0f : 0.0f);
+            q = q > -128.0f ? q : -128.0f;
+            q = q < 127.0f ? q : 127.0f;
+            learned[e] = (int8_t)q;
+            wq[e] = scale[c] * (float)quant_round_s8(w[e], scale[c]);
+        }
+    ada_eval(&a, wq, xq, loss_n, buf, nte);
+    for (int c = 0; c < cout; c++)
+        for (int i = 0; i < k; i++) wq[(size_t)c * k + i] = scale[c] * (float)learned[(size_t)c * k + i];
+    ada_eval(&a, wq, xq, loss_l, buf, nte);
+
+    quant_adaround_result r;
+    memset(&r, 0, sizeof r);
+    for (int c = 0; c < cout; c++) {
+        int keep = !(loss_l[c] > loss_n[c]);
+        int diff = 0;
+        for (int i = 0; i < k; i++) {
+            size_t e = (size_t)c * k + i;
+            int8_t nq = quant_round_s8(w[e], scale[c]);
+            codes[e] = keep ? learned[e] : nq;
+            diff += codes[e] != nq;
+        }
+        r.changed += diff;
+        r.fell_back += !keep;
+        r.loss_nearest += loss_n[c];
+        r.loss_learned += keep ? loss_l[c] : loss_n[c];
+    }
+    if (res) *res = r;
+
+done:
+    ada_free(&a);
+    free(learned);
+    free(wq);
+    free(buf);
+    free(loss_n);
+    free(loss_l);
+    return st;
+}
