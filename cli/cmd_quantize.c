@@ -52,6 +52,43 @@ static int lookup(const char *name, float *amax, void *user)
     return 0;
 }
 
+/* --method output-mse: the candidates of an activation are the methods' answers. */
+typedef struct {
+    const cli_collector *col;
+    io_range *ranges;
+    io_cache_entry *entries;
+    int n;
+} refine_ctx;
+
+static int candidates(const char *name, float *amax, int cap, void *user)
+{
+    static const char *const methods[] = {"max", "percentile:99.9", "percentile:99.99", "percentile:99.999", "entropy", "mse"};
+    const refine_ctx *r = user;
+    for (int i = 0; i < r->col->n; i++) {
+        if (strcmp(r->col->t[i].name, name)) continue;
+        int n = 0;
+        for (int m = 0; m < 6 && n < cap; m++) {
+            calib_method cm;
+            int warn = 0;
+            calib_method_parse(methods[m], &cm);
+            float a = calib_amax(r->col->t[i].stats, &cm, &warn);
+            if (!warn) amax[n++] = a;
+        }
+        return n;
+    }
+    return 0;
+}
+
+static void chosen(const char *name, float amax, void *user)
+{
+    refine_ctx *r = user;
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->ranges[i].name, name)) {
+            r->ranges[i].amax = amax;
+            r->entries[i].scale = amax / 127.0f;
+        }
+}
+
 /* The float amax whose amax / 127.0f (what quant/ and the cache writer compute) is exactly
  * the cache's scale s, so that a QDQ model made from a cache has its scales bit for bit.
  * For every normal float, s * 127 rounded is such an amax (checked exhaustively over [1, 2):
@@ -86,9 +123,12 @@ static void usage(FILE *fp)
                 "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
                 "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
+                "  --method output-mse   each activation's amax among the methods' answers and a grid between them,\n"
+                "                        by the error of the layers reading it (sequential, from the inputs)\n"
+                "  --adaround [ITERS]    learn each layer's weight rounding (AdaRound, default 2000 iterations)\n"
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
-                "  --refine-images N     images the bias correction runs on (default 32 of --images)\n"
+                "  --refine-images N     images these refinements run on (default 32 of --images)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -96,7 +136,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -116,7 +156,7 @@ int cmd_quantize(int argc, char **argv)
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
-        {"refine-images", required_argument, 0, O_REFINE_IMAGES},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"adaround", optional_argument, 0, O_ADAROUND},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -227,6 +267,14 @@ int cmd_quantize(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
         case O_BIASC: ro.bias_correction = 1; break;
+        case O_ADAROUND: {
+            long it = 2000;
+            const char *a = optarg;
+            if (!a && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') a = argv[optind++]; /* --adaround N */
+            if (a && cli_parse_long(a, 1, 10000000, &it)) return cli_usage_error("quantize", "bad --adaround '%s'", a);
+            ro.adaround_iters = (int)it;
+            break;
+        }
         case O_NO_BIASC: ro.bias_correction = 0; break;
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
@@ -255,8 +303,14 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
     if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
         return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
-    if (ro.bias_correction && !src.o.images)
-        return cli_usage_error("quantize", "--bias-correction runs the model on images: give --images");
+    int output_mse = !strcmp(method_arg, "output-mse");
+    if ((ro.bias_correction || ro.adaround_iters || output_mse) && !src.o.images)
+        return cli_usage_error("quantize", "--%s runs the model on images: give --images",
+                               output_mse ? "method output-mse" : ro.adaround_iters ? "adaround" : "bias-correction");
+    if (output_mse) {
+        method_arg = "mse"; /* the starting point; each activation's amax is then chosen again */
+        ro.output_aware = 1;
+    }
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
@@ -390,7 +444,7 @@ int cmd_quantize(int argc, char **argv)
         fprintf(stderr, "ptq: warning: tensor '%s' has no range in %s: the nodes reading it stay float\n", table.missing[i],
                 from_cache ? from_cache : from_stats ? from_stats : "the calibration");
     warned += table.n_missing;
-    if (ro.bias_correction) {
+    if (ro.bias_correction || ro.adaround_iters || ro.output_aware) {
         /* the FP32 model as the QDQ graph was made from it: constants as initializers, opset 13 */
         ptq_graph *fp = NULL;
         int fp_upgraded = 0, fp_const = 0;
@@ -399,6 +453,10 @@ int cmd_quantize(int argc, char **argv)
         ro_o.limit = (int)refine_images;
         ro_o.label = "refine";
         ro.nthreads = src.o.threads;
+        refine_ctx rc_user = {.col = &col, .ranges = ranges, .entries = entries, .n = n_ranges};
+        ro.candidates = candidates;
+        ro.on_amax = chosen;
+        ro.user = &rc_user;
         if ((st = onnx_model_load(model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
             st = quant_upgrade_opset(fp, 13, &fp_upgraded);
         eng_dataset_source ds;
@@ -409,12 +467,16 @@ int cmd_quantize(int argc, char **argv)
             ptq_error_prefix("%s: ", model);
             goto fail;
         }
-        fprintf(stderr, "ptq quantize: bias correction: %d of %d layers on %d images, %d passes, %.1f s\n", rr.corrected, rr.layers,
-                rr.images, rr.passes, rr.seconds_total);
+        fprintf(stderr,
+                "ptq quantize: refined on %d images in %d passes, %.1f s: %d activation scales chosen by output error (%.1f s), "
+                "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected\n",
+                rr.images, rr.passes, rr.seconds_total, rr.scales, rr.seconds_scales, rr.rounded, rr.layers, rr.codes_changed,
+                rr.seconds_adaround, rr.corrected);
     }
     if ((st = onnx_model_save(g, out)) != PTQ_OK) goto fail;
     char tag[64];
     if (from_cache) snprintf(tag, sizeof tag, "cache");
+    else if (ro.output_aware) snprintf(tag, sizeof tag, "output-mse");
     else calib_method_name(&method, tag, sizeof tag);
     if (from_cache && !trt_version_given) trt_version = cache_version;
     if (cache && (st = io_cache_write(cache, trt_version, io_cache_algorithm(trt_algo), entries, n_ranges)) != PTQ_OK) goto fail;

@@ -1,6 +1,7 @@
-/* refine.h: the accuracy algorithms that change a QDQ model's int8 weight codes and float
- * biases after its activation ranges are chosen (../shared/docs/accuracy-algorithms.md):
- * learned weight rounding (AdaRound) and empirical bias correction. They keep TensorRT's
+/* refine.h: the accuracy algorithms that change a QDQ model's activation scales, int8 weight
+ * codes and float biases after calibration (../shared/docs/accuracy-algorithms.md), in this
+ * order: output-aware activation scales, learned weight rounding (AdaRound), empirical bias
+ * correction. They keep TensorRT's
  * placement: no Q/DQ pair is added, moved or removed.
  *
  *   eng_refine_options o = eng_refine_defaults();
@@ -35,10 +36,21 @@
 #include "engine/source.h"
 #include "runtime/graph.h"
 
+/* The candidate amax values of activation `name` (the calibration methods' answers);
+ * returns how many were written (at most cap), 0 when the tensor has no statistics. */
+typedef int (*eng_candidates_fn)(const char *name, float *amax, int cap, void *user);
+
 typedef struct {
     int bias_correction;     /* 1 */
+    /* Output-aware activation scales (before the weights): each quantized activation's amax
+     * chosen among candidates() and a geometric grid of 20 between their extremes, by the
+     * relative output error of the layers reading it; on_amax() hears each choice. */
+    int output_aware;
+    eng_candidates_fn candidates;
+    void (*on_amax)(const char *name, float amax, void *user);
+    void *user;
     int adaround_iters;      /* Adam iterations of AdaRound per layer; 0: off (default) */
-    int adaround_positions;  /* sampled output positions per layer (4096) */
+    int positions;           /* sampled output positions per layer (4096; AdaRound, output-aware scales) */
     uint64_t seed;           /* sampling (0) */
     int nthreads;            /* 0: OpenMP's default */
     int quiet;               /* no progress on stderr */
@@ -48,11 +60,12 @@ typedef struct {
     int layers;              /* layers found */
     int corrected;           /* layers whose bias was corrected */
     int rounded;             /* layers whose weights AdaRound learned */
+    int scales;              /* activations whose amax the output-aware search chose */
     int passes;              /* passes over the refinement images */
     int images;              /* refinement images */
     long codes_changed;      /* int8 weight codes that differ from nearest rounding */
     double max_shift;        /* the largest |bias correction| relative to the channel's output mean magnitude */
-    double seconds_passes, seconds_adaround, seconds_total;
+    double seconds_passes, seconds_scales, seconds_adaround, seconds_total;
 } eng_refine_report;
 
 eng_refine_options eng_refine_defaults(void);

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# make bench (issue 13): what each accuracy algorithm contributes on the three PaddleOCR models.
+# For each combination (calibration method, output-aware scales, AdaRound, bias correction),
+# `ptq quantize` writes det, rec and cls QDQ models from the calibration half of the rendered
+# text set (bench/ocr_cer.sh's split); on the held-out half this prints
+#   - the model metrics of the QDQ model against FP32 (ptq runs both on the same preprocessed
+#     evaluation tensors; numpy computes them): cosine, seq-top1 (rec), mask-iou:0.3 (det),
+#     top1 agreement (cls);
+#   - the CER of PaddleOCR's pipeline (tests/oracle/ocr_pipeline.py, ONNX Runtime) with det and
+#     rec INT8 against the FP32 pipeline, and with rec alone INT8;
+#   - the quantize time of det and rec.
+# Written to build/bench/accuracy.md. ACC_CONFIGS="name|flags;..." replaces the combinations.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PTQ=$BUILD/ptq
+OUT=$BUILD/bench
+W=$OUT/accuracy
+M=build/models
+PY=/usr/bin/python3
+OCR="$PY tests/oracle/ocr_pipeline.py --keys $M/ppocr_keys_v1.txt"
+mkdir -p "$W"
+# the split and the FP32 reading of bench/ocr_cer.sh
+[ -f "$OUT/ocr/fp32.json" ] || BUILD=$BUILD bench/ocr_cer.sh >/dev/null
+cp "$OUT/ocr/det.calib" "$OUT/ocr/rec.calib" "$OUT/ocr/eval" "$W/"
+TEXT=$PWD/build/textphotos
+for k in rec cls; do # crops of the held-out photos
+  ls "$TEXT/$k"/*.png | sort | grep -v -F -f <(sed 's/\.png$/_/; s/.*\///' "$W/det.calib") > "$W/$k.eval" || true
+done
+ls "$TEXT/cls"/*.png | sort | grep -F -f <(sed 's/\.png$/_/; s/.*\///' "$W/det.calib") > "$W/cls.calib" || true
+awk -F'\t' '$1 == "E" {print $2}' "$OUT/ocr/det.split" > "$W/det.eval"
+
+declare -A MODEL=([det]=ch_PP-OCRv4_det_infer [rec]=ch_PP-OCRv4_rec_infer [cls]=ch_ppocr_mobile_v2.0_cls_infer)
+for k in det rec cls; do
+  [ -f "$W/$k.eval.npy" ] || "$PTQ" preprocess --images "$W/$k.eval" --preset "paddleocr-$k" --dump "$W/$k.eval.npy" >/dev/null 2>&1
+  [ -f "$W/$k.fp32.npy" ] || "$PTQ" run "$M/${MODEL[$k]}.onnx" --input "$W/$k.eval.npy" --output "$W/$k.fp32.npy" --threads 2 >/dev/null
+done
+
+CONFIGS=${ACC_CONFIGS:-"mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction"}
+metrics() { # KIND QDQ_OUT.npy
+  $PY - "$1" "$W/$1.fp32.npy" "$2" <<'PY'
+import sys, numpy as np
+k, a, b = sys.argv[1], np.load(sys.argv[2]).astype(np.float64), np.load(sys.argv[3]).astype(np.float64)
+cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
+if k == "rec": extra = (a.argmax(-1) == b.argmax(-1)).mean()
+elif k == "cls": extra = (a.argmax(-1) == b.argmax(-1)).mean()
+else:
+    A, B = a > 0.3, b > 0.3
+    extra = (A & B).sum() / max((A | B).sum(), 1)
+print(f"{cos:.4f} | {extra:.4f}")
+PY
+}
+{
+  echo "| configuration | det cosine | det mask-iou:0.3 | rec cosine | rec seq-top1 | cls cosine | cls top1 | CER det+rec | CER rec only | det / rec quantize s |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  IFS=';' read -ra CS <<< "$CONFIGS"
+  for c in "${CS[@]}"; do
+    name=${c%%|*}; flags=${c#*|}; tag=$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
+    row="| $name"
+    declare -A SECS=()
+    for k in det rec cls; do
+      calib=$W/$k.calib; [ $k = cls ] || calib=$OUT/ocr/$k.calib
+      s0=$(date +%s.%N)
+      # shellcheck disable=SC2086
+      "$PTQ" quantize "$M/${MODEL[$k]}.onnx" --images "$calib" --preset "paddleocr-$k" $flags --threads 2 \
+        -o "$W/$k.$tag.qdq.onnx" > "$W/$k.$tag.log" 2>&1
+      SECS[$k]=$(echo "$(date +%s.%N) - $s0" | bc)
+      "$PTQ" run "$W/$k.$tag.qdq.onnx" --input "$W/$k.eval.npy" --output "$W/$k.$tag.out.npy" --threads 2 >/dev/null
+      row="$row | $(metrics $k "$W/$k.$tag.out.npy")"
+    done
+    $OCR --det "$W/det.$tag.qdq.onnx" --rec "$W/rec.$tag.qdq.onnx" --images "$W/eval" --out "$W/both.$tag.json" 2>/dev/null
+    $OCR --boxes-from "$OUT/ocr/fp32.json" --rec "$W/rec.$tag.qdq.onnx" --images "$W/eval" --out "$W/rec.$tag.json" 2>/dev/null
+    cer() { $PY tests/oracle/ocr_pipeline.py cer --ref "$OUT/ocr/fp32.json" --hyp "$1" | awk '{printf "%.4f", $2}'; }
+    printf '%s | %s | %s | %.0f / %.0f |\n' "$row" "$(cer "$W/both.$tag.json")" "$(cer "$W/rec.$tag.json")" "${SECS[det]}" "${SECS[rec]}"
+  done
+} > "$W/table.md"
+{
+  echo "Accuracy algorithms on PP-OCRv4 det and rec and the mobile cls (rendered text; calibration on"
+  echo "$(wc -l < "$OUT/ocr/det.calib") det / $(wc -l < "$OUT/ocr/rec.calib") rec / $(wc -l < "$W/cls.calib") cls images, evaluation on"
+  echo "$(wc -l < "$W/det.eval") det / $(wc -l < "$W/rec.eval") rec / $(wc -l < "$W/cls.eval") cls images of other photos;"
+  echo "CER of the OCR pipeline against FP32 on $(wc -l < "$W/eval") images). 2 threads."
+  echo
+  cat "$W/table.md"
+} | tee "$OUT/accuracy.md"
