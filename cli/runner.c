@@ -68,14 +68,22 @@ ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_
                   cli_preprocessing_origin(), got, v->name, want);
         return PTQ_ERR_SHAPE;
     }
-    int dyn = pp_dynamic(cfg);
+    int dyn = pp_dynamic(cfg), wd = cfg->nhwc ? 2 : 3, hd = cfg->nhwc ? 1 : 2;
+    if (dyn) { /* "3x48xW": the dims that follow the image by letter */
+        char t[3][24];
+        for (int d = 1; d < 4; d++) {
+            if ((dyn & PP_DYN_WIDTH && d == wd) || (dyn & PP_DYN_HEIGHT && d == hd)) snprintf(t[d - 1], sizeof t[0], "%s", d == wd ? "W" : "H");
+            else snprintf(t[d - 1], sizeof t[0], "%lld", (long long)x.dims[d]);
+        }
+        snprintf(got, sizeof got, "%sx%sx%s", t[0], t[1], t[2]);
+    }
     for (int d = 1; d < 4; d++) {
-        int follows = (dyn & PP_DYN_WIDTH && d == (cfg->nhwc ? 2 : 3)) || (dyn & PP_DYN_HEIGHT && d == (cfg->nhwc ? 1 : 2));
+        int follows = (dyn & PP_DYN_WIDTH && d == wd) || (dyn & PP_DYN_HEIGHT && d == hd);
         if (follows && v->t.dims[d] >= 0) {
-            ptq_error("%s: %s gives images whose %s follows the image but the model fixes %s as %s (dim %d is %lld); use "
+            ptq_error("%s: %s gives %s images (%s follow%s the image) but the model fixes %s as %s (dim %d is %lld); use "
                       "a fixed-size preset",
-                      model, cli_preprocessing_origin(), dyn == PP_DYN_WIDTH ? "width" : "size", v->name, want, d,
-                      (long long)v->t.dims[d]);
+                      model, cli_preprocessing_origin(), got, dyn == PP_DYN_WIDTH ? "W" : "H and W",
+                      dyn == PP_DYN_WIDTH ? "s" : "", v->name, want, d, (long long)v->t.dims[d]);
             return PTQ_ERR_SHAPE;
         }
         if (!follows && v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
