@@ -49,7 +49,10 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
         {"resize", required_argument, 0, code}, {"shorter", required_argument, 0, code},                             \
         {"mean", required_argument, 0, code}, {"std", required_argument, 0, code},                                   \
         {"scale", required_argument, 0, code}, {"channel-order", required_argument, 0, code},                        \
-        {"layout", required_argument, 0, code}, {"pad-value", required_argument, 0, code}
+        {"layout", required_argument, 0, code}, {"pad-value", required_argument, 0, code},                           \
+        {"max-width", required_argument, 0, code}, {"limit-side", required_argument, 0, code},                       \
+        {"limit-type", required_argument, 0, code}, {"multiple", required_argument, 0, code},                        \
+        {"max-side", required_argument, 0, code}
 #define CLI_PP_MAX 32 /* overrides one command line may give */
 
 /* Where the last cli_preprocessing() came from, for messages: "preset paddleocr-cls with

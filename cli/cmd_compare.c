@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/collect.h"
 #include "cli/compare.h"
+#include "cli/runner.h"
 #include "io/file.h"
 #include "io/onnx.h"
 #include "io/report.h"
@@ -49,7 +50,9 @@ static void usage(FILE *fp)
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
-            "  preprocessing overrides as in ptq preprocess\n");
+            "  preprocessing overrides as in ptq preprocess\n"
+            "  --eval-preset P        preprocessing of the evaluation images (default: --preset's; the overrides\n"
+            "                         apply to both), e.g. calibrate at paddleocr-rec, evaluate at paddleocr-rec-dynamic\n");
 }
 
 /* Ranges of one method for every collected tensor (tensors in parallel). */
@@ -68,10 +71,11 @@ int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET };
+           O_TARGET, O_EVAL_PRESET };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
+        {"eval-preset", required_argument, 0, O_EVAL_PRESET},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
@@ -84,7 +88,7 @@ int cmd_compare(int argc, char **argv)
         CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
-    const char *preset = NULL, *eval_dir = NULL, *methods_arg = "max,percentile:99.99,percentile:99.999,entropy,mse";
+    const char *preset = NULL, *eval_preset = NULL, *eval_dir = NULL, *methods_arg = "max,percentile:99.99,percentile:99.999,entropy,mse";
     const char *labels = NULL, *layers_arg = NULL, *excl_out = NULL, *json = NULL, *html = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     cli_names ex_nodes = {0}, ex_types = {0};
@@ -129,6 +133,7 @@ int cmd_compare(int argc, char **argv)
         case O_IMAGES: src.o.images = optarg; break;
         case O_EVAL: eval_dir = optarg; break;
         case O_PRESET: preset = optarg; break;
+        case O_EVAL_PRESET: eval_preset = optarg; break;
         case O_METHODS: methods_arg = optarg; break;
         case O_LABELS: labels = optarg; break;
         case O_LAYERS: layers_arg = optarg; break;
@@ -199,8 +204,16 @@ int cmd_compare(int argc, char **argv)
         if (layers_m < 0) return cli_usage_error("compare", "--layers-method %s is not among --methods", layers_arg);
     }
     const char *model = argv[optind];
+    pp_config eval_cfg = pp_defaults();
     if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+    if (eval_preset) { /* checked before the calibration pass; then messages name --preset's again */
+        pp_config again = pp_defaults();
+        if ((st = cli_preprocessing(eval_preset, set_keys, set_vals, n_set, &eval_cfg)) != PTQ_OK ||
+            (st = cli_check_input_dims(g, model, &eval_cfg)) != PTQ_OK ||
+            (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &again)) != PTQ_OK)
+            goto fail;
+    }
 
     /* one calibration pass */
     if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
@@ -212,6 +225,11 @@ int cmd_compare(int argc, char **argv)
     }
     cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
                    .cache = cache, .metric = metric};
+    if (eval_preset) { /* read again so that messages from here on name the evaluation's preprocessing */
+        pp_config again = pp_defaults();
+        if ((st = cli_preprocessing(eval_preset, set_keys, set_vals, n_set, &again)) != PTQ_OK) goto fail;
+        ev.cfg = eval_cfg;
+    }
     tg.kind = metric;
     ev.o.images = eval_dir;
     ev.o.limit = (int)eval_limit;

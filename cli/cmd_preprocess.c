@@ -19,9 +19,12 @@ static void usage(FILE *fp)
             "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
             "  overrides: --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
             "             --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
+            "             --max-width N --limit-side N --limit-type max|min --multiple N --max-side N\n"
             "  --dump-png DIR   also write each tensor back as an 8-bit PNG (undoing mean, std and scale)\n"
+            "  with a preset whose size follows the image (max_width, mode limit-side), --dump names a\n"
+            "  folder: one 000000.npy (1 image) per image, in order\n"
             "presets: imagenet-torchvision, imagenet-caffe, yolo-letterbox-640, paddleocr-det, paddleocr-cls,\n"
-            "         paddleocr-rec (configs/*.yaml)\n");
+            "         paddleocr-rec, paddleocr-det-dynamic, paddleocr-rec-dynamic (configs/*.yaml)\n");
 }
 
 /* Undoes normalisation of image i of the dump and writes it as PNG (RGB). */
@@ -96,6 +99,8 @@ int cmd_preprocess(int argc, char **argv)
     if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
     if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
     if (dump_png) mkdir(dump_png, 0777);
+    int dynamic = pp_dynamic(&cfg) != 0;
+    if (dump && dynamic) mkdir(dump, 0777);
     size_t per = pp_tensor_floats(&cfg);
     int total = 0, cap = 0;
     for (;;) {
@@ -103,7 +108,23 @@ int cmd_preprocess(int argc, char **argv)
         int n;
         if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
         if (n == 0) break;
-        if (dump) {
+        pp_config shaped = cfg; /* this batch's size */
+        pp_dataset_batch_shape(d, &shaped.width, &shaped.height);
+        per = (size_t)3 * (size_t)shaped.width * (size_t)shaped.height;
+        for (int i = 0; dump && dynamic && i < n; i++) {
+            ptq_tensor t = {0};
+            t.dtype = PTQ_F32;
+            t.rank = 4;
+            t.dims[0] = 1;
+            t.dims[1] = shaped.nhwc ? shaped.height : 3;
+            t.dims[2] = shaped.nhwc ? shaped.width : shaped.height;
+            t.dims[3] = shaped.nhwc ? 3 : shaped.width;
+            t.data = (void *)(x + per * (size_t)i);
+            char path[4200];
+            snprintf(path, sizeof path, "%.4000s/%06d.npy", dump, total + i);
+            if ((st = npy_save(path, &t)) != PTQ_OK) goto fail;
+        }
+        if (dump && !dynamic) {
             if (total + n > cap) {
                 cap = (total + n) * 2;
                 float *na = realloc(all, sizeof(float) * per * (size_t)cap);
@@ -117,7 +138,7 @@ int cmd_preprocess(int argc, char **argv)
             memcpy(all + per * (size_t)total, x, sizeof(float) * per * (size_t)n);
         }
         for (int i = 0; dump_png && i < n; i++)
-            if ((st = write_png(dump_png, total + i, x + per * (size_t)i, &cfg)) != PTQ_OK) goto fail;
+            if ((st = write_png(dump_png, total + i, x + per * (size_t)i, &shaped)) != PTQ_OK) goto fail;
         total += n;
     }
     int used, skipped;
@@ -127,7 +148,7 @@ int cmd_preprocess(int argc, char **argv)
         st = PTQ_ERR_FORMAT;
         goto fail;
     }
-    if (dump) {
+    if (dump && !dynamic) {
         ptq_tensor t = {0};
         t.dtype = PTQ_F32;
         t.rank = 4;

@@ -105,7 +105,9 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
         int n;
         if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
         if (n == 0) break;
-        ptq_tensor t = cli_batch_tensor(&cfg, x, n);
+        int w, h;
+        pp_dataset_batch_shape(d, &w, &h);
+        ptq_tensor t = cli_shaped_tensor(&cfg, w, h, x, n);
         if ((st = cli_runner_run(&r, &t)) != PTQ_OK) {
             ptq_error_prefix("%s: ", model);
             goto fail;

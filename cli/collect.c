@@ -76,6 +76,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
 {
     ptq_status st = PTQ_OK;
     ptq_plan *plan = NULL, *tail_plan = NULL;
+    cli_runner runner = {.g = g, .model = model};
     pp_dataset *d = NULL;
     ptq_tensor samples = {0};
     pp_dataset_options o = srcp->o;
@@ -99,7 +100,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     if (col->n_globs) popt.observe_filter = wanted_name; /* the rest may fuse */
     popt.nthreads = o.threads;
     int batch_done = 0, images = 0, skipped = 0;
-    int64_t planned_n = -1;
+    runner.popt = popt;
     if (input) {
         if ((st = io_hash_file(input, &srcp->list_hash)) != PTQ_OK) goto fail;
         if ((st = npy_load(input, &samples)) != PTQ_OK) goto fail;
@@ -139,20 +140,14 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             int n;
             if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
             if (n == 0) break;
-            ptq_tensor t = cli_batch_tensor(&cfg, x, n);
-            ptq_plan **pp = n == o.batch ? &plan : &tail_plan;
-            if (*pp && planned_n != n && pp == &tail_plan) {
-                ptq_plan_destroy(*pp);
-                *pp = NULL;
-            }
-            if (!*pp) {
-                ptq_input_shape s = {.name = in_name, .rank = 4};
-                memcpy(s.dims, t.dims, sizeof s.dims);
-                if ((st = cli_plan_images(g, model, &s, &popt, pp)) != PTQ_OK) goto fail;
-                if (pp == &tail_plan) planned_n = n;
-            }
+            int w, h;
+            pp_dataset_batch_shape(d, &w, &h);
+            /* one plan per input shape (runner.h); every shape's tensors add to the same
+             * per-name statistics */
+            ptq_tensor t = cli_shaped_tensor(&cfg, w, h, x, n);
+            if ((st = cli_runner_ready(&runner, &t)) != PTQ_OK) goto fail;
             col->cursor = 0;
-            if ((st = ptq_plan_run(*pp, &t, 1)) != PTQ_OK) goto fail;
+            if ((st = ptq_plan_run(runner.plan, &t, 1)) != PTQ_OK) goto fail;
             batch_done++;
         }
         pp_dataset_counts(d, &images, &skipped);
@@ -173,6 +168,7 @@ done:
     pp_dataset_close(d);
     ptq_plan_destroy(plan);
     ptq_plan_destroy(tail_plan);
+    cli_runner_free(&runner);
     return st;
 }
 

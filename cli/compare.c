@@ -332,7 +332,7 @@ static void mask_add(acc *m, const float *a, const float *b, size_t n, float t)
 /* The evaluation set kept in memory: inputs, FP32 outputs and labels per batch. */
 typedef struct {
     float *x;
-    int n;
+    int n, w, h;    /* images and their tensor width and height */
     float **y;      /* n_out FP32 outputs (NULL when not float) */
     int *labels;    /* per image, -1 unknown */
 } cached_batch;
@@ -373,7 +373,7 @@ void cmp_cache_destroy(cmp_cache *c)
 
 /* Keeps a copy of one batch; gives up (overflow, everything freed) past the budget or
  * when out of memory: the evaluations then stream from the images again. */
-static void cache_add(cmp_cache *c, const ptq_tensor *x, const ptq_plan *ref, const int *labels)
+static void cache_add(cmp_cache *c, const ptq_tensor *x, int w, int h, const ptq_plan *ref, const int *labels)
 {
     size_t bytes = ptq_tensor_nbytes(x) + sizeof(int) * (size_t)x->dims[0];
     for (int o = 0; o < c->n_out; o++) {
@@ -392,6 +392,8 @@ static void cache_add(cmp_cache *c, const ptq_tensor *x, const ptq_plan *ref, co
     memset(b, 0, sizeof *b);
     c->n_b++; /* counted now so that cache_clear frees a partial entry */
     b->n = (int)x->dims[0];
+    b->w = w;
+    b->h = h;
     b->x = malloc(ptq_tensor_nbytes(x));
     b->y = calloc((size_t)c->n_out + 1, sizeof *b->y);
     b->labels = malloc(sizeof(int) * (size_t)b->n);
@@ -465,7 +467,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         int done_images = 0;
         clock_gettime(CLOCK_MONOTONIC, &c0);
         for (int i = 0; i < cache->n_b; i++) {
-            ptq_tensor t = cli_batch_tensor(&ev->cfg, cache->b[i].x, cache->b[i].n);
+            ptq_tensor t = cli_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
             TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->kind, &ev->metric, accs));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
@@ -492,9 +494,11 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         const float *x;
         const char *const *paths;
         int nb;
+        int w, h;
         TRY(pp_dataset_next(d, &x, &nb, NULL, &paths));
         if (nb == 0) break;
-        ptq_tensor t = cli_batch_tensor(&ev->cfg, x, nb);
+        pp_dataset_batch_shape(d, &w, &h); /* batches may differ in shape (pp_dynamic): so may outputs */
+        ptq_tensor t = cli_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(cli_runner_run(&ref, &t));
         if (kind < 0) kind = output_kind(ptq_plan_output(ref.plan, 0, NULL), nb, ev->metric.axis);
         for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
@@ -515,7 +519,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             lab_cap = nb;
         }
         for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
-        if (cache) cache_add(cache, &t, ref.plan, lab);
+        if (cache) cache_add(cache, &t, w, h, ref.plan, lab);
         TRY(score_batch(rs, n, &t, fp32, n_out, lab, kind, &ev->metric, accs));
         images += nb;
     }
@@ -723,10 +727,11 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     TRY(pp_dataset_open(&ev->o, &ev->cfg, &d));
     for (;;) {
         const float *x;
-        int nb;
+        int nb, w, h;
         TRY(pp_dataset_next(d, &x, &nb, NULL, NULL));
         if (nb == 0) break;
-        ptq_tensor t = cli_batch_tensor(&ev->cfg, x, nb);
+        pp_dataset_batch_shape(d, &w, &h);
+        ptq_tensor t = cli_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(cli_runner_ready(&ra, &t));
         TRY(cli_runner_ready(&rb, &t));
         ls.qplan = rb.plan;

@@ -13,17 +13,22 @@ int cli_graph_input(const ptq_graph *g)
     return -1;
 }
 
-ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n)
+ptq_tensor cli_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n)
 {
     ptq_tensor t = {0};
     t.dtype = PTQ_F32;
     t.rank = 4;
     t.dims[0] = n;
-    t.dims[1] = cfg->nhwc ? cfg->height : 3;
-    t.dims[2] = cfg->nhwc ? cfg->width : cfg->height;
-    t.dims[3] = cfg->nhwc ? 3 : cfg->width;
+    t.dims[1] = cfg->nhwc ? h : 3;
+    t.dims[2] = cfg->nhwc ? w : h;
+    t.dims[3] = cfg->nhwc ? 3 : w;
     t.data = (void *)data;
     return t;
+}
+
+ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n)
+{
+    return cli_shaped_tensor(cfg, cfg->width, cfg->height, data, n);
 }
 
 /* "[?, 3, 48, 192]": the declared dims of value v (symbolic or unknown dims as '?'). */
@@ -63,13 +68,31 @@ ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_
                   cli_preprocessing_origin(), got, v->name, want);
         return PTQ_ERR_SHAPE;
     }
-    for (int d = 1; d < 4; d++)
-        if (v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
+    int dyn = pp_dynamic(cfg), wd = cfg->nhwc ? 2 : 3, hd = cfg->nhwc ? 1 : 2;
+    if (dyn) { /* "3x48xW": the dims that follow the image by letter */
+        char t[3][24];
+        for (int d = 1; d < 4; d++) {
+            if ((dyn & PP_DYN_WIDTH && d == wd) || (dyn & PP_DYN_HEIGHT && d == hd)) snprintf(t[d - 1], sizeof t[0], "%s", d == wd ? "W" : "H");
+            else snprintf(t[d - 1], sizeof t[0], "%lld", (long long)x.dims[d]);
+        }
+        snprintf(got, sizeof got, "%sx%sx%s", t[0], t[1], t[2]);
+    }
+    for (int d = 1; d < 4; d++) {
+        int follows = (dyn & PP_DYN_WIDTH && d == wd) || (dyn & PP_DYN_HEIGHT && d == hd);
+        if (follows && v->t.dims[d] >= 0) {
+            ptq_error("%s: %s gives %s images (%s follow%s the image) but the model fixes %s as %s (dim %d is %lld); use "
+                      "a fixed-size preset",
+                      model, cli_preprocessing_origin(), got, dyn == PP_DYN_WIDTH ? "W" : "H and W",
+                      dyn == PP_DYN_WIDTH ? "s" : "", v->name, want, d, (long long)v->t.dims[d]);
+            return PTQ_ERR_SHAPE;
+        }
+        if (!follows && v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
             ptq_error("%s: %s gives %s images but the model declares %s as %s (dim %d is %lld); use a preset or "
                       "--size that matches it",
                       model, cli_preprocessing_origin(), got, v->name, want, d, (long long)v->t.dims[d]);
             return PTQ_ERR_SHAPE;
         }
+    }
     return PTQ_OK;
 }
 
@@ -91,15 +114,28 @@ ptq_status cli_plan_images(const ptq_graph *g, const char *model, const ptq_inpu
 ptq_status cli_runner_ready(cli_runner *r, const ptq_tensor *x)
 {
     ptq_status st = PTQ_OK;
-    if (r->plan && r->batch == x->dims[0]) return PTQ_OK;
-    ptq_plan_destroy(r->plan);
+    cli_runner_slot *e = NULL;
+    int64_t dims[PTQ_MAX_RANK + 1] = {0}; /* the key: rank, then the dims */
+    dims[0] = x->rank;
+    for (int d = 0; d < x->rank && d < PTQ_MAX_RANK; d++) dims[d + 1] = x->dims[d];
     r->plan = NULL;
-    int in = cli_graph_input(r->g);
-    if (in < 0) FAIL(PTQ_ERR_FORMAT, "the model has no input");
-    ptq_input_shape s = {.name = r->g->values[in].name, .rank = x->rank};
-    memcpy(s.dims, x->dims, sizeof s.dims);
-    TRY(cli_plan_images(r->g, r->model, &s, &r->popt, &r->plan));
-    r->batch = x->dims[0];
+    for (int i = 0; i < CLI_RUNNER_PLANS && !e; i++)
+        if (r->slots[i].used && !memcmp(r->slots[i].dims, dims, sizeof dims)) e = &r->slots[i];
+    if (!e) { /* an empty slot, else the least recently used plan gives its place */
+        e = &r->slots[0];
+        for (int i = 1; i < CLI_RUNNER_PLANS; i++)
+            if (r->slots[i].used < e->used) e = &r->slots[i];
+        ptq_plan_destroy(e->plan);
+        memset(e, 0, sizeof *e);
+        int in = cli_graph_input(r->g);
+        if (in < 0) FAIL(PTQ_ERR_FORMAT, "the model has no input");
+        ptq_input_shape s = {.name = r->g->values[in].name, .rank = x->rank};
+        memcpy(s.dims, x->dims, sizeof s.dims);
+        TRY(cli_plan_images(r->g, r->model, &s, &r->popt, &e->plan));
+        memcpy(e->dims, dims, sizeof dims);
+    }
+    e->used = ++r->tick;
+    r->plan = e->plan;
 done:
     return st;
 }
@@ -112,6 +148,7 @@ ptq_status cli_runner_run(cli_runner *r, const ptq_tensor *x)
 
 void cli_runner_free(cli_runner *r)
 {
-    ptq_plan_destroy(r->plan);
+    for (int i = 0; i < CLI_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
+    memset(r->slots, 0, sizeof r->slots);
     r->plan = NULL;
 }

@@ -78,6 +78,13 @@ ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const
     } else if (!strcmp(key, "layout")) {
         ok = !strcmp(value, "NCHW") || !strcmp(value, "NHWC");
         c->nhwc = !strcmp(value, "NHWC");
+    } else if (!strcmp(key, "max_width")) ok = parse_int(value, 0, 16384, &c->max_width) == 0;
+    else if (!strcmp(key, "limit_side")) ok = parse_int(value, 1, 16384, &c->limit_side) == 0;
+    else if (!strcmp(key, "multiple")) ok = parse_int(value, 1, 1024, &c->multiple) == 0;
+    else if (!strcmp(key, "max_side")) ok = parse_int(value, 1, 16384, &c->max_side) == 0;
+    else if (!strcmp(key, "limit_type")) {
+        ok = !strcmp(value, "max") || !strcmp(value, "min");
+        c->limit_min = !strcmp(value, "min");
     } else if (!strcmp(key, "scale")) ok = parse_float(value, &c->scale) == 0;
     else if (!strcmp(key, "mean")) ok = parse_triple(value, c->mean) == 0;
     else if (!strcmp(key, "std")) ok = parse_triple(value, c->std) == 0;
@@ -138,11 +145,19 @@ ptq_status io_preset_find(const char *name, char *buf, size_t cap)
 
 void io_preset_describe(const pp_config *c, char *buf, size_t cap)
 {
-    snprintf(buf, cap,
+    /* the keys of dims that follow the image come last, and only when used, so that the text
+     * of a fixed-size preset (kept in statistics files) is what it always was */
+    char dyn[160] = "";
+    if (c->mode == PP_MODE_HEIGHT_PAD && c->max_width > 0) snprintf(dyn, sizeof dyn, " max_width=%d", c->max_width);
+    if (c->mode == PP_MODE_LIMIT_SIDE)
+        snprintf(dyn, sizeof dyn, " limit_side=%d limit_type=%s multiple=%d max_side=%d", c->limit_side,
+                 c->limit_min ? "min" : "max", c->multiple, c->max_side);
+    int k = snprintf(buf, cap,
              "mode=%s size=%dx%d resize=%s shorter=%d pad=%d pad_float=%g scaleup=%d order=%s scale=%.9g "
              "mean=%.9g,%.9g,%.9g std=%.9g,%.9g,%.9g layout=%s",
              pp_mode_name(c->mode), c->width, c->height, pp_interp_name(c->interp), c->shorter, c->pad_value,
              (double)c->pad_float, c->scaleup, c->bgr ? "BGR" : "RGB", (double)c->scale, (double)c->mean[0],
              (double)c->mean[1], (double)c->mean[2], (double)c->std[0], (double)c->std[1], (double)c->std[2],
              c->nhwc ? "NHWC" : "NCHW");
+    if (k >= 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, "%s", dyn);
 }

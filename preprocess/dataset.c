@@ -9,7 +9,12 @@
  * same images in the same order, and warnings come in the same order, at any thread
  * count; memory stays at (prefetch + 1) batches whatever the folder size. With a
  * --limit, an image is only claimed while the images before it that did not fail are
- * fewer than the limit, so nothing past the limit is decoded (or warned about). */
+ * fewer than the limit, so nothing past the limit is decoded (or warned about).
+ *
+ * With dims that follow the image (pp_dynamic), every image of a batch has the first one's
+ * tensor shape: a batch ends early before an image of another shape, which starts the next
+ * batch. The boundaries depend on the list and the shapes only, never on the threads. A
+ * cell's buffer grows to the largest tensor it has held (at most pp_tensor_floats). */
 #include "dataset.h"
 
 #include <dirent.h>
@@ -32,6 +37,8 @@ enum { CELL_FREE = 0, CELL_BUSY, CELL_DONE };
 
 typedef struct {
     float *data;      /* one image's tensor */
+    size_t cap;       /* floats data can hold */
+    int w, h;         /* the tensor's width and height */
     pp_meta meta;
     ptq_status st;    /* the image's outcome; msg names the file when not PTQ_OK */
     char msg[512];
@@ -48,7 +55,9 @@ struct pp_dataset {
     size_t floats;        /* per image */
     cell *cells;
     int n_cells;
-    float *out;           /* the batch handed out: batch * floats */
+    float *out;           /* the batch handed out: up to batch * floats */
+    size_t out_cap;       /* floats out can hold */
+    int out_w, out_h;     /* the shape of the batch handed out */
     pp_meta *out_meta;
     const char **out_paths;
     pthread_t workers[MAX_WORKERS];
@@ -216,10 +225,24 @@ static void *worker(void *arg)
         io_image img;
         c->st = io_image_load(d->files[i], &io, &img);
         if (c->st == PTQ_OK) {
-            c->st = pp_image_to_tensor(&img, &d->cfg, c->data, &c->meta);
+            c->st = pp_tensor_shape(&d->cfg, img.width, img.height, &c->w, &c->h);
+            size_t need = (size_t)3 * (size_t)c->w * (size_t)c->h;
+            if (c->st == PTQ_OK && need > c->cap) {
+                float *p = realloc(c->data, sizeof(float) * need);
+                if (p) {
+                    c->data = p;
+                    c->cap = need;
+                } else {
+                    c->st = PTQ_ERR_NOMEM;
+                    ptq_error("out of memory for a %dx%d tensor", c->w, c->h);
+                }
+            }
+            if (c->st == PTQ_OK) c->st = pp_image_to_tensor(&img, &d->cfg, c->data, &c->meta);
             io_image_free(&img);
+            if (c->st != PTQ_OK) snprintf(c->msg, sizeof c->msg, "%s: %s", d->files[i], ptq_last_error());
+        } else {
+            snprintf(c->msg, sizeof c->msg, "%s", ptq_last_error());
         }
-        if (c->st != PTQ_OK) snprintf(c->msg, sizeof c->msg, "%s", ptq_last_error());
 
         pthread_mutex_lock(&d->mu);
         c->state = CELL_DONE;
@@ -270,14 +293,18 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     d->n_files = files.n;
     files.v = NULL;
     d->floats = pp_tensor_floats(c);
+    d->out_w = c->width;
+    d->out_h = c->height;
     d->n_cells = d->o.prefetch * o->batch;
     d->cells = calloc((size_t)d->n_cells, sizeof *d->cells);
     CHECK_ALLOC(d->cells);
-    for (int i = 0; i < d->n_cells; i++) {
+    for (int i = 0; i < d->n_cells && !pp_dynamic(c); i++) { /* dynamic: each cell grows as needed */
         d->cells[i].data = malloc(sizeof(float) * d->floats);
         CHECK_ALLOC(d->cells[i].data);
+        d->cells[i].cap = d->floats;
     }
-    d->out = malloc(sizeof(float) * d->floats * (size_t)o->batch);
+    d->out_cap = pp_dynamic(c) ? 0 : d->floats * (size_t)o->batch;
+    d->out = malloc(sizeof(float) * (d->out_cap ? d->out_cap : 1));
     d->out_meta = malloc(sizeof(pp_meta) * (size_t)o->batch);
     d->out_paths = malloc(sizeof(char *) * (size_t)o->batch);
     CHECK_ALLOC(d->out);
@@ -335,6 +362,7 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
 {
     ptq_status st = PTQ_OK;
     int k = 0;
+    size_t per = 0; /* floats per image of this batch */
     *n = 0;
     pthread_mutex_lock(&d->mu);
     while (k < d->o.batch && d->error == PTQ_OK && d->taken < d->n_files &&
@@ -342,11 +370,28 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
         int i = d->taken;
         cell *c = &d->cells[i % d->n_cells];
         while (c->state != CELL_DONE) pthread_cond_wait(&d->done_cv, &d->mu);
+        int good = c->st == PTQ_OK;
+        if (good && k > 0 && (c->w != d->out_w || c->h != d->out_h)) break; /* the next batch's first image */
         /* the cell is ours until it is marked free: copy it out without the lock */
         pthread_mutex_unlock(&d->mu);
-        int good = c->st == PTQ_OK;
+        if (good && k == 0) {
+            d->out_w = c->w;
+            d->out_h = c->h;
+            per = (size_t)3 * (size_t)c->w * (size_t)c->h;
+            if (per * (size_t)d->o.batch > d->out_cap) {
+                float *p = realloc(d->out, sizeof(float) * per * (size_t)d->o.batch);
+                if (!p) {
+                    pthread_mutex_lock(&d->mu);
+                    ptq_error("out of memory for a batch of %d %dx%d tensors", d->o.batch, c->w, c->h);
+                    st = PTQ_ERR_NOMEM;
+                    break;
+                }
+                d->out = p;
+                d->out_cap = per * (size_t)d->o.batch;
+            }
+        }
         if (good) {
-            memcpy(d->out + (size_t)k * d->floats, c->data, sizeof(float) * d->floats);
+            memcpy(d->out + (size_t)k * per, c->data, sizeof(float) * per);
             d->out_meta[k] = c->meta;
             d->out_paths[k] = d->files[i];
         } else if (!d->o.strict && !d->o.quiet) {
@@ -365,7 +410,9 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
         d->taken++;
         pthread_cond_broadcast(&d->work_cv);
     }
-    if (d->error != PTQ_OK) {
+    if (st != PTQ_OK) {
+        k = 0;
+    } else if (d->error != PTQ_OK) {
         st = d->error;
         ptq_error("%s", d->error_msg);
         k = 0;
@@ -386,6 +433,12 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
     progress(d, k == 0);
     if (k == 0 && !d->o.quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
+}
+
+void pp_dataset_batch_shape(const pp_dataset *d, int *w, int *h)
+{
+    *w = d->out_w;
+    *h = d->out_h;
 }
 
 void pp_dataset_counts(const pp_dataset *d, int *used, int *skipped)

@@ -7,8 +7,10 @@
  *   o.images = "photos/"; o.batch = 8;
  *   pp_dataset *d = NULL;
  *   TRY(pp_dataset_open(&o, &cfg, &d));
- *   const float *x; int n;
- *   while (pp_dataset_next(d, &x, &n, NULL) == PTQ_OK && n > 0) { ... x: n * C*H*W floats ... }
+ *   const float *x; int n, w, h;
+ *   while (pp_dataset_next(d, &x, &n, NULL, NULL) == PTQ_OK && n > 0) {
+ *       pp_dataset_batch_shape(d, &w, &h);   // x: n * 3*h*w floats (the preset's size unless dynamic)
+ *   }
  *   pp_dataset_close(d);
  *
  * Files are recognised by content (JPEG, PNG), sorted byte-wise by path; --shuffle
@@ -48,6 +50,10 @@ int pp_dataset_files(const pp_dataset *d);
  * paths (may be NULL) are per image. Fails on a bad image with strict. */
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta,
                            const char *const **paths);
+/* The tensor width and height of the images of the last batch. A config whose dims follow
+ * the image (pp_dynamic) gives batches of one shape each: a batch ends early (fewer than
+ * `batch` images) when the next image's shape differs; the order stays the list's. */
+void pp_dataset_batch_shape(const pp_dataset *d, int *w, int *h);
 /* Images used and skipped so far. */
 void pp_dataset_counts(const pp_dataset *d, int *used, int *skipped);
 /* 64-bit FNV-1a over the sorted list of image paths used (for statistics files). */

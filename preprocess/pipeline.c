@@ -18,6 +18,9 @@ pp_config pp_defaults(void)
     c.pad_value = 114;
     c.scaleup = 1;
     c.scale = 1.0f / 255.0f;
+    c.limit_side = 960;
+    c.multiple = 32;
+    c.max_side = 4096;
     for (int i = 0; i < 3; i++) {
         c.mean[i] = 0.0f;
         c.std[i] = 1.0f;
@@ -25,13 +28,70 @@ pp_config pp_defaults(void)
     return c;
 }
 
+/* Python's round(): to nearest, ties to even. */
+static int py_round(double v)
+{
+    return (int)nearbyint(v);
+}
+
+/* DetResizeForTest's rounding of a side: max(int(round(v / m) * m), m). */
+static int round_multiple(int v, int m)
+{
+    int r = py_round((double)v / m) * m;
+    return r > m ? r : m;
+}
+
+int pp_dynamic(const pp_config *c)
+{
+    if (c->mode == PP_MODE_LIMIT_SIDE) return PP_DYN_WIDTH | PP_DYN_HEIGHT;
+    if (c->mode == PP_MODE_HEIGHT_PAD && c->max_width > 0) return PP_DYN_WIDTH;
+    return 0;
+}
+
 size_t pp_tensor_floats(const pp_config *c)
 {
-    return (size_t)3 * (size_t)c->width * (size_t)c->height;
+    size_t w = (size_t)c->width, h = (size_t)c->height;
+    if (c->mode == PP_MODE_HEIGHT_PAD && c->max_width > 0) w = (size_t)c->max_width;
+    if (c->mode == PP_MODE_LIMIT_SIDE) { /* limit_type max: no side above limit_side rounded */
+        int m = c->limit_min ? c->max_side : round_multiple(c->limit_side, c->multiple);
+        w = h = (size_t)(m < c->max_side ? m : c->max_side);
+    }
+    return (size_t)3 * w * h;
+}
+
+ptq_status pp_tensor_shape(const pp_config *c, int src_w, int src_h, int *w, int *h)
+{
+    *w = c->width;
+    *h = c->height;
+    if (src_w < 1 || src_h < 1) {
+        ptq_error("preprocessing: empty image (%dx%d)", src_w, src_h);
+        return PTQ_ERR_ARG;
+    }
+    if (c->mode == PP_MODE_HEIGHT_PAD && c->max_width > 0) {
+        /* resize_norm_img: max_wh_ratio = max(imgW / imgH, w / h); imgW = int(imgH * max_wh_ratio) */
+        double r = fmax((double)c->width / c->height, (double)src_w / src_h), W = c->height * r;
+        *w = W >= c->max_width ? c->max_width : (int)W;
+    } else if (c->mode == PP_MODE_LIMIT_SIDE) {
+        /* DetResizeForTest.resize_image_type0 */
+        int L = c->limit_side;
+        double ratio = 1.0;
+        if (!c->limit_min && (src_h > src_w ? src_h : src_w) > L) ratio = src_h > src_w ? (double)L / src_h : (double)L / src_w;
+        if (c->limit_min && (src_h < src_w ? src_h : src_w) < L) ratio = src_h < src_w ? (double)L / src_h : (double)L / src_w;
+        double rh = src_h * ratio, rw = src_w * ratio;
+        if (rh > 1e6 || rw > 1e6) rh = rw = 1e6; /* refused below; keeps the int conversion defined */
+        *h = round_multiple((int)rh, c->multiple);
+        *w = round_multiple((int)rw, c->multiple);
+        if (*w > c->max_side || *h > c->max_side) {
+            ptq_error("preprocessing: a %dx%d image gives a %dx%d tensor, larger than max_side %d", src_w, src_h, *w, *h,
+                      c->max_side);
+            return PTQ_ERR_ARG;
+        }
+    }
+    return PTQ_OK;
 }
 
 static const char *const interp_names[] = {"linear", "pil-bilinear", "nearest", "area"};
-static const char *const mode_names[] = {"stretch", "letterbox", "shorter-crop", "height-pad"};
+static const char *const mode_names[] = {"stretch", "letterbox", "shorter-crop", "height-pad", "limit-side"};
 
 const char *pp_interp_name(pp_interp i)
 {
@@ -40,7 +100,7 @@ const char *pp_interp_name(pp_interp i)
 
 const char *pp_mode_name(pp_mode m)
 {
-    return (unsigned)m < 4 ? mode_names[m] : "?";
+    return (unsigned)m < 5 ? mode_names[m] : "?";
 }
 
 int pp_interp_parse(const char *s, pp_interp *out)
@@ -55,7 +115,7 @@ int pp_interp_parse(const char *s, pp_interp *out)
 
 int pp_mode_parse(const char *s, pp_mode *out)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (strcmp(s, mode_names[i]) == 0) {
             *out = (pp_mode)i;
             return 0;
@@ -71,6 +131,18 @@ ptq_status pp_validate(const pp_config *c)
     }
     if (c->mode == PP_MODE_SHORTER_CROP && (c->shorter < 1 || c->shorter > 16384)) {
         ptq_error("preprocessing: shorter side %d out of range", c->shorter);
+        return PTQ_ERR_ARG;
+    }
+    if (c->max_width != 0 && (c->mode != PP_MODE_HEIGHT_PAD || c->max_width < c->width || c->max_width > 16384)) {
+        ptq_error("preprocessing: max_width %d: only for mode height-pad, from width %d up to 16384", c->max_width, c->width);
+        return PTQ_ERR_ARG;
+    }
+    if (c->mode == PP_MODE_LIMIT_SIDE &&
+        (c->limit_side < 1 || c->limit_side > 16384 || c->multiple < 1 || c->multiple > 1024 ||
+         c->max_side < c->multiple || c->max_side > 16384 || (unsigned)c->limit_min > 1)) {
+        ptq_error("preprocessing: limit_side %d, multiple %d, max_side %d out of range (limit_side 1 to 16384, "
+                  "multiple 1 to 1024, max_side from multiple to 16384)",
+                  c->limit_side, c->multiple, c->max_side);
         return PTQ_ERR_ARG;
     }
     if (c->stride != 0) {
@@ -94,12 +166,6 @@ ptq_status pp_validate(const pp_config *c)
         return PTQ_ERR_ARG;
     }
     return PTQ_OK;
-}
-
-/* Python's round(): to nearest, ties to even. */
-static int py_round(double v)
-{
-    return (int)nearbyint(v);
 }
 
 /* Writes canvas pixels (ch 3, width cw) into the float tensor at (x0, y0), normalised. */
@@ -147,15 +213,22 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
 {
     ptq_status st = PTQ_OK;
     uint8_t *canvas = NULL;
-    int w = img->width, h = img->height, W = c->width, H = c->height;
+    int w = img->width, h = img->height, W, H;
+    pp_config shaped;
     pp_meta m;
     memset(&m, 0, sizeof m);
     m.src_w = w;
     m.src_h = h;
     TRY(pp_validate(c));
     if (w < 1 || h < 1 || !img->data) FAIL(PTQ_ERR_ARG, "preprocessing: empty image");
+    TRY(pp_tensor_shape(c, w, h, &W, &H));
+    shaped = *c; /* the helpers below read the tensor's size from the config */
+    shaped.width = W;
+    shaped.height = H;
+    c = &shaped;
     switch (c->mode) {
     case PP_MODE_STRETCH:
+    case PP_MODE_LIMIT_SIDE: /* the size came from pp_tensor_shape; cv2.resize stretches to it */
         canvas = malloc((size_t)W * (size_t)H * 3);
         CHECK_ALLOC(canvas);
         TRY(pp_resize_u8(img->data, w, h, canvas, W, H, 3, c->interp));

@@ -27,7 +27,8 @@ typedef enum {
     PP_MODE_STRETCH = 0,    /* resize to width x height, ignoring the aspect ratio */
     PP_MODE_LETTERBOX,      /* Ultralytics LetterBox: keep ratio, centre, pad with pad_value */
     PP_MODE_SHORTER_CROP,   /* torchvision Resize(shorter) + CenterCrop(height, width) */
-    PP_MODE_HEIGHT_PAD      /* PaddleOCR rec/cls: resize to height keeping ratio (width capped), pad right after normalising */
+    PP_MODE_HEIGHT_PAD,     /* PaddleOCR rec/cls: resize to height keeping ratio (width capped), pad right after normalising */
+    PP_MODE_LIMIT_SIDE      /* PaddleOCR det DetResizeForTest(limit_side_len, limit_type): the size follows the image */
 } pp_mode;
 
 typedef struct {
@@ -44,6 +45,13 @@ typedef struct {
     float scale;            /* the 0-255 value is multiplied by scale first (1/255) */
     float mean[3], std[3];  /* then (v - mean[c]) / std[c], c in the tensor's channel order */
     int nhwc;               /* layout: 0 = CHW, 1 = HWC */
+    /* Dims that follow the image (pp_tensor_shape; a dataset batch then holds one shape): */
+    int max_width;          /* HEIGHT_PAD: 0 = the fixed width; > 0: PaddleOCR resize_norm_img with a batch of
+                             * one, width int(height * max(width/height, w/h)) capped at max_width (3200) */
+    int limit_side;         /* LIMIT_SIDE: limit_side_len (960) */
+    int limit_min;          /* LIMIT_SIDE: limit_type 0 = max (longer side at most limit_side), 1 = min */
+    int multiple;           /* LIMIT_SIDE: each side rounded to a multiple of this (32) */
+    int max_side;           /* LIMIT_SIDE: an image whose tensor would have a side above this is refused (4096) */
 } pp_config;
 
 /* Where the image landed in the tensor (to map boxes back): resized size and offset. */
@@ -53,7 +61,14 @@ typedef struct {
 } pp_meta;
 
 pp_config pp_defaults(void);
+/* Floats of one image's tensor; with dims that follow the image, the most any image gives. */
 size_t pp_tensor_floats(const pp_config *c);
+/* Which tensor dims follow the image: PP_DYN_WIDTH | PP_DYN_HEIGHT, 0 for a fixed size. */
+enum { PP_DYN_WIDTH = 1, PP_DYN_HEIGHT = 2 };
+int pp_dynamic(const pp_config *c);
+/* The tensor's width and height for a src_w x src_h image (the preset's for a fixed size);
+ * fails past max_side. */
+ptq_status pp_tensor_shape(const pp_config *c, int src_w, int src_h, int *w, int *h);
 /* Checks sizes and values; one message naming the bad field. */
 ptq_status pp_validate(const pp_config *c);
 ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *out, pp_meta *meta);

@@ -66,6 +66,13 @@ check "no image readable: a warning per image, one error, no model" bash -c "
 expect_error "preset contradicts a fixed dim" \
   "relu.onnx: preset paddleocr-cls with --mean 0,0,0 gives 3x48x192 images but the model declares x as \[1, 3, 4, 4\] \(dim 2 is 4\)" \
   "$PTQ" calibrate "$TMP/relu.onnx" --preset paddleocr-cls --mean 0,0,0 --images "$ROOT/build/photos" --limit 1 --json "$TMP/no.json"
+# a preset whose size follows the image needs those dims dynamic in the model
+expect_error "dynamic width on a model that fixes it" \
+  "relu.onnx: preset paddleocr-rec-dynamic with --size 4x4 gives 3x4xW images \(W follows the image\) but the model fixes x as \[1, 3, 4, 4\] \(dim 3 is 4\); use a fixed-size preset" \
+  "$PTQ" calibrate "$TMP/relu.onnx" --preset paddleocr-rec-dynamic --size 4x4 --images "$ROOT/build/photos" --limit 1 --json "$TMP/no.json"
+expect_error "dynamic size on a model that fixes it" \
+  "relu.onnx: preset paddleocr-det-dynamic gives 3xHxW images \(H and W follow the image\) but the model fixes x as \[1, 3, 4, 4\] \(dim 2 is 4\)" \
+  "$PTQ" compare "$TMP/relu.onnx" --preset paddleocr-cls --eval-preset paddleocr-det-dynamic --images "$ROOT/build/photos" --eval-images "$ROOT/build/photos"
 expect_error "plan fails at the preset's shape" \
   "det_infer.onnx: Add '.*do not broadcast \(the input x was 2x3x48x192, from preset paddleocr-cls; the model declares it as \[\?, 3, \?, \?\]\)" \
   "$PTQ" quantize "$DET" --preset paddleocr-cls --images "$ROOT/build/photos" --limit 2 -o "$TMP/no"

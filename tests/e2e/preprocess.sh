@@ -140,4 +140,60 @@ check "--dump-png writes what the model sees (normalisation undone)" bash -c "
   [ \$(ls '$TMP/png' | grep -c png) = 8 ] && $PY -c \"
 from PIL import Image; im = Image.open('$TMP/png/000000.png'); assert im.size == (640, 640), im.size
 assert im.getpixel((0, 0)) == (114, 114, 114), im.getpixel((0, 0)); print('8 PNGs, letterbox padding 114')\""
+# sizes that follow the image (configs/*-dynamic.yaml): every tensor's shape equal to the
+# numpy/OpenCV reimplementation of PaddleOCR (tests/oracle/preprocess_ref.py: rec's
+# resize_norm_img with max_wh_ratio, det's DetResizeForTest), values within 1 unit like the
+# fixed presets. Besides the photos, synthetic images hit the edges: a line wider than
+# max_width (4000x40: squeezed to 3200), a narrow crop (20x60: width 320), sides whose
+# rounding to 32 is a tie (80x48: 2.5 rounds to 2, 1.5 to 2: 64x64; Python's round), a
+# large image scaled down (2000x700: 960x336, then 336 -> 320), and lines bigger than a
+# limit_type min's max_side (33x2000 at 736: 736x44608; refused and skipped, named).
+D=$TMP/dyn; rm -rf "$D"; mkdir -p "$D"; cp "$PHOTOS"/*.png "$D/"
+$PY - "$D" <<'PYEOF'
+import sys, numpy as np, cv2
+rng = np.random.default_rng(7)
+for w, h in [(4000, 40), (20, 60), (80, 48), (2000, 700), (1000, 1000), (33, 2000), (700, 50), (300, 20)]:
+    cv2.imwrite(f"{sys.argv[1]}/syn_{w}x{h}.png", rng.integers(0, 256, (h, w, 3), np.uint8))
+PYEOF
+dyn_same() { # PRESET [overrides...]: ptq's folder of tensors against the oracle's
+  local p=$1 ref=$1; shift
+  [ "$*" = "--limit-side 736 --limit-type min" ] && ref=paddleocr-det-dynamic-min
+  rm -rf "$TMP/dref_$ref" "$TMP/dptq_$ref"
+  $PY "$ROOT/tests/oracle/preprocess_ref.py" "$D" $ref "$TMP/dref_$ref" 2>/dev/null &&
+  "$PTQ" preprocess --images "$D" --preset $p "$@" --threads 3 --dump "$TMP/dptq_$ref" 2>/dev/null &&
+  $PY - "$TMP/dptq_$ref" "$TMP/dref_$ref" $p <<'PYEOF'
+import sys, os, numpy as np
+a, b = sorted(os.listdir(sys.argv[1])), sorted(os.listdir(sys.argv[2]))
+assert a == b, f"{len(a)} tensors, reference {len(b)}"
+worst, shapes = 0.0, set()
+for f in a:
+    x, y = np.load(os.path.join(sys.argv[1], f)), np.load(os.path.join(sys.argv[2], f))
+    assert x.shape == y.shape, f"{f}: shape {x.shape} != reference {y.shape}"
+    shapes.add(x.shape[2:])
+    std = [0.5] * 3 if "rec" in sys.argv[3] else [0.229, 0.224, 0.225]
+    worst = max(worst, float((np.abs(x - y) * np.array(std).reshape(1, 3, 1, 1) * 255).max()))
+print(f"{len(a)} tensors, {len(shapes)} shapes, worst {worst:.4f} units of 0-255")
+sys.exit(0 if worst <= 1 + 1e-3 else 1)
+PYEOF
+}
+check "paddleocr-rec-dynamic equals PaddleOCR resize_norm_img (max_wh_ratio) in shape, values within 1 unit" dyn_same paddleocr-rec-dynamic
+[ -d "$ROOT/build/textphotos/rec" ] && check "paddleocr-rec-dynamic on the text-line crops of build/textphotos/rec, the same" bash -c "
+  $(declare -f dyn_same); PY=$PY; PTQ='$PTQ'; ROOT='$ROOT'; TMP='$TMP'; D='$ROOT/build/textphotos/rec'
+  dyn_same paddleocr-rec-dynamic"
+check "paddleocr-det-dynamic equals PaddleOCR DetResizeForTest (960, max) in shape, values within 1 unit" dyn_same paddleocr-det-dynamic
+check "limit_type min (736) equals DetResizeForTest(736, 'min'); an image past max_side is skipped and named" bash -c "
+  $(declare -f dyn_same); PY=$PY; PTQ='$PTQ'; ROOT='$ROOT'; TMP='$TMP'; D='$D'
+  rm -rf '$D.min' && mkdir -p '$D.min' && cp '$PHOTOS'/*.png '$D'/syn_{80x48,20x60,2000x700,1000x1000}.png '$D.min/' && D='$D.min' &&
+  dyn_same paddleocr-det-dynamic --limit-side 736 --limit-type min &&
+  '$PTQ' preprocess --images '$TMP/dyn' --preset paddleocr-det-dynamic --limit-side 736 --limit-type min \
+    --dump '$TMP/dmin' 2>&1 | grep 'skipped.*syn_33x2000.png.*larger than max_side 4096'"
+check "dynamic sizes: the same tensors at 1 and 3 threads" bash -c "
+  rm -rf '$TMP'/db[13] && for t in 1 3; do
+    '$PTQ' preprocess --images '$D' --preset paddleocr-rec-dynamic --threads \$t --dump '$TMP'/db\$t 2>/dev/null || exit 1
+  done && diff -r '$TMP/db1' '$TMP/db3' && echo identical"
+check "bad dynamic keys are one-line errors" bash -c "
+  ! '$PTQ' preprocess --images '$D' --preset paddleocr-rec-dynamic --max-width 100 --dump '$TMP/x' 2>'$TMP/mw.err' &&
+  grep -q 'max_width 100: only for mode height-pad, from width 320' '$TMP/mw.err' &&
+  ! '$PTQ' preprocess --images '$D' --preset paddleocr-det-dynamic --limit-type mid --dump '$TMP/x' 2>'$TMP/lt.err' &&
+  grep -q \"bad value 'mid' for 'limit_type'\" '$TMP/lt.err' && cat '$TMP/mw.err' '$TMP/lt.err'"
 finish

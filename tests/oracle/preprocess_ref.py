@@ -1,7 +1,9 @@
 """preprocess_ref.py PHOTOS PRESET OUT.npy [--resize nearest]: the tensors a preset means,
 computed with the libraries each step is named after (OpenCV, PIL, numpy; test oracle
 only). Images PIL cannot fully decode (truncated files) are skipped, as ptq skips them.
-Paths are taken in byte-wise sorted order, recursively, like ptq."""
+Paths are taken in byte-wise sorted order, recursively, like ptq. The presets whose size
+follows the image (*-dynamic) write OUT as a folder of 000000.npy ... (one image each), as
+`ptq preprocess --dump` does for them."""
 import os
 import sys
 
@@ -106,13 +108,50 @@ def rec(p, H=48, W=320):  # PaddleOCR resize_norm_img
     return out
 
 
+def rec_dynamic(p, H=48, W=320, max_width=3200):
+    """PaddleOCR predict_rec.py with a batch of one: max_wh_ratio = max(imgW / imgH, w / h),
+    imgW = int(imgH * max_wh_ratio) (ptq caps it at max_width), then resize_norm_img."""
+    h, w = cv_read(p).shape[:2]
+    max_wh_ratio = max(W / H, w * 1.0 / h)
+    return rec(p, H, min(int(H * max_wh_ratio), max_width))
+
+
+def det_dynamic(p, limit_side_len=960, limit_type="max"):
+    """PaddleOCR DetResizeForTest.resize_image_type0, then NormalizeImage and ToCHWImage."""
+    img = cv_read(p)
+    h, w, c = img.shape
+    if limit_type == "max":
+        if max(h, w) > limit_side_len:
+            ratio = float(limit_side_len) / h if h > w else float(limit_side_len) / w
+        else:
+            ratio = 1.
+    else:
+        if min(h, w) < limit_side_len:
+            ratio = float(limit_side_len) / h if h < w else float(limit_side_len) / w
+        else:
+            ratio = 1.
+    resize_h = int(h * ratio)
+    resize_w = int(w * ratio)
+    resize_h = max(int(round(resize_h / 32) * 32), 32)
+    resize_w = max(int(round(resize_w / 32) * 32), 32)
+    img = cv2.resize(img, (int(resize_w), int(resize_h)))
+    return normalize(img, 1 / 255, IMAGENET_MEAN, IMAGENET_STD)
+
+
 PRESETS = {
     "imagenet-torchvision": torchvision, "imagenet-caffe": caffe, "yolo-letterbox-640": letterbox,
     "paddleocr-det": det, "paddleocr-rec": rec, "paddleocr-cls": lambda p: rec(p, 48, 192),
     "paddleocr-det-nearest": lambda p: det(p, interp=cv2.INTER_NEAREST),
+    "paddleocr-rec-dynamic": rec_dynamic, "paddleocr-det-dynamic": det_dynamic,
+    "paddleocr-det-dynamic-min": lambda p: det_dynamic(p, 736, "min"),
 }
 
 if __name__ == "__main__":
     photos, preset, out = sys.argv[1:4]
     xs = [PRESETS[preset](p) for p in files(photos) if decodes(p)]
-    np.save(out, np.stack(xs).astype(np.float32))
+    if preset.startswith(("paddleocr-rec-dynamic", "paddleocr-det-dynamic")):
+        os.makedirs(out, exist_ok=True)
+        for i, x in enumerate(xs):
+            np.save(os.path.join(out, "%06d.npy" % i), x[None].astype(np.float32))
+    else:
+        np.save(out, np.stack(xs).astype(np.float32))
