@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/source.h"
 
 int cli_graph_input(const ptq_graph *g)
 {
@@ -15,15 +16,10 @@ int cli_graph_input(const ptq_graph *g)
 
 ptq_tensor cli_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n)
 {
-    ptq_tensor t = {0};
-    t.dtype = PTQ_F32;
-    t.rank = 4;
-    t.dims[0] = n;
-    t.dims[1] = cfg->nhwc ? h : 3;
-    t.dims[2] = cfg->nhwc ? w : h;
-    t.dims[3] = cfg->nhwc ? 3 : w;
-    t.data = (void *)data;
-    return t;
+    pp_config c = *cfg;
+    c.width = w;
+    c.height = h;
+    return eng_batch_tensor(&c, data, n);
 }
 
 ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n)

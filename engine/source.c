@@ -28,7 +28,11 @@ static ptq_status ds_next(void *user, ptq_tensor *x)
     int n;
     memset(x, 0, sizeof *x);
     ptq_status st = pp_dataset_next(ds->d, &data, &n, NULL, NULL);
-    if (st == PTQ_OK && n > 0) *x = eng_batch_tensor(&ds->cfg, data, n);
+    if (st == PTQ_OK && n > 0) {
+        pp_config c = ds->cfg; /* the batch's size: dims may follow the image */
+        pp_dataset_batch_shape(ds->d, &c.width, &c.height);
+        *x = eng_batch_tensor(&c, data, n);
+    }
     return st;
 }
 
