@@ -623,7 +623,6 @@ static ptq_status adaround(ptq_graph *q, const ptq_graph *f, layer *L, const eng
     ao.iters = opt->adaround_iters;
     ao.seed = opt->seed;
     ao.nthreads = opt->nthreads;
-    ao.lr = 1e-2f; /* 1e-3 (the paper's, for 10,000 iterations) leaves most h(V) undecided after 2000 */
     quant_adaround_result res;
     TRY(quant_adaround_layer(w, (int)L->cout, (int)L->k, (int)L->groups, q->values[L->scale_v].t.data, L->xs, L->xqs, L->filled,
                              &ao, codes, &res));

@@ -59,7 +59,7 @@ quant_adaround_options quant_adaround_defaults(void)
     o.beta_hi = 20.0f;
     o.beta_lo = 2.0f;
     o.warmup = 0.2f;
-    o.lr = 1e-3f;
+    o.lr = 1e-2f;
     o.seed = 0;
     o.nthreads = 0;
     return o;

@@ -49,7 +49,8 @@ typedef struct {
     float lambda;           /* regulariser weight (0.01) */
     float beta_hi, beta_lo; /* beta falls linearly 20 -> 2 after the warm-up (both >= 1) */
     float warmup;           /* share of the iterations with the regulariser off (0.2), in [0, 1] */
-    float lr;               /* Adam learning rate (1e-3; betas 0.9, 0.999, eps 1e-8) */
+    float lr;               /* Adam learning rate (1e-2; betas 0.9, 0.999, eps 1e-8): the paper's 1e-3 is for
+                             * 10,000 iterations and leaves most h(V) undecided after 2000 */
     uint64_t seed;          /* sampling seed (0) */
     int nthreads;           /* 0: OpenMP's default; the codes do not depend on it */
 } quant_adaround_options;
