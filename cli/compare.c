@@ -922,6 +922,14 @@ typedef struct {
     double gain, only;
 } ranked;
 
+/* One point of the curve metric(tensors in float) on stderr. */
+static void curve_point(const char *kname, const cmp_metric *k, int n, const cmp_metrics *m)
+{
+    fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f", n, n == 1 ? "" : "s", kname, cmp_metric_value(k, m));
+    if (k->kind != CMP_METRIC_COSINE) fprintf(stderr, ", cosine %.6f", m->cosine);
+    fprintf(stderr, "\n");
+}
+
 static int by_gain(const void *a, const void *b)
 {
     const ranked *x = a, *y = b;
@@ -996,8 +1004,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         if (hi > s.n_cand) hi = s.n_cand;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < hi;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f, cosine %.6f\n", hi, hi == 1 ? "" : "s", kname,
-                                cmp_metric_value(k, &m), m.cosine);
+        if (!ev->quiet) curve_point(kname, k, hi, &m);
         if (cmp_meets(t, &m)) {
             found = 1;
             out->reached = m;
@@ -1011,8 +1018,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         int mid = (lo + hi) / 2;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < mid;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f, cosine %.6f\n", mid, mid == 1 ? "" : "s", kname,
-                                cmp_metric_value(k, &m), m.cosine);
+        if (!ev->quiet) curve_point(kname, k, mid, &m);
         if (cmp_meets(t, &m)) {
             hi = mid;
             out->reached = m;
