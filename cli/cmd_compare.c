@@ -14,9 +14,12 @@
 #include "cli/collect.h"
 #include "cli/compare.h"
 #include "cli/runner.h"
+#include "engine/refine.h"
 #include "io/file.h"
 #include "io/onnx.h"
 #include "io/report.h"
+#include "quant/opset.h"
+#include "runtime/graph_edit.h"
 
 #define MAX_METHODS 16
 #define N_HISTS 4        /* worst tensors whose histograms the report draws */
@@ -48,6 +51,8 @@ static void usage(FILE *fp)
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
+            "  --bias-correction, --adaround [ITERS], --refine-images N   also evaluate the best method with each\n"
+            "                        of these refinements of ptq quantize, alone and together (their contributions)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  preprocessing overrides as in ptq preprocess\n"
@@ -67,15 +72,79 @@ static ptq_status method_ranges(const cli_collector *col, const calib_method *m,
     return PTQ_OK;
 }
 
+/* The best method's QDQ model with each refinement of ptq quantize alone and all together,
+ * evaluated like the methods (one row each): what each step contributes. */
+static ptq_status refinements(const cmp_eval *ev0, const ptq_graph *g, const char *model, const cli_source *src,
+                              const io_range *ranges, int n_ranges, const quant_options *qo, const char *tag, int bc, int ada,
+                              int images, int classifier, int labelled, int seq, int map)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *fp = NULL, *v = NULL;
+    int dummy = 0;
+    typedef struct {
+        const char *name;
+        int bc, ada;
+    } step;
+    step steps[3];
+    int ns = 0;
+    if (ada) steps[ns++] = (step){"AdaRound", 0, ada};
+    if (bc) steps[ns++] = (step){"bias correction", 1, 0};
+    if (ada && bc) steps[ns++] = (step){"AdaRound + bias correction", 1, ada};
+    (void)g;
+    TRY(onnx_model_load(model, &fp));
+    TRY(ptq_graph_constants_to_initializers(fp, &dummy));
+    TRY(quant_upgrade_opset(fp, 13, &dummy));
+    pp_dataset_options o = src->o;
+    o.limit = images;
+    o.shuffle = 0;
+    o.label = "refining";
+    for (int k = 0; k < ns; k++) {
+        quant_report rep = {0};
+        eng_refine_options ro = eng_refine_defaults();
+        eng_refine_report rr;
+        eng_dataset_source ds;
+        eng_source es = eng_source_dataset(&ds, &o, &src->cfg);
+        cmp_metrics m;
+        cmp_eval ev = *ev0;
+        char label[200], row[160];
+        ro.bias_correction = steps[k].bc;
+        ro.adaround_iters = steps[k].ada;
+        ro.nthreads = src->o.threads;
+        ro.quiet = ev0->quiet;
+        st = cmp_build_qdq(ev0, ranges, n_ranges, qo, &v, &rep);
+        quant_report_free(&rep);
+        if (st != PTQ_OK) goto done;
+        TRY(eng_refine(v, fp, &es, &ro, &rr));
+        snprintf(row, sizeof row, "%s + %s", tag, steps[k].name);
+        snprintf(label, sizeof label, "evaluating %s", row);
+        ev.o.label = label;
+        TRY(cmp_evaluate(&ev, &v, 1, &m));
+        printf("%-20s %10.6f %10.2f %12.6g", row, m.cosine, m.sqnr_db, m.max_abs);
+        if (classifier) printf(" %10.4f", m.top1_agree);
+        if (labelled) printf(" %10.4f", m.top1_acc);
+        if (seq) printf(" %10.4f", m.seq_top1);
+        if (map) printf(" %10.4f", m.mask_iou);
+        printf("   (%d images, %.1f s)\n", rr.images, rr.seconds_total);
+        ptq_graph_destroy(v);
+        v = NULL;
+    }
+done:
+    ptq_graph_destroy(v);
+    ptq_graph_destroy(fp);
+    return st;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET, O_EVAL_PRESET };
+           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
         {"eval-preset", required_argument, 0, O_EVAL_PRESET},
+        {"bias-correction", no_argument, 0, O_BIASC},  {"adaround", optional_argument, 0, O_ADAROUND},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
@@ -93,7 +162,8 @@ int cmd_compare(int argc, char **argv)
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
-    long eval_limit = 0;
+    long eval_limit = 0, refine_images = 32;
+    int refine_bc = 0, refine_ada = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
     cmp_metric metric;
     int metric_given = 0;
@@ -181,6 +251,18 @@ int cmd_compare(int argc, char **argv)
             if (n_set == CLI_PP_MAX) return cli_usage_error("compare", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
             set_vals[n_set++] = optarg;
+            break;
+        case O_BIASC: refine_bc = 1; break;
+        case O_ADAROUND: {
+            long it = 2000;
+            const char *a = optarg;
+            if (!a && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') a = argv[optind++]; /* --adaround N */
+            if (a && cli_parse_long(a, 1, 10000000, &it)) return cli_usage_error("compare", "bad --adaround '%s'", a);
+            refine_ada = (int)it;
+            break;
+        }
+        case O_REFINE_IMAGES:
+            if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("compare", "bad --refine-images");
             break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option("compare", c, argv);
@@ -302,6 +384,9 @@ int cmd_compare(int argc, char **argv)
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
     printf("best: %s (by %s)\n", tags[best], criterion);
+    if ((refine_bc || refine_ada) && (st = refinements(&ev, g, model, &src, ranges[best], col.n, &qo, tags[best], refine_bc,
+                                                       refine_ada, (int)refine_images, classifier, labelled, seq, map)) != PTQ_OK)
+        goto fail;
 
     /* layer-wise errors of one method */
     if (layers_m < 0) layers_m = best;

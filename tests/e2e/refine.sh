@@ -120,6 +120,26 @@ for k, s in want.items():
     assert k in got and struct.pack('<f', got[k]) == struct.pack('<f', s), k
 PYEOF"
 
+# compare shows each step's contribution: one row per refinement of the best method, whose
+# figures equal those of the model quantize writes with the same options
+ls "$PHOTOS"/*.png | LC_ALL=C sort | tail -n 4 > "$TMP/eval.list"
+check "compare: a row per refinement of the best method" sh -c "
+  '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods mse \
+    --bias-correction --adaround 40 --refine-images 4 --threads 2 >'$TMP/cmp.out' 2>/dev/null &&
+  grep -q '^mse + AdaRound ' '$TMP/cmp.out' && grep -q '^mse + bias correction ' '$TMP/cmp.out' &&
+  grep -q '^mse + AdaRound + bias correction ' '$TMP/cmp.out'"
+check "compare's refined row equals quantize's refined model run by ptq" sh -c "
+  '$PTQ' preprocess --images '$TMP/eval.list' --preset paddleocr-cls --dump '$TMP/ev.npy' >/dev/null 2>&1 &&
+  '$PTQ' run '$CLS' --input '$TMP/ev.npy' --output '$TMP/ev_fp.npy' >/dev/null &&
+  '$PTQ' run '$TMP/bc.onnx' --input '$TMP/ev.npy' --output '$TMP/ev_bc.npy' >/dev/null &&
+  $PY -c \"
+import numpy as np
+a = np.load('$TMP/ev_fp.npy').astype(np.float64); b = np.load('$TMP/ev_bc.npy').astype(np.float64)
+cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
+row = [l for l in open('$TMP/cmp.out') if l.startswith('mse + bias correction ')][0]
+assert abs(float(row.split()[4]) - cos) < 5e-7, (row, cos)
+print('cosine', cos)\""
+
 # usage errors
 "$PTQ" quantize "$CLS" --images "$TMP/calib.list" --preset paddleocr-cls --stats "$TMP/s.ptqstats" -o "$TMP/s.onnx" >/dev/null 2>&1
 for args in "--from-stats $TMP/s.ptqstats --adaround" "--from-stats $TMP/s.ptqstats --bias-correction" "--from-stats $TMP/s.ptqstats --method output-mse"; do
