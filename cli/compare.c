@@ -895,9 +895,11 @@ void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order)
     qsort(order, (size_t)n, sizeof *order, by_iso_sqnr);
 }
 
-/* Output-metric sensitivity of the candidates (accuracy-algorithms.md): all_but[c] with only
- * candidate c in float, only[c] with only c quantized; each one evaluation pass. */
-static ptq_status sensitivity(search *s, const cmp_metric *k, double *all_but, double *only)
+/* Output-metric sensitivity of the candidates (accuracy-algorithms.md): all_but[c], the metric
+ * with only candidate c in float, for every candidate; then only[c], the metric with only c
+ * quantized, for the candidates whose gain ties another's (the tie-break; NAN elsewhere). Each
+ * is one evaluation pass. */
+static ptq_status sensitivity(search *s, const cmp_metric *k, double all, double *all_but, double *only)
 {
     ptq_status st = PTQ_OK;
     cmp_metrics m;
@@ -907,10 +909,16 @@ static ptq_status sensitivity(search *s, const cmp_metric *k, double *all_but, d
         for (int j = 0; j < s->n_cand; j++) use[j] = j == c;
         TRY(eval_excluding(s, use, &m));
         all_but[c] = cmp_metric_value(k, &m);
+        only[c] = NAN;
+        if (!s->ev->quiet) pp_progress("sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
+    }
+    for (int c = 0; c < s->n_cand; c++) {
+        int tied = 0;
+        for (int j = 0; j < s->n_cand && !tied; j++) tied = j != c && all_but[j] - all == all_but[c] - all;
+        if (!tied) continue;
         for (int j = 0; j < s->n_cand; j++) use[j] = j != c;
         TRY(eval_excluding(s, use, &m));
         only[c] = cmp_metric_value(k, &m);
-        if (!s->ev->quiet) pp_progress("sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
     }
 done:
     free(use);
@@ -935,7 +943,7 @@ static int by_gain(const void *a, const void *b)
     const ranked *x = a, *y = b;
     /* NaN (metric not applicable) last */
     int c = (y->gain > x->gain || (x->gain != x->gain && y->gain == y->gain)) - (x->gain > y->gain || (y->gain != y->gain && x->gain == x->gain));
-    if (!c) c = (x->only > y->only) - (x->only < y->only);
+    if (!c && x->only == x->only && y->only == y->only) c = (x->only > y->only) - (x->only < y->only);
     return c ? c : (x->c > y->c) - (x->c < y->c);
 }
 
@@ -980,14 +988,16 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
     for (int c = 0; c < s.n_cand; c++) use[c] = 0;
     TRY(eval_excluding(&s, use, &m));
     double all = cmp_metric_value(k, &m);
-    TRY(sensitivity(&s, k, all_but, only));
+    TRY(sensitivity(&s, k, all, all_but, only));
     for (int c = 0; c < s.n_cand; c++) rk[c] = (ranked){c, all_but[c] - all, only[c]};
     qsort(rk, (size_t)s.n_cand, sizeof *rk, by_gain);
     if (!ev->quiet) {
         fprintf(stderr, "ptq: sensitivity by %s (all quantized: %.6f), most harmful first:\n", kname, all);
-        for (int r = 0; r < s.n_cand && r < 10; r++)
-            fprintf(stderr, "ptq:   %-40s float alone %+.6f, quantized alone %.6f\n", s.nodes[s.start[rk[r].c]], rk[r].gain,
-                    rk[r].only);
+        for (int r = 0; r < s.n_cand && r < 10; r++) {
+            fprintf(stderr, "ptq:   %-40s float alone %+.6f", s.nodes[s.start[rk[r].c]], rk[r].gain);
+            if (rk[r].only == rk[r].only) fprintf(stderr, ", quantized alone %.6f", rk[r].only); /* measured for ties only */
+            fprintf(stderr, "\n");
+        }
     }
     /* the candidates in that order */
     memcpy(cand_nodes, s.nodes, sizeof *cand_nodes * (size_t)nk);
