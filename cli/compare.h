@@ -117,10 +117,10 @@ typedef struct {
 } cmp_exclusion;
 
 /* Sensitivity search (accuracy-algorithms.md): for each quantized tensor of gq (layers:
- * cmp_layers of gq, made from these ranges and options), two evaluation passes measure the
- * chosen metric (ev->metric) with only that tensor in float (all_but) and with only it
- * quantized (only); tensors are ranked by all_but - all (the gain from leaving it in float),
- * ties by only, then returned to float (their consumer nodes excluded) in that order: the
+ * cmp_layers of gq, made from these ranges and options), evaluation passes measure the
+ * chosen metric (ev->metric) with only that tensor in float (all_but) and, where its gain ties
+ * another's, with only it quantized (only); tensors are ranked by all_but - all (the gain from
+ * leaving it in float), ties by only, then returned to float (their consumer nodes excluded) in that order: the
  * smallest prefix meeting the target is found by doubling then bisection, then each chosen
  * tensor is tried quantized again, least harmful first, and stays quantized when the target
  * still holds. Every evaluation prints a point of the curve metric(tensors in float). Fails
