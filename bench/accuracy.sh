@@ -73,6 +73,17 @@ PY
     cer() { $PY tests/oracle/ocr_pipeline.py cer --ref "$OUT/ocr/fp32.json" --hyp "$1" | awk '{printf "%.4f", $2}'; }
     printf '%s | %s | %s | %.0f / %.0f |\n' "$row" "$(cer "$W/both.$tag.json")" "$(cer "$W/rec.$tag.json")" "${SECS[det]}" "${SECS[rec]}"
   done
+  # ONNX Runtime quantize_static's models, when bench/ort_quantize_static.py made them (it needs
+  # Python onnxruntime, which Debian lacks): the same pipeline, CER only
+  for meth in minmax percentile entropy; do
+    O=$OUT/ortq
+    [ -f "$O/det.ort_$meth.onnx" ] && [ -f "$O/rec.ort_$meth.onnx" ] || continue
+    $OCR --det "$O/det.ort_$meth.onnx" --rec "$O/rec.ort_$meth.onnx" --images "$W/eval" --out "$O/both.$meth.json" 2>/dev/null
+    $OCR --boxes-from "$OUT/ocr/fp32.json" --rec "$O/rec.ort_$meth.onnx" --images "$W/eval" --out "$O/rec.$meth.json" 2>/dev/null
+    c1=$($PY tests/oracle/ocr_pipeline.py cer --ref "$OUT/ocr/fp32.json" --hyp "$O/both.$meth.json" | awk '{printf "%.4f", $2}')
+    c2=$($PY tests/oracle/ocr_pipeline.py cer --ref "$OUT/ocr/fp32.json" --hyp "$O/rec.$meth.json" | awk '{printf "%.4f", $2}')
+    echo "| ONNX Runtime quantize_static, $meth | | | | | | | $c1 | $c2 | |"
+  done
 } > "$W/table.md"
 {
   echo "Accuracy algorithms on PP-OCRv4 det and rec and the mobile cls (rendered text; calibration on"
