@@ -18,6 +18,8 @@
 REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
 DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
 CROPS=$ROOT/build/textphotos/rec
+TEXT=$ROOT/build/textphotos # text lines rendered on the photos (made once, as bench/quality.sh does)
+[ -f "$TEXT/.done" ] || { $PY "$ROOT/tests/oracle/textimages.py" "$ROOT/build/photos" "$TEXT" >/dev/null && touch "$TEXT/.done"; }
 [ -d "$CROPS" ] && [ -f "$REC" ] || { echo "FAIL no $CROPS or $REC (make deps)"; echo "0 passed, 1 failed"; exit 1; }
 METHODS="max percentile-99.9 percentile-99.99 percentile-99.999 entropy mse"
 export OMP_WAIT_POLICY=passive
