@@ -3,7 +3,7 @@
 # the TensorRT cache reader and the YAML presets/configs (tests/fuzz/fuzz_*.c).
 #  1. Every regression input (tests/fuzz/regress/NAME: inputs that once crashed a harness) and
 #     every seed replays through its harness built with gcc (build/fuzz-replay), no crash.
-#  2. Each libFuzzer harness (clang, ASan + UBSan, build-fuzz/) runs FUZZ_SECONDS (default 20)
+#  2. Each libFuzzer harness (clang, ASan + UBSan, build-fuzz/) runs FUZZ_SECONDS (default 10)
 #     from the seeds without a crash, a leak or a timeout.
 # The long campaign (10^7 executions per harness) is tests/fuzz/campaign.sh; its figures are
 # in the README.
@@ -26,7 +26,7 @@ while read -r line; do
   case "$line" in
     *" passed, "*" failed") ;;
     *) name=${line%% *}; case "$line" in *"(exit"*) ok=false ;; *" 0 crashes"*) ok=true ;; *) ok=false ;; esac
-       check "libFuzzer $name: ${FUZZ_SECONDS:-20} s without a crash" bash -c "echo '$line'; $ok" ;;
+       check "libFuzzer $name: ${FUZZ_SECONDS:-10} s without a crash" bash -c "echo '$line'; $ok" ;;
   esac
-done < <(FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_SEEDS="$SEEDS" tests/fuzz/run.sh 2>&1 | grep -E ' executions |passed, ')
+done < <(FUZZ_SECONDS=${FUZZ_SECONDS:-10} FUZZ_SEEDS="$SEEDS" tests/fuzz/run.sh 2>&1 | grep -E ' executions |passed, ')
 finish
