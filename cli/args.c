@@ -39,6 +39,18 @@ int cli_bad_option(const char *cmd, int c, char **argv)
     return cli_usage_error(cmd, "unknown option '%s'", opt);
 }
 
+int cli_adaround_arg(const char *cmd, const char *arg, int argc, char **argv, int *optind_p, int *iters)
+{
+    long it = 2000;
+    if (!arg && *optind_p < argc && argv[*optind_p][0] >= '0' && argv[*optind_p][0] <= '9') arg = argv[(*optind_p)++];
+    if (arg && cli_parse_long(arg, 1, 10000000, &it)) {
+        cli_usage_error(cmd, "bad --adaround '%s'", arg);
+        return -1;
+    }
+    *iters = (int)it;
+    return 0;
+}
+
 int cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;

@@ -34,6 +34,9 @@ int cli_bad_option(const char *cmd, int c, char **argv);
 /* "x:1x3x640x640" or "1x3x640x640" (name NULL: the single input). The name part
  * is everything before the LAST ':' so names may contain ':'. Returns 0 or -1. */
 int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage);
+/* --adaround [ITERS]: the iteration count from --adaround=N, from a following number argument
+ * (consumed: *optind advances), or 2000. Returns 0, or prints the usage error and returns -1. */
+int cli_adaround_arg(const char *cmd, const char *arg, int argc, char **argv, int *optind_p, int *iters);
 /* Non-negative integer in [lo, hi]; returns 0 or -1. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 

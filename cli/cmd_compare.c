@@ -253,14 +253,9 @@ int cmd_compare(int argc, char **argv)
             set_vals[n_set++] = optarg;
             break;
         case O_BIASC: refine_bc = 1; break;
-        case O_ADAROUND: {
-            long it = 2000;
-            const char *a = optarg;
-            if (!a && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') a = argv[optind++]; /* --adaround N */
-            if (a && cli_parse_long(a, 1, 10000000, &it)) return cli_usage_error("compare", "bad --adaround '%s'", a);
-            refine_ada = (int)it;
+        case O_ADAROUND:
+            if (cli_adaround_arg("compare", optarg, argc, argv, &optind, &refine_ada)) return CLI_EXIT_USAGE;
             break;
-        }
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("compare", "bad --refine-images");
             break;

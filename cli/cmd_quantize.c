@@ -267,14 +267,9 @@ int cmd_quantize(int argc, char **argv)
             if (cli_parse_long(optarg, 1, 100000000, &eval_limit)) return cli_usage_error("quantize", "bad --eval-limit");
             break;
         case O_BIASC: ro.bias_correction = 1; break;
-        case O_ADAROUND: {
-            long it = 2000;
-            const char *a = optarg;
-            if (!a && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') a = argv[optind++]; /* --adaround N */
-            if (a && cli_parse_long(a, 1, 10000000, &it)) return cli_usage_error("quantize", "bad --adaround '%s'", a);
-            ro.adaround_iters = (int)it;
+        case O_ADAROUND:
+            if (cli_adaround_arg("quantize", optarg, argc, argv, &optind, &ro.adaround_iters)) return CLI_EXIT_USAGE;
             break;
-        }
         case O_NO_BIASC: ro.bias_correction = 0; break;
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
