@@ -44,37 +44,6 @@ PYEOF
 }
 check "48 crops split by tensor width" split_by_shape
 
-cat > "$TMP/statsfile.py" <<'PYEOF'
-# same A B: the per-tensor records of two .ptqstats files (format in io/stats.h) bit for bit
-import struct, sys
-def read(path):
-    d = open(path, 'rb').read()
-    p = 8
-    ver, flags, model, plen = struct.unpack_from('<IIQI', d, p); p += 20
-    prep = d[p:p + plen].decode(); p += plen
-    ns, = struct.unpack_from('<I', d, p); p += 4 + 8 * ns
-    nimg, nt = struct.unpack_from('<QI', d, p); p += 12
-    tensors = []
-    for _ in range(nt):
-        start = p
-        ln, = struct.unpack_from('<I', d, p); p += 4
-        name = d[p:p + ln].decode(); p += ln
-        p += 40 + 12 + 8
-        nb, = struct.unpack_from('<I', d, p); p += 4
-        for _ in range(nb):
-            while d[p] & 0x80: p += 1
-            p += 1
-        tensors.append((name, d[start:p]))
-    assert p == len(d) - 8
-    return prep, nimg, tensors
-(pa, na, a), (pb, nb, b) = read(sys.argv[2]), read(sys.argv[3])
-assert pa == pb and na == nb, (pa, pb, na, nb)
-assert 'max_width=3200' in pa, pa
-assert [n for n, _ in a] == [n for n, _ in b]
-diff = [n for (n, x), (_, y) in zip(a, b) if x != y]
-assert not diff, '%d of %d tensors differ, first %s' % (len(diff), len(a), diff[:3])
-print('%d tensors identical, %d images' % (len(a), na))
-PYEOF
 cal() { # name, options...
   local o=$1; shift
   "$PTQ" calibrate "$REC" --method all --cache "$TMP/$o.cache" --json "$TMP/$o.json" "$@" 2>/dev/null
@@ -91,7 +60,7 @@ per_shape() {
   cal wide --images "$TMP/wide.txt" --preset paddleocr-rec-dynamic --batch 3 --stats "$TMP/wide.ptqstats" &&
   "$PTQ" stats merge "$TMP/w320.ptqstats" "$TMP/wide.ptqstats" -o "$TMP/merged.ptqstats" 2>/dev/null &&
   cal merged --from-stats "$TMP/merged.ptqstats" && same_caches merged one &&
-  $PY "$TMP/statsfile.py" same "$TMP/merged.ptqstats" "$TMP/one.ptqstats"
+  $PY "$ROOT/tests/oracle/ptqstats.py" same "$TMP/merged.ptqstats" "$TMP/one.ptqstats" max_width=3200
 }
 check "per-shape calibration equals each shape calibrated alone and merged (statistics bit for bit, caches byte for byte)" per_shape
 

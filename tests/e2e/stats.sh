@@ -30,47 +30,7 @@ awk 'NR % 2 == 1' "$TMP/all.txt" > "$TMP/odd.txt"
 awk 'NR % 2 == 0' "$TMP/all.txt" > "$TMP/even.txt"
 rm -f "$TMP"/*.ptqstats "$TMP"/*.cache "$TMP"/*.json "$TMP"/*.onnx
 
-cat > "$TMP/statsfile.py" <<'PYEOF'
-# Reads a .ptqstats file (format in io/stats.h): header fields and each tensor's raw record.
-import struct, sys, json
-def fnv(b):
-    h = 0xcbf29ce484222325
-    for c in b: h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return h
-def read(path):
-    d = open(path, 'rb').read()
-    assert d[:8] == b'PTQSTATS' and struct.unpack_from('<Q', d, len(d) - 8)[0] == fnv(d[:-8]), path
-    p = 8
-    ver, flags, model, plen = struct.unpack_from('<IIQI', d, p); p += 20
-    prep = d[p:p + plen].decode(); p += plen
-    ns, = struct.unpack_from('<I', d, p); p += 4
-    shards = list(struct.unpack_from('<%dQ' % ns, d, p)); p += 8 * ns
-    nimg, nt = struct.unpack_from('<QI', d, p); p += 12
-    tensors = []
-    for _ in range(nt):
-        start = p
-        ln, = struct.unpack_from('<I', d, p); p += 4
-        name = d[p:p + ln].decode(); p += ln
-        p += 40 + 12 + 8
-        nb, = struct.unpack_from('<I', d, p); p += 4
-        for _ in range(nb):
-            while d[p] & 0x80: p += 1
-            p += 1
-        tensors.append((name, d[start:p]))
-    assert p == len(d) - 8
-    return dict(version=ver, model=model, prep=prep, shards=shards, images=nimg, tensors=tensors)
-cmd = sys.argv[1]
-if cmd == 'same':   # same tensor records (names, order, statistics bit for bit)
-    a, b = read(sys.argv[2]), read(sys.argv[3])
-    assert a['model'] == b['model'] and a['prep'] == b['prep'] and a['images'] == b['images'], (a['images'], b['images'])
-    assert [n for n, _ in a['tensors']] == [n for n, _ in b['tensors']]
-    diff = [n for (n, x), (_, y) in zip(a['tensors'], b['tensors']) if x != y]
-    assert not diff, '%d of %d tensors differ, first %s' % (len(diff), len(a['tensors']), diff[:3])
-    print('%d tensors identical, %d images, image lists %d and %d' % (len(a['tensors']), a['images'], len(a['shards']), len(b['shards'])))
-elif cmd == 'header':
-    h = read(sys.argv[2]); h['tensors'] = len(h['tensors']); print(json.dumps(h))
-PYEOF
-stats_same() { $PY "$TMP/statsfile.py" same "$@"; }
+stats_same() { $PY "$ROOT/tests/oracle/ptqstats.py" same "$@"; }
 cal() { # out-name, then options
   local o=$1; shift
   "$PTQ" calibrate "$M" --method all --cache "$TMP/$o.cache" --json "$TMP/$o.json" "$@"
@@ -94,7 +54,7 @@ shards() {
   for s in all a b odd even; do
     cal "$s" --images "$TMP/$s.txt" --preset paddleocr-cls --stats "$TMP/$s.ptqstats" 2>/dev/null || return 1
   done
-  $PY "$TMP/statsfile.py" header "$TMP/all.ptqstats" | grep -q '"images": 33' && echo "5 passes, 33 images in the one pass"
+  $PY "$ROOT/tests/oracle/ptqstats.py" header "$TMP/all.ptqstats" | grep -q '"images": 33' && echo "5 passes, 33 images in the one pass"
 }
 check "calibrate --stats: one pass over all photos, shards a (16) + b (18, one broken), odd/even lines" shards
 
