@@ -40,13 +40,9 @@ int cli_adaround_arg(const char *cmd, const char *arg, int argc, char **argv, in
 /* Non-negative integer in [lo, hi]; returns 0 or -1. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 
-/* The preprocessing of a command: the preset (name or file, may be NULL) loaded over
- * pp_defaults(), then each "--key value" override ('-' in keys read as '_'). */
-ptq_status cli_preprocessing(const char *preset, const char *const *keys, const char *const *vals, int n, void *cfg);
-
 /* The preprocessing overrides every command that reads images takes on top of --preset
  * (calibrate, quantize, compare, preprocess, run --images, and their --config files), as
- * struct option entries returning `code`; each "--key value" goes to cli_preprocessing(). */
+ * struct option entries returning `code`; each "--key value" goes to eng_preprocessing() (engine/preprocessing.h). */
 #define CLI_PP_LONGOPTS(code)                                                                                        \
     {"size", required_argument, 0, code}, {"mode", required_argument, 0, code},                                     \
         {"resize", required_argument, 0, code}, {"shorter", required_argument, 0, code},                             \
@@ -57,10 +53,6 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
         {"limit-type", required_argument, 0, code}, {"multiple", required_argument, 0, code},                        \
         {"max-side", required_argument, 0, code}
 #define CLI_PP_MAX 32 /* overrides one command line may give */
-
-/* Where the last cli_preprocessing() came from, for messages: "preset paddleocr-cls with
- * --mean 0,0,0", "preset paddleocr-det", "the default preprocessing". */
-const char *cli_preprocessing_origin(void);
 
 /* The image-source options every image command shares (--batch --limit --shuffle --seed
  * --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,

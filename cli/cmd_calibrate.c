@@ -11,7 +11,8 @@
 
 #include "calib/calib.h"
 #include "cli/cli.h"
-#include "cli/collect.h"
+#include "engine/preprocessing.h"
+#include "engine/collect.h"
 #include "io/cache.h"
 #include "io/npy.h"
 #include "io/onnx.h"
@@ -74,7 +75,7 @@ int cmd_calibrate(int argc, char **argv)
     calib_method methods[MAX_METHODS];
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
-    cli_collector col = {0};
+    eng_collector col = {0};
     io_range *ranges = NULL;
     io_cache_entry *entries = NULL;
     o.batch = 8;
@@ -131,15 +132,15 @@ int cmd_calibrate(int argc, char **argv)
     col.n_globs = n_globs;
     col.nthreads = o.threads > 0 ? o.threads : omp_get_max_threads();
 
-    cli_source source = {.input_npy = input, .o = o, .cfg = cfg};
+    eng_calib_source source = {.input_npy = input, .o = o, .cfg = cfg};
     uint64_t stats_images = 0;
     if (from_stats) {
-        if ((st = cli_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
+        if ((st = eng_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
     } else {
         if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
-        if (!input && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
-        if ((st = cli_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
-        if (stats && (st = cli_stats_save(stats, model, &source, &col)) != PTQ_OK) goto fail;
+        if (!input && (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
+        if ((st = eng_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
+        if (stats && (st = eng_stats_save(stats, model, &source, &col)) != PTQ_OK) goto fail;
     }
     int images = source.images, skipped = source.skipped, batch_done = source.batches;
     if (col.n == 0) {
@@ -207,7 +208,7 @@ fail:
 out:
     free(ranges);
     free(entries);
-    cli_collector_free(&col);
+    eng_collector_free(&col);
     ptq_graph_destroy(g);
     return rc;
 }

@@ -11,9 +11,10 @@
 
 #include "calib/calib.h"
 #include "cli/cli.h"
-#include "cli/collect.h"
-#include "cli/compare.h"
-#include "cli/runner.h"
+#include "engine/preprocessing.h"
+#include "engine/collect.h"
+#include "engine/compare.h"
+#include "engine/runner.h"
 #include "engine/refine.h"
 #include "io/file.h"
 #include "io/onnx.h"
@@ -61,7 +62,7 @@ static void usage(FILE *fp)
 }
 
 /* Ranges of one method for every collected tensor (tensors in parallel). */
-static ptq_status method_ranges(const cli_collector *col, const calib_method *m, io_range *r)
+static ptq_status method_ranges(const eng_collector *col, const calib_method *m, io_range *r)
 {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < col->n; i++) {
@@ -74,7 +75,7 @@ static ptq_status method_ranges(const cli_collector *col, const calib_method *m,
 
 /* The best method's QDQ model with each refinement of ptq quantize alone and all together,
  * evaluated like the methods (one row each): what each step contributes. */
-static ptq_status refinements(const cmp_eval *ev0, const ptq_graph *g, const char *model, const cli_source *src,
+static ptq_status refinements(const cmp_eval *ev0, const ptq_graph *g, const char *model, const eng_calib_source *src,
                               const io_range *ranges, int n_ranges, const quant_options *qo, const char *tag, int bc, int ada,
                               int images, int classifier, int labelled, int seq, int map)
 {
@@ -156,7 +157,7 @@ int cmd_compare(int argc, char **argv)
         {"strict", no_argument, 0, O_STRICT},          {"threads", required_argument, 0, O_THREADS},
         CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
-    cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
+    eng_calib_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *eval_preset = NULL, *eval_dir = NULL, *methods_arg = "max,percentile:99.99,percentile:99.999,entropy,mse";
     const char *labels = NULL, *layers_arg = NULL, *excl_out = NULL, *json = NULL, *html = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
@@ -176,7 +177,7 @@ int cmd_compare(int argc, char **argv)
     ptq_graph *g = NULL, *variants[MAX_METHODS] = {0};
     io_range *ranges[MAX_METHODS] = {0};
     cmp_metrics metrics[MAX_METHODS];
-    cli_collector col = {0};
+    eng_collector col = {0};
     cmp_layer *layers = NULL;
     int n_layers = 0;
     const cmp_layer **order = NULL;
@@ -282,18 +283,18 @@ int cmd_compare(int argc, char **argv)
     }
     const char *model = argv[optind];
     pp_config eval_cfg = pp_defaults();
-    if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
+    if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     if (eval_preset) { /* checked before the calibration pass; then messages name --preset's again */
         pp_config again = pp_defaults();
-        if ((st = cli_preprocessing(eval_preset, set_keys, set_vals, n_set, &eval_cfg)) != PTQ_OK ||
-            (st = cli_check_input_dims(g, model, &eval_cfg)) != PTQ_OK ||
-            (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &again)) != PTQ_OK)
+        if ((st = eng_preprocessing(eval_preset, set_keys, set_vals, n_set, &eval_cfg)) != PTQ_OK ||
+            (st = eng_check_input_dims(g, model, &eval_cfg)) != PTQ_OK ||
+            (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &again)) != PTQ_OK)
             goto fail;
     }
 
     /* one calibration pass */
-    if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
+    if ((st = eng_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
     if (!(cache = cmp_cache_create(EVAL_CACHE_BYTES))) {
         st = PTQ_ERR_NOMEM;
@@ -304,7 +305,7 @@ int cmd_compare(int argc, char **argv)
                    .cache = cache, .metric = metric};
     if (eval_preset) { /* read again so that messages from here on name the evaluation's preprocessing */
         pp_config again = pp_defaults();
-        if ((st = cli_preprocessing(eval_preset, set_keys, set_vals, n_set, &again)) != PTQ_OK) goto fail;
+        if ((st = eng_preprocessing(eval_preset, set_keys, set_vals, n_set, &again)) != PTQ_OK) goto fail;
         ev.cfg = eval_cfg;
     }
     tg.kind = metric;
@@ -508,7 +509,7 @@ done:
     free(trt_arg);
     free(rl);
     free(hist_bins);
-    cli_collector_free(&col);
+    eng_collector_free(&col);
     ptq_graph_destroy(g);
     cli_names_free(&ex_nodes);
     cli_names_free(&ex_types);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "engine/preprocessing.h"
 #include "io/image.h"
 #include "io/npy.h"
 #include "io/preset.h"
@@ -96,7 +97,7 @@ int cmd_preprocess(int argc, char **argv)
     if (optind != argc) return cli_usage_error("preprocess", "unexpected argument '%s'", argv[optind]);
     if (!o.images) return cli_usage_error("preprocess", "--images is required");
     if (!dump && !dump_png) return cli_usage_error("preprocess", "--dump OUT.npy or --dump-png DIR is required");
-    if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
+    if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
     if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
     if (dump_png) mkdir(dump_png, 0777);
     int dynamic = pp_dynamic(&cfg) != 0;

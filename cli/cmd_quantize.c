@@ -12,8 +12,9 @@
 
 #include "calib/calib.h"
 #include "cli/cli.h"
-#include "cli/collect.h"
-#include "cli/compare.h"
+#include "engine/preprocessing.h"
+#include "engine/collect.h"
+#include "engine/compare.h"
 #include "engine/refine.h"
 #include "io/cache.h"
 #include "io/file.h"
@@ -54,7 +55,7 @@ static int lookup(const char *name, float *amax, void *user)
 
 /* --method output-mse: the candidates of an activation are the methods' answers. */
 typedef struct {
-    const cli_collector *col;
+    const eng_collector *col;
     io_range *ranges;
     io_cache_entry *entries;
     int n;
@@ -160,7 +161,7 @@ int cmd_quantize(int argc, char **argv)
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    cli_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
+    eng_calib_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
     const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
@@ -180,7 +181,7 @@ int cmd_quantize(int argc, char **argv)
     calib_method method;
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
-    cli_collector col = {0};
+    eng_collector col = {0};
     io_range *ranges = NULL;
     io_cache_entry *entries = NULL, *cached = NULL;
     int n_cached = 0;
@@ -313,16 +314,16 @@ int cmd_quantize(int argc, char **argv)
     uint64_t stats_images = 0;
     char algo[128] = ""; /* --from-cache's header: its version is kept, its algorithm is not (trtexec's is EntropyCalibration2) */
     long cache_version = 0;
-    if (!from_stats && !from_cache && !src.input_npy && (st = cli_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
+    if (!from_stats && !from_cache && !src.input_npy && (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
         goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     if (from_stats) {
-        if ((st = cli_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
+        if ((st = eng_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
     } else if (from_cache) {
         if ((st = io_cache_read(from_cache, &cached, &n_cached, &cache_version, algo, sizeof algo)) != PTQ_OK) goto fail;
     } else {
-        if ((st = cli_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
-        if (stats && (st = cli_stats_save(stats, model, &src, &col)) != PTQ_OK) goto fail;
+        if ((st = eng_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
+        if (stats && (st = eng_stats_save(stats, model, &src, &col)) != PTQ_OK) goto fail;
     }
     int n_ranges = from_cache ? n_cached : col.n;
     ranges = calloc((size_t)n_ranges + 1, sizeof *ranges);
@@ -511,7 +512,7 @@ done:
     io_cache_free(cached, n_cached);
     for (int i = 0; i < table.n_missing; i++) free(table.missing[i]);
     free(table.missing);
-    cli_collector_free(&col);
+    eng_collector_free(&col);
     ptq_graph_destroy(g);
     cli_names_free(&ex_nodes);
     cli_names_free(&ex_types);

@@ -7,7 +7,8 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "cli/runner.h"
+#include "engine/preprocessing.h"
+#include "engine/runner.h"
 #include "io/npy.h"
 #include "io/onnx.h"
 #include "preprocess/dataset.h"
@@ -88,9 +89,9 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
     ptq_graph *g = NULL;
     pp_dataset *d = NULL;
     pp_config cfg = pp_defaults();
-    cli_runner r = {0};
+    eng_runner r = {0};
     int images = 0, skipped = 0, rc = CLI_EXIT_OK;
-    if ((st = cli_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
+    if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
     if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
     r.g = g;
     r.model = model;
@@ -98,7 +99,7 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
     r.popt.nthreads = o->threads;
     r.popt.fuse = fuse;
     double t0 = now_ms();
-    if ((st = cli_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(o, &cfg, &d)) != PTQ_OK)
+    if ((st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(o, &cfg, &d)) != PTQ_OK)
         goto fail;
     for (;;) {
         const float *x;
@@ -107,8 +108,8 @@ static int run_images(const char *model, const pp_dataset_options *o, const char
         if (n == 0) break;
         int w, h;
         pp_dataset_batch_shape(d, &w, &h);
-        ptq_tensor t = cli_shaped_tensor(&cfg, w, h, x, n);
-        if ((st = cli_runner_run(&r, &t)) != PTQ_OK) {
+        ptq_tensor t = eng_shaped_tensor(&cfg, w, h, x, n);
+        if ((st = eng_runner_run(&r, &t)) != PTQ_OK) {
             ptq_error_prefix("%s: ", model);
             goto fail;
         }
@@ -122,7 +123,7 @@ fail:
     rc = cli_fail(st);
 out:
     pp_dataset_close(d);
-    cli_runner_free(&r);
+    eng_runner_free(&r);
     ptq_graph_destroy(g);
     return rc;
 }

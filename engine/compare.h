@@ -19,8 +19,8 @@
  * compares DQ(Q(FP32 t)) (only t quantized) with FP32 t. The FP32 and QDQ plans run in
  * lockstep (ptq_plan_step), so only tensors seen out of order are copied.
  * Graphs made by cmp_build_qdq are owned by the caller (ptq_graph_destroy). */
-#ifndef PTQ_CLI_COMPARE_H
-#define PTQ_CLI_COMPARE_H
+#ifndef PTQ_ENGINE_COMPARE_H
+#define PTQ_ENGINE_COMPARE_H
 
 #include "io/ranges.h"
 #include "preprocess/dataset.h"

@@ -1,30 +1,25 @@
 /* runner.c: see runner.h. */
-#include "cli/runner.h"
+#include "engine/runner.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "engine/preprocessing.h"
 #include "engine/source.h"
 
-int cli_graph_input(const ptq_graph *g)
+int eng_graph_input(const ptq_graph *g)
 {
     for (int i = 0; i < g->n_inputs; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) return g->inputs[i];
     return -1;
 }
 
-ptq_tensor cli_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n)
+ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n)
 {
     pp_config c = *cfg;
     c.width = w;
     c.height = h;
     return eng_batch_tensor(&c, data, n);
-}
-
-ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n)
-{
-    return cli_shaped_tensor(cfg, cfg->width, cfg->height, data, n);
 }
 
 /* "[?, 3, 48, 192]": the declared dims of value v (symbolic or unknown dims as '?'). */
@@ -49,19 +44,19 @@ static void dims_text(const int64_t *dims, int rank, char *buf, size_t cap)
     for (int d = 0; d < rank && k < cap; d++) k += (size_t)snprintf(buf + k, cap - k, d ? "x%lld" : "%lld", (long long)dims[d]);
 }
 
-ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)
+ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)
 {
-    int in = cli_graph_input(g);
+    int in = eng_graph_input(g);
     if (in < 0) return PTQ_OK;
     const ptq_value *v = &g->values[in];
-    ptq_tensor x = cli_batch_tensor(cfg, NULL, 1);
+    ptq_tensor x = eng_batch_tensor(cfg, NULL, 1);
     if (v->t.rank < 0) return PTQ_OK;
     char want[160], got[96];
     declared_dims(v, want, sizeof want);
     dims_text(x.dims + 1, 3, got, sizeof got);
     if (v->t.rank != 4) {
         ptq_error("%s: %s gives %s images (rank 4 with the batch) but the model declares %s as %s", model,
-                  cli_preprocessing_origin(), got, v->name, want);
+                  eng_preprocessing_origin(), got, v->name, want);
         return PTQ_ERR_SHAPE;
     }
     int dyn = pp_dynamic(cfg), wd = cfg->nhwc ? 2 : 3, hd = cfg->nhwc ? 1 : 2;
@@ -78,56 +73,56 @@ ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_
         if (follows && v->t.dims[d] >= 0) {
             ptq_error("%s: %s gives %s images (%s follow%s the image) but the model fixes %s as %s (dim %d is %lld); use "
                       "a fixed-size preset",
-                      model, cli_preprocessing_origin(), got, dyn == PP_DYN_WIDTH ? "W" : "H and W",
+                      model, eng_preprocessing_origin(), got, dyn == PP_DYN_WIDTH ? "W" : "H and W",
                       dyn == PP_DYN_WIDTH ? "s" : "", v->name, want, d, (long long)v->t.dims[d]);
             return PTQ_ERR_SHAPE;
         }
         if (!follows && v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
             ptq_error("%s: %s gives %s images but the model declares %s as %s (dim %d is %lld); use a preset or "
                       "--size that matches it",
-                      model, cli_preprocessing_origin(), got, v->name, want, d, (long long)v->t.dims[d]);
+                      model, eng_preprocessing_origin(), got, v->name, want, d, (long long)v->t.dims[d]);
             return PTQ_ERR_SHAPE;
         }
     }
     return PTQ_OK;
 }
 
-ptq_status cli_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
+ptq_status eng_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
                            const ptq_plan_options *popt, ptq_plan **out)
 {
     ptq_status st = ptq_plan_create(g, s, 1, popt, out);
     if (st == PTQ_OK) return st;
     char why[1024], want[160] = "?", got[96];
     snprintf(why, sizeof why, "%s", ptq_last_error());
-    int in = cli_graph_input(g);
+    int in = eng_graph_input(g);
     if (in >= 0) declared_dims(&g->values[in], want, sizeof want);
     dims_text(s->dims, s->rank, got, sizeof got);
     ptq_error("%s: %s (the input %s was %s, from %s; the model declares it as %s)", model ? model : "model", why,
-              s->name, got, cli_preprocessing_origin(), want);
+              s->name, got, eng_preprocessing_origin(), want);
     return st;
 }
 
-ptq_status cli_runner_ready(cli_runner *r, const ptq_tensor *x)
+ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x)
 {
     ptq_status st = PTQ_OK;
-    cli_runner_slot *e = NULL;
+    eng_runner_slot *e = NULL;
     int64_t dims[PTQ_MAX_RANK + 1] = {0}; /* the key: rank, then the dims */
     dims[0] = x->rank;
     for (int d = 0; d < x->rank && d < PTQ_MAX_RANK; d++) dims[d + 1] = x->dims[d];
     r->plan = NULL;
-    for (int i = 0; i < CLI_RUNNER_PLANS && !e; i++)
+    for (int i = 0; i < ENG_RUNNER_PLANS && !e; i++)
         if (r->slots[i].used && !memcmp(r->slots[i].dims, dims, sizeof dims)) e = &r->slots[i];
     if (!e) { /* an empty slot, else the least recently used plan gives its place */
         e = &r->slots[0];
-        for (int i = 1; i < CLI_RUNNER_PLANS; i++)
+        for (int i = 1; i < ENG_RUNNER_PLANS; i++)
             if (r->slots[i].used < e->used) e = &r->slots[i];
         ptq_plan_destroy(e->plan);
         memset(e, 0, sizeof *e);
-        int in = cli_graph_input(r->g);
+        int in = eng_graph_input(r->g);
         if (in < 0) FAIL(PTQ_ERR_FORMAT, "the model has no input");
         ptq_input_shape s = {.name = r->g->values[in].name, .rank = x->rank};
         memcpy(s.dims, x->dims, sizeof s.dims);
-        TRY(cli_plan_images(r->g, r->model, &s, &r->popt, &e->plan));
+        TRY(eng_plan_images(r->g, r->model, &s, &r->popt, &e->plan));
         memcpy(e->dims, dims, sizeof dims);
     }
     e->used = ++r->tick;
@@ -136,15 +131,15 @@ done:
     return st;
 }
 
-ptq_status cli_runner_run(cli_runner *r, const ptq_tensor *x)
+ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x)
 {
-    ptq_status st = cli_runner_ready(r, x);
+    ptq_status st = eng_runner_ready(r, x);
     return st == PTQ_OK ? ptq_plan_run(r->plan, x, 1) : st;
 }
 
-void cli_runner_free(cli_runner *r)
+void eng_runner_free(eng_runner *r)
 {
-    for (int i = 0; i < CLI_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
+    for (int i = 0; i < ENG_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
     memset(r->slots, 0, sizeof r->slots);
     r->plan = NULL;
 }

@@ -1,56 +1,55 @@
 /* runner.h: one graph run on batches whose shape may change (the last batch of a folder,
  * or images whose preprocessed size follows the image): a small cache of plans keyed by
- * the input shape, the least recently used one destroyed past CLI_RUNNER_PLANS.
+ * the input shape, the least recently used one destroyed past ENG_RUNNER_PLANS.
  *
- *   cli_runner r = {.g = g, .popt = ptq_plan_defaults()};
- *   ptq_tensor x = cli_batch_tensor(&cfg, data, n);   // the preprocessed batch
- *   TRY(cli_runner_run(&r, &x));
+ *   eng_runner r = {.g = g, .popt = ptq_plan_defaults()};
+ *   ptq_tensor x = eng_batch_tensor(&cfg, data, n);   // the preprocessed batch
+ *   TRY(eng_runner_run(&r, &x));
  *   const ptq_tensor *y = ptq_plan_output(r.plan, 0, NULL);
- *   cli_runner_free(&r);
+ *   eng_runner_free(&r);
  *
  * The graph is borrowed and must outlive the runner; it must have one data input. */
-#ifndef PTQ_CLI_RUNNER_H
-#define PTQ_CLI_RUNNER_H
+#ifndef PTQ_ENGINE_RUNNER_H
+#define PTQ_ENGINE_RUNNER_H
 
+#include "engine/source.h"
 #include "preprocess/preprocess.h"
 #include "runtime/plan.h"
 
-enum { CLI_RUNNER_PLANS = 4 };
+enum { ENG_RUNNER_PLANS = 4 };
 
 typedef struct {
     ptq_plan *plan;       /* owned */
     int64_t dims[PTQ_MAX_RANK + 1]; /* the input rank, then its shape (unused dims 0) */
     unsigned long used;   /* last use (runner tick); 0: empty */
-} cli_runner_slot;
+} eng_runner_slot;
 
 typedef struct {
     const ptq_graph *g;
     const char *model;  /* file name for messages, or NULL */
     ptq_plan_options popt;
     ptq_plan *plan;     /* the plan of the last ready/run (one of slots); NULL until the first batch */
-    cli_runner_slot slots[CLI_RUNNER_PLANS];
+    eng_runner_slot slots[ENG_RUNNER_PLANS];
     unsigned long tick;
-} cli_runner;
+} eng_runner;
 
 /* The graph's first input that is not an initializer, or -1. */
-int cli_graph_input(const ptq_graph *g);
-/* A batch of n preprocessed images as the model's input tensor (NCHW or NHWC float32;
- * data borrowed). */
-ptq_tensor cli_batch_tensor(const pp_config *cfg, const float *data, int n);
-/* The same for images of w x h (a dataset batch: pp_dataset_batch_shape). */
-ptq_tensor cli_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);
+int eng_graph_input(const ptq_graph *g);
+/* A batch of n preprocessed images of w x h (a dataset batch: pp_dataset_batch_shape) as the
+ * model's input tensor (NCHW or NHWC float32; data borrowed). eng_batch_tensor (source.h): cfg's size. */
+ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);
 /* Refuses (before anything runs) preprocessing whose tensor contradicts a fixed dim of the
  * model's data input: "model: preset paddleocr-det gives x 1x3x640x640 but the model declares
  * x as [?, 3, 48, 192] (dim 2 is 48)"; a dim that follows the image (pp_dynamic) needs a
  * dynamic dim in the model. */
-ptq_status cli_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg);
+ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg);
 /* ptq_plan_create for a batch of preprocessed images; when it fails, the message also
  * names the input shape, the preprocessing it came from and the model's declared dims. */
-ptq_status cli_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
+ptq_status eng_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
                            const ptq_plan_options *popt, ptq_plan **out);
 /* Makes r->plan the plan for x's shape (from the cache, or made now), without running it. */
-ptq_status cli_runner_ready(cli_runner *r, const ptq_tensor *x);
-ptq_status cli_runner_run(cli_runner *r, const ptq_tensor *x);
-void cli_runner_free(cli_runner *r);
+ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x);
+ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x);
+void eng_runner_free(eng_runner *r);
 
 #endif

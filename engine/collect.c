@@ -1,6 +1,6 @@
 /* collect.c: the calibration pass (see collect.h). The observer is called in the same
  * order every batch, so a cursor finds each tensor's statistics without a lookup. */
-#include "cli/collect.h"
+#include "engine/collect.h"
 
 #include <fnmatch.h>
 #include <omp.h>
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/runner.h"
+#include "engine/runner.h"
 #include "io/npy.h"
 #include "io/preset.h"
 #include "io/stats.h"
 #include "runtime/plan.h"
 
-static int wanted(const cli_collector *c, const char *name)
+static int wanted(const eng_collector *c, const char *name)
 {
     if (!c->n_globs) return 1;
     for (int i = 0; i < c->n_globs; i++)
@@ -30,17 +30,17 @@ static int wanted_name(const char *name, void *user)
 /* The observer: calls come in the same order every batch, so a cursor finds the entry. */
 static ptq_status observe(const char *name, int node, const ptq_tensor *t, void *user)
 {
-    cli_collector *c = user;
+    eng_collector *c = user;
     (void)node;
     if (!wanted(c, name)) return PTQ_OK;
-    cli_tensor_stats *e = NULL;
+    eng_tensor_stats *e = NULL;
     if (c->cursor < c->n && strcmp(c->t[c->cursor].name, name) == 0) e = &c->t[c->cursor];
     for (int i = 0; !e && i < c->n; i++)
         if (strcmp(c->t[i].name, name) == 0) e = &c->t[i];
     if (!e) {
         if (c->n == c->cap) {
             int cap = c->cap ? c->cap * 2 : 256;
-            cli_tensor_stats *nt = realloc(c->t, sizeof *nt * (size_t)cap);
+            eng_tensor_stats *nt = realloc(c->t, sizeof *nt * (size_t)cap);
             if (!nt) {
                 ptq_error("out of memory collecting statistics");
                 return PTQ_ERR_NOMEM;
@@ -62,7 +62,7 @@ static ptq_status observe(const char *name, int node, const ptq_tensor *t, void 
 }
 
 
-void cli_collector_free(cli_collector *col)
+void eng_collector_free(eng_collector *col)
 {
     for (int i = 0; i < col->n; i++) {
         free(col->t[i].name);
@@ -72,18 +72,18 @@ void cli_collector_free(cli_collector *col)
     memset(col, 0, sizeof *col);
 }
 
-ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, cli_collector *colp)
+ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *srcp, eng_collector *colp)
 {
     ptq_status st = PTQ_OK;
     ptq_plan *plan = NULL, *tail_plan = NULL;
-    cli_runner runner = {.g = g, .model = model};
+    eng_runner runner = {.g = g, .model = model};
     pp_dataset *d = NULL;
     ptq_tensor samples = {0};
     pp_dataset_options o = srcp->o;
     if (!o.label) o.label = "calibration";
     pp_config cfg = srcp->cfg;
     const char *input = srcp->input_npy;
-    cli_collector *col = colp;
+    eng_collector *col = colp;
     int in_v = -1;
     for (int i = 0; i < g->n_inputs && in_v < 0; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) in_v = g->inputs[i];
@@ -133,7 +133,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             batch_done++;
         }
     } else {
-        if ((st = cli_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK)
+        if ((st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK)
             goto fail;
         for (;;) {
             const float *x;
@@ -144,8 +144,8 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
             pp_dataset_batch_shape(d, &w, &h);
             /* one plan per input shape (runner.h); every shape's tensors add to the same
              * per-name statistics */
-            ptq_tensor t = cli_shaped_tensor(&cfg, w, h, x, n);
-            if ((st = cli_runner_ready(&runner, &t)) != PTQ_OK) goto fail;
+            ptq_tensor t = eng_shaped_tensor(&cfg, w, h, x, n);
+            if ((st = eng_runner_ready(&runner, &t)) != PTQ_OK) goto fail;
             col->cursor = 0;
             if ((st = ptq_plan_run(runner.plan, &t, 1)) != PTQ_OK) goto fail;
             batch_done++;
@@ -168,11 +168,11 @@ done:
     pp_dataset_close(d);
     ptq_plan_destroy(plan);
     ptq_plan_destroy(tail_plan);
-    cli_runner_free(&runner);
+    eng_runner_free(&runner);
     return st;
 }
 
-void cli_source_describe(const cli_source *src, char *buf, size_t cap)
+void eng_calib_source_describe(const eng_calib_source *src, char *buf, size_t cap)
 {
     if (src->input_npy) {
         snprintf(buf, cap, "npy:%016llx", (unsigned long long)src->list_hash);
@@ -183,14 +183,14 @@ void cli_source_describe(const cli_source *src, char *buf, size_t cap)
     snprintf(buf, cap, "%s exif=%s", text, src->o.exif ? "on" : "off");
 }
 
-ptq_status cli_stats_save(const char *path, const char *model, const cli_source *src, const cli_collector *col)
+ptq_status eng_stats_save(const char *path, const char *model, const eng_calib_source *src, const eng_collector *col)
 {
     ptq_status st = PTQ_OK;
     io_stats s;
     char text[1200];
     io_stats_init(&s);
     TRY(io_hash_file(model, &s.model_hash));
-    cli_source_describe(src, text, sizeof text);
+    eng_calib_source_describe(src, text, sizeof text);
     TRY(io_stats_set_preprocess(&s, text));
     TRY(io_stats_add_shard(&s, src->list_hash));
     s.n_images = (uint64_t)src->images;
@@ -201,7 +201,7 @@ done:
     return st;
 }
 
-ptq_status cli_stats_load(const char *path, const char *model, cli_collector *col, uint64_t *n_images)
+ptq_status eng_stats_load(const char *path, const char *model, eng_collector *col, uint64_t *n_images)
 {
     ptq_status st = PTQ_OK;
     io_stats s;
@@ -217,7 +217,7 @@ ptq_status cli_stats_load(const char *path, const char *model, cli_collector *co
     col->cap = s.n_tensors + 1;
     for (int i = 0; i < s.n_tensors; i++) {
         if (!wanted(col, s.tensors[i].name)) continue;
-        cli_tensor_stats *e = &col->t[col->n++];
+        eng_tensor_stats *e = &col->t[col->n++];
         e->name = s.tensors[i].name; /* moved: the io_stats gives them up below */
         e->stats = s.tensors[i].stats;
         s.tensors[i].name = NULL;

@@ -1,6 +1,6 @@
 /* compare.c: QDQ variants against FP32 on held-out images (see compare.h). */
-#include "cli/compare.h"
-#include "cli/runner.h"
+#include "engine/compare.h"
+#include "engine/runner.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -414,13 +414,13 @@ give_up:
 }
 
 /* Scores one batch of every variant against the FP32 outputs fp32[o]. */
-static ptq_status score_batch(cli_runner *rs, int n, const ptq_tensor *x, float *const *fp32, int n_out,
+static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, int n_out,
                               const int *labels, int kind, const cmp_metric *metric, acc *accs)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
     for (int k = 0; k < n; k++) {
-        TRY(cli_runner_run(&rs[k], x));
+        TRY(eng_runner_run(&rs[k], x));
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
             if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
@@ -449,8 +449,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
     cmp_cache *cache = ev->cache;
-    cli_runner ref = {.g = ev->g, .model = ev->model};
-    cli_runner *rs = calloc((size_t)n + 1, sizeof *rs);
+    eng_runner ref = {.g = ev->g, .model = ev->model};
+    eng_runner *rs = calloc((size_t)n + 1, sizeof *rs);
     acc *accs = calloc((size_t)n + 1, sizeof *accs);
     float **fp32 = NULL;
     size_t *cap = NULL;
@@ -461,13 +461,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     CHECK_ALLOC(accs);
     ref.popt = ptq_plan_defaults();
     ref.popt.nthreads = ev->nthreads;
-    for (int k = 0; k < n; k++) rs[k] = (cli_runner){.g = qdq[k], .popt = ref.popt};
+    for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt};
     if (cache && cache->complete) { /* decoded and run in FP32 before */
         struct timespec c0, c1;
         int done_images = 0;
         clock_gettime(CLOCK_MONOTONIC, &c0);
         for (int i = 0; i < cache->n_b; i++) {
-            ptq_tensor t = cli_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
+            ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
             TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->kind, &ev->metric, accs));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
@@ -498,8 +498,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         TRY(pp_dataset_next(d, &x, &nb, NULL, &paths));
         if (nb == 0) break;
         pp_dataset_batch_shape(d, &w, &h); /* batches may differ in shape (pp_dynamic): so may outputs */
-        ptq_tensor t = cli_shaped_tensor(&ev->cfg, w, h, x, nb);
-        TRY(cli_runner_run(&ref, &t));
+        ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
+        TRY(eng_runner_run(&ref, &t));
         if (kind < 0) kind = output_kind(ptq_plan_output(ref.plan, 0, NULL), nb, ev->metric.axis);
         for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
             const ptq_tensor *y = ptq_plan_output(ref.plan, o, NULL);
@@ -533,8 +533,8 @@ scored:
         metrics_of(&accs[k], kind, ev->labels != NULL, images, mask_threshold(&ev->metric), &out[k]);
 done:
     pp_dataset_close(d);
-    cli_runner_free(&ref);
-    for (int k = 0; rs && k < n; k++) cli_runner_free(&rs[k]);
+    eng_runner_free(&ref);
+    for (int k = 0; rs && k < n; k++) eng_runner_free(&rs[k]);
     for (int o = 0; fp32 && o < n_out; o++) free(fp32[o]);
     free(fp32);
     free(cap);
@@ -680,7 +680,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
     lockstep ls = {.gq = gq, .pending = -1};
-    cli_runner ra = {.g = ev->g}, rb = {.g = gq};
+    eng_runner ra = {.g = ev->g}, rb = {.g = gq};
     *out = NULL;
     *n_out = 0;
     ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
@@ -731,9 +731,9 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
         TRY(pp_dataset_next(d, &x, &nb, NULL, NULL));
         if (nb == 0) break;
         pp_dataset_batch_shape(d, &w, &h);
-        ptq_tensor t = cli_shaped_tensor(&ev->cfg, w, h, x, nb);
-        TRY(cli_runner_ready(&ra, &t));
-        TRY(cli_runner_ready(&rb, &t));
+        ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
+        TRY(eng_runner_ready(&ra, &t));
+        TRY(eng_runner_ready(&rb, &t));
         ls.qplan = rb.plan;
         ls.q_finished = 0;
         TRY(ptq_plan_begin(rb.plan, &t, 1));
@@ -778,8 +778,8 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     *n_out = m;
 done:
     pp_dataset_close(d);
-    cli_runner_free(&ra);
-    cli_runner_free(&rb);
+    eng_runner_free(&ra);
+    eng_runner_free(&rb);
     for (int k = 0; ls.l && k < ls.n; k++) free(ls.l[k].copy);
     free(ls.l);
     free(ls.tensor_slot);

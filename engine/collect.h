@@ -1,0 +1,51 @@
+/* collect.h: one calibration pass shared by `ptq calibrate` and `ptq quantize`: the
+ * images (or a .npy of samples) through the executor, every float activation's statistics
+ * gathered by the observer.
+ *
+ *   eng_collector col = {0};
+ *   TRY(eng_collect(g, model, &src, &col));        // col.t[i]: name + calib_stats
+ *   TRY(eng_stats_save("run.ptqstats", model, &src, &col));   // --stats
+ *   ...; eng_collector_free(&col);
+ *
+ * or, without images (--from-stats): TRY(eng_stats_load("run.ptqstats", model, &col, &n));
+ */
+#ifndef PTQ_ENGINE_COLLECT_H
+#define PTQ_ENGINE_COLLECT_H
+
+#include "calib/calib.h"
+#include "preprocess/dataset.h"
+#include "runtime/graph.h"
+
+typedef struct {
+    char *name;
+    calib_stats *stats;
+} eng_tensor_stats;
+
+typedef struct {
+    eng_tensor_stats *t;
+    int n, cap, cursor, nthreads;
+    const char *const *globs; /* only tensors matching one of these (none: all) */
+    int n_globs;
+} eng_collector;
+
+typedef struct {
+    const char *input_npy;    /* samples [N, ...] fed in batches of o.batch, or NULL */
+    pp_dataset_options o;     /* the image source when input_npy is NULL */
+    pp_config cfg;
+    int images, skipped, batches; /* filled by eng_collect */
+    uint64_t list_hash;       /* filled by eng_collect: pp_dataset_list_hash(), or FNV-1a of the .npy */
+} eng_calib_source;
+
+ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *src, eng_collector *col);
+void eng_collector_free(eng_collector *col);
+
+/* The preprocessing text of statistics files: io_preset_describe() + " exif=on|off", or
+ * "npy:<FNV-1a of the .npy>" for samples (their preprocessing is unknown). */
+void eng_calib_source_describe(const eng_calib_source *src, char *buf, size_t cap);
+/* Writes what eng_collect gathered as a statistics file (io/stats.h), atomically. */
+ptq_status eng_stats_save(const char *path, const char *model, const eng_calib_source *src, const eng_collector *col);
+/* Fills an empty col from a statistics file (only tensors matching col->globs) after
+ * checking that it was collected on this model file; *n_images: images it saw. */
+ptq_status eng_stats_load(const char *path, const char *model, eng_collector *col, uint64_t *n_images);
+
+#endif
