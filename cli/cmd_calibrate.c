@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
+#include "engine/quantize.h"
 #include "io/cache.h"
 #include "io/npy.h"
 #include "io/onnx.h"
@@ -38,14 +39,6 @@ static void usage(FILE *fp)
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
                 "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, preprocessing overrides as in ptq preprocess\n"
                 "With several methods, one cache per method: OUT.<method>.cache (and .json).\n");
-}
-
-/* out.cache -> out.<tag>.cache */
-static void per_method_path(const char *path, const char *tag, char *buf, size_t cap)
-{
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    if (dot && (!slash || dot > slash)) snprintf(buf, cap, "%.*s.%s%s", (int)(dot - path), path, tag, dot);
-    else snprintf(buf, cap, "%s.%s", path, tag);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -76,8 +69,6 @@ int cmd_calibrate(int argc, char **argv)
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
     eng_collector col = {0};
-    io_range *ranges = NULL;
-    io_cache_entry *entries = NULL;
     o.batch = 8;
     int expanded = cli_config_expand("calibrate", longopts, &argc, &argv);
     if (expanded) return expanded;
@@ -149,49 +140,10 @@ int cmd_calibrate(int argc, char **argv)
         st = PTQ_ERR_FORMAT;
         goto fail;
     }
-    /* ranges per method */
-    ranges = calloc((size_t)col.n, sizeof *ranges);
-    entries = calloc((size_t)col.n, sizeof *entries);
-    if (!ranges || !entries) {
-        ptq_error("out of memory");
-        st = PTQ_ERR_NOMEM;
-        goto fail;
-    }
+    /* ranges per method, their caches and JSON */
     int warned = 0;
-    for (int m = 0; m < n_methods; m++) {
-        char tag[64], path[4200];
-        calib_method_name(&methods[m], tag, sizeof tag);
-        int *warn = calloc((size_t)col.n, sizeof(int));
-        if (!warn) {
-            ptq_error("out of memory");
-            st = PTQ_ERR_NOMEM;
-            goto fail;
-        }
-#pragma omp parallel for schedule(dynamic, 1) /* tensors are independent: same result at any thread count */
-        for (int i = 0; i < col.n; i++) {
-            float a = calib_amax(col.t[i].stats, &methods[m], &warn[i]);
-            ranges[i].name = col.t[i].name;
-            ranges[i].amax = a;
-            entries[i].name = col.t[i].name;
-            entries[i].scale = a / 127.0f;
-        }
-        for (int i = 0; i < col.n && m == 0; i++)
-            if (warn[i]) {
-                warned++;
-                fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", col.t[i].name);
-            }
-        free(warn);
-        if (cache) {
-            if (n_methods > 1) per_method_path(cache, tag, path, sizeof path);
-            else snprintf(path, sizeof path, "%s", cache);
-            if ((st = io_cache_write(path, trt_version, io_cache_algorithm(trt_algo), entries, col.n)) != PTQ_OK) goto fail;
-        }
-        if (json) {
-            if (n_methods > 1) per_method_path(json, tag, path, sizeof path);
-            else snprintf(path, sizeof path, "%s", json);
-            if ((st = io_ranges_write_json(path, tag, ranges, col.n)) != PTQ_OK) goto fail;
-        }
-    }
+    if ((st = eng_calibrate_write(&col, methods, n_methods, cache, json, trt_version, trt_algo, NULL, &warned)) != PTQ_OK)
+        goto fail;
     if (from_stats)
         fprintf(stderr, "ptq calibrate: statistics of %llu images from %s, %d tensors calibrated, %d method%s, %d warning%s\n",
                 (unsigned long long)stats_images, from_stats, col.n, n_methods, n_methods > 1 ? "s" : "", warned,
@@ -206,8 +158,6 @@ int cmd_calibrate(int argc, char **argv)
 fail:
     rc = cli_fail(st);
 out:
-    free(ranges);
-    free(entries);
     eng_collector_free(&col);
     ptq_graph_destroy(g);
     return rc;

@@ -14,6 +14,7 @@
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/quantize.h"
 #include "engine/runner.h"
 #include "engine/refine.h"
 #include "io/file.h"
@@ -23,9 +24,6 @@
 #include "runtime/graph_edit.h"
 
 #define MAX_METHODS 16
-#define N_HISTS 4        /* worst tensors whose histograms the report draws */
-#define HIST_BINS 256
-#define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
 
 /* Seconds since t0. */
 static double since(const struct timespec *t0)
@@ -59,80 +57,6 @@ static void usage(FILE *fp)
             "  preprocessing overrides as in ptq preprocess\n"
             "  --eval-preset P        preprocessing of the evaluation images (default: --preset's; the overrides\n"
             "                         apply to both), e.g. calibrate at paddleocr-rec, evaluate at paddleocr-rec-dynamic\n");
-}
-
-/* Ranges of one method for every collected tensor (tensors in parallel). */
-static ptq_status method_ranges(const eng_collector *col, const calib_method *m, io_range *r)
-{
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < col->n; i++) {
-        int warn;
-        r[i].name = col->t[i].name;
-        r[i].amax = calib_amax(col->t[i].stats, m, &warn);
-    }
-    return PTQ_OK;
-}
-
-/* The best method's QDQ model with each refinement of ptq quantize alone and all together,
- * evaluated like the methods (one row each): what each step contributes. */
-static ptq_status refinements(const cmp_eval *ev0, const ptq_graph *g, const char *model, const eng_calib_source *src,
-                              const io_range *ranges, int n_ranges, const quant_options *qo, const char *tag, int bc, int ada,
-                              int images, int classifier, int labelled, int seq, int map)
-{
-    ptq_status st = PTQ_OK;
-    ptq_graph *fp = NULL, *v = NULL;
-    int dummy = 0;
-    typedef struct {
-        const char *name;
-        int bc, ada;
-    } step;
-    step steps[3];
-    int ns = 0;
-    if (ada) steps[ns++] = (step){"AdaRound", 0, ada};
-    if (bc) steps[ns++] = (step){"bias correction", 1, 0};
-    if (ada && bc) steps[ns++] = (step){"AdaRound + bias correction", 1, ada};
-    (void)g;
-    TRY(onnx_model_load(model, &fp));
-    TRY(ptq_graph_constants_to_initializers(fp, &dummy));
-    TRY(quant_upgrade_opset(fp, 13, &dummy));
-    pp_dataset_options o = src->o;
-    o.limit = images;
-    o.shuffle = 0;
-    o.label = "refining";
-    for (int k = 0; k < ns; k++) {
-        quant_report rep = {0};
-        eng_refine_options ro = eng_refine_defaults();
-        eng_refine_report rr;
-        eng_dataset_source ds;
-        eng_source es = eng_source_dataset(&ds, &o, &src->cfg);
-        cmp_metrics m;
-        cmp_eval ev = *ev0;
-        char label[200], row[160];
-        ro.bias_correction = steps[k].bc;
-        ro.adaround_iters = steps[k].ada;
-        ro.nthreads = src->o.threads;
-        ro.quiet = ev0->quiet;
-        st = cmp_build_qdq(ev0, ranges, n_ranges, qo, &v, &rep);
-        quant_report_free(&rep);
-        if (st != PTQ_OK) goto done;
-        TRY(eng_refine(v, fp, &es, &ro, &rr));
-        snprintf(row, sizeof row, "%s + %s", tag, steps[k].name);
-        snprintf(label, sizeof label, "evaluating %s", row);
-        ev.o.label = label;
-        TRY(cmp_evaluate(&ev, &v, 1, &m));
-        printf("%-20s %10.6f %10.2f %12.6g", row, m.cosine, m.sqnr_db, m.max_abs);
-        if (classifier) printf(" %10.4f", m.top1_agree);
-        if (labelled) printf(" %10.4f", m.top1_acc);
-        if (seq) printf(" %10.4f", m.seq_top1);
-        if (map) printf(" %10.4f", m.mask_iou);
-        printf("   (%d images, %.1f s)\n", rr.images, rr.seconds_total);
-        ptq_graph_destroy(v);
-        v = NULL;
-    }
-done:
-    ptq_graph_destroy(v);
-    ptq_graph_destroy(fp);
-    return st;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -169,26 +93,12 @@ int cmd_compare(int argc, char **argv)
     cmp_metric metric;
     int metric_given = 0;
     cmp_metric_parse("cosine", &metric);
-    cmp_exclusion excl = {0};
-    cmp_cache *cache = NULL;
     calib_method methods[MAX_METHODS];
     char tags[MAX_METHODS][64];
     ptq_status st = PTQ_OK;
-    ptq_graph *g = NULL, *variants[MAX_METHODS] = {0};
-    io_range *ranges[MAX_METHODS] = {0};
-    cmp_metrics metrics[MAX_METHODS];
-    eng_collector col = {0};
-    cmp_layer *layers = NULL;
-    int n_layers = 0;
-    const cmp_layer **order = NULL;
-    char *trt_arg = NULL;
-    io_report_method rm[MAX_METHODS];
-    io_report_layer *rl = NULL;
-    io_report_hist rh[N_HISTS];
-    double *hist_bins = NULL;
-    const char *thr_names[MAX_METHODS];
-    double thr[N_HISTS][MAX_METHODS];
-    int n_hists = 0;
+    ptq_graph *g = NULL;
+    eng_compare_job job = eng_compare_job_defaults();
+    eng_compare_result res = {0};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     src.o.batch = 8;
@@ -294,75 +204,42 @@ int cmd_compare(int argc, char **argv)
     }
 
     /* one calibration pass */
-    if ((st = eng_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
+    job.model = model;
+    job.g = g;
+    job.src = &src;
+    job.eval_cfg = eval_preset ? eval_cfg : src.cfg;
+    job.eval_images = eval_dir;
+    job.labels = labels;
+    job.preset = preset;
+    job.eval_limit = (int)eval_limit;
+    memcpy(job.methods, methods, sizeof methods);
+    job.n_methods = n_methods;
+    job.metric = metric;
+    job.metric_given = metric_given;
+    job.layers_method = layers_m;
+    job.qo = quant_defaults();
+    job.qo.exclude_nodes = ex_nodes.names;
+    job.qo.n_exclude_nodes = ex_nodes.n;
+    job.qo.exclude_op_types = ex_types.names;
+    job.qo.n_exclude_op_types = ex_types.n;
+    job.refine_bc = refine_bc;
+    job.refine_ada = refine_ada;
+    job.refine_images = (int)refine_images;
+    job.target = tg;
+    if ((st = eng_compare_calibrate(&job, &res)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
-    if (!(cache = cmp_cache_create(EVAL_CACHE_BYTES))) {
-        st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
-        goto fail;
-    }
-    cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
-                   .cache = cache, .metric = metric};
     if (eval_preset) { /* read again so that messages from here on name the evaluation's preprocessing */
         pp_config again = pp_defaults();
         if ((st = eng_preprocessing(eval_preset, set_keys, set_vals, n_set, &again)) != PTQ_OK) goto fail;
-        ev.cfg = eval_cfg;
     }
-    tg.kind = metric;
-    ev.o.images = eval_dir;
-    ev.o.limit = (int)eval_limit;
-    ev.o.shuffle = 0;
-    quant_options qo = quant_defaults();
-    qo.exclude_nodes = ex_nodes.names;
-    qo.n_exclude_nodes = ex_nodes.n;
-    qo.exclude_op_types = ex_types.names;
-    qo.n_exclude_op_types = ex_types.n;
 
     /* every method's QDQ model, evaluated in one pass */
-    for (int m = 0; m < n_methods; m++) {
-        quant_report rep = {0};
-        ranges[m] = calloc((size_t)col.n + 1, sizeof *ranges[m]);
-        if (!ranges[m]) {
-            st = PTQ_ERR_NOMEM;
-            ptq_error("out of memory");
-            goto fail;
-        }
-        method_ranges(&col, &methods[m], ranges[m]);
-        st = cmp_build_qdq(&ev, ranges[m], col.n, &qo, &variants[m], &rep);
-        if (m == 0)
-            for (int i = 0; i < rep.n_unmatched; i++)
-                fprintf(stderr, "ptq: warning: exclusion '%s' matches no node\n", rep.unmatched[i]);
-        quant_report_free(&rep);
-        if (st != PTQ_OK) goto fail;
-    }
+    if ((st = eng_compare_build(&job, &res)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: %.1f s; evaluating %d method%s on %s\n", since(&t0), n_methods,
             n_methods == 1 ? "" : "s", eval_dir);
-    /* one method at a time (one QDQ plan in memory); the first pass keeps the decoded
-     * images and FP32 outputs in the cache for the others */
-    char label[1200];
-    for (int m = 0; m < n_methods; m++) {
-        snprintf(label, sizeof label, "evaluating %s (%d/%d)", tags[m], m + 1, n_methods);
-        ev.o.label = label;
-        if ((st = cmp_evaluate(&ev, &variants[m], 1, &metrics[m])) != PTQ_OK) goto fail;
-    }
-    int classifier = !isnan(metrics[0].top1_agree), labelled = classifier && !isnan(metrics[0].top1_acc);
-    int seq = !isnan(metrics[0].seq_top1), map = !isnan(metrics[0].mask_iou);
-    if (!metric_given && classifier) cmp_metric_parse("top1", &metric);
-    char metric_name[64], criterion[96];
-    cmp_metric_name(&metric, metric_name, sizeof metric_name);
-    if (isnan(cmp_metric_value(&metric, &metrics[0]))) {
-        st = PTQ_ERR_ARG;
-        ptq_error("%s: --metric %s does not apply to its output 0 (%s)", model, metric_name,
-                  classifier ? "a classifier: top1" : seq ? "a sequence: seq-top1" : map ? "a map: mask-iou:T" : "cosine or sqnr only");
-        goto fail;
-    }
-    snprintf(criterion, sizeof criterion, "%s%s", !metric_given && classifier ? (labelled ? "top-1 accuracy" : "top-1 agreement") : metric_name,
-             metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
-    int best = 0;
-    for (int m = 1; m < n_methods; m++) {
-        double a = cmp_metric_value(&metric, &metrics[m]), b = cmp_metric_value(&metric, &metrics[best]);
-        if (a > b || (a == b && metrics[m].cosine > metrics[best].cosine)) best = m;
-    }
+    if ((st = eng_compare_evaluate(&job, &res)) != PTQ_OK) goto fail;
+    const cmp_metrics *metrics = res.metrics;
+    int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     printf("model %s, %d calibration images, %d evaluation images\n", model, src.images, metrics[0].images);
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
     if (classifier) printf(" %10s", "top-1 agr");
@@ -379,137 +256,54 @@ int cmd_compare(int argc, char **argv)
         printf("%s\n", m == best ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
-    printf("best: %s (by %s)\n", tags[best], criterion);
-    if ((refine_bc || refine_ada) && (st = refinements(&ev, g, model, &src, ranges[best], col.n, &qo, tags[best], refine_bc,
-                                                       refine_ada, (int)refine_images, classifier, labelled, seq, map)) != PTQ_OK)
-        goto fail;
+    printf("best: %s (by %s)\n", tags[best], res.criterion);
+    st = eng_compare_refinements(&job, &res);
+    for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */
+        const cmp_metrics *m = &res.rows[k].m;
+        printf("%-20s %10.6f %10.2f %12.6g", res.rows[k].name, m->cosine, m->sqnr_db, m->max_abs);
+        if (classifier) printf(" %10.4f", m->top1_agree);
+        if (labelled) printf(" %10.4f", m->top1_acc);
+        if (seq) printf(" %10.4f", m->seq_top1);
+        if (map) printf(" %10.4f", m->mask_iou);
+        printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
+    }
+    if (st != PTQ_OK) goto fail;
 
     /* layer-wise errors of one method */
-    if (layers_m < 0) layers_m = best;
+    layers_m = res.layers_m;
     fprintf(stderr, "ptq compare: %.1f s; layer-wise errors of %s\n", since(&t0), tags[layers_m]);
-    snprintf(label, sizeof label, "layer-wise errors of %s", tags[layers_m]);
-    ev.o.label = label;
-    if ((st = cmp_layers(&ev, variants[layers_m], &layers, &n_layers)) != PTQ_OK) goto fail;
-    order = malloc(sizeof *order * ((size_t)n_layers + 1));
-    if (!order) {
-        st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
-        goto fail;
-    }
-    cmp_layers_by_harm(layers, n_layers, order);
+    if ((st = eng_compare_layers(&job, &res)) != PTQ_OK) goto fail;
     printf("\nlayer-wise (%s), worst isolated SQNR first:\n%-40s %-28s %12s %12s %10s\n", tags[layers_m], "tensor",
            "consumer", "iso SQNR dB", "acc SQNR dB", "acc cos");
-    for (int i = 0; i < n_layers && i < 15; i++)
-        printf("%-40s %-28s %12.2f %12.2f %10.6f\n", order[i]->tensor, order[i]->node, order[i]->iso_sqnr_db,
-               order[i]->acc_sqnr_db, order[i]->acc_cosine);
+    for (int i = 0; i < res.n_layers && i < 15; i++)
+        printf("%-40s %-28s %12.2f %12.2f %10.6f\n", res.order[i]->tensor, res.order[i]->node, res.order[i]->iso_sqnr_db,
+               res.order[i]->acc_sqnr_db, res.order[i]->acc_cosine);
 
     /* sensitivity: the fewest layers in float that reach the target */
-    int want_target = !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric);
-    ev.o.label = "FP32 baseline";
-    if (want_target && (st = cmp_target_baseline(&ev, &tg)) != PTQ_OK) goto fail;
-    if (want_target) {
-        if (cmp_meets(&tg, &metrics[layers_m])) {
-            excl.reached = metrics[layers_m];
-            printf("\ntarget already met with every layer quantized (cosine %.6f, %s %.6f)\n", excl.reached.cosine, metric_name,
-                   cmp_metric_value(&metric, &excl.reached));
-        } else if ((st = cmp_auto_exclude(&ev, ranges[layers_m], col.n, &qo, variants[layers_m], layers, n_layers, &tg,
-                                          &excl)) != PTQ_OK) {
-            goto fail;
-        }
-        if (!(trt_arg = cmp_layer_precisions(&excl))) {
-            st = PTQ_ERR_NOMEM;
-            ptq_error("out of memory");
-            goto fail;
-        }
-        if (excl.n_nodes) {
+    if ((st = eng_compare_exclusion(&job, &res)) != PTQ_OK) goto fail;
+    if (res.want_target) {
+        const cmp_exclusion *excl = &res.excl;
+        if (res.target_met)
+            printf("\ntarget already met with every layer quantized (cosine %.6f, %s %.6f)\n", excl->reached.cosine,
+                   res.metric_name, cmp_metric_value(&res.metric, &excl->reached));
+        if (excl->n_nodes) {
             printf("\n%d node%s in float reach cosine %.6f, %s %.6f (%d evaluations):\n  ptq quantize ... --exclude-nodes ",
-                   excl.n_nodes, excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, metric_name,
-                   cmp_metric_value(&metric, &excl.reached), excl.evaluations);
-            for (int e = 0; e < excl.n_nodes; e++) printf("%s%s", e ? "," : "", excl.nodes[e]);
-            printf("\n  trtexec ... --precisionConstraints=obey %s\n", trt_arg);
-        }
-        if (excl_out) {
-            io_atomic_file f;
-            if ((st = io_atomic_open(&f, excl_out)) != PTQ_OK) goto fail;
-            for (int e = 0; e < excl.n_nodes; e++) fprintf(f.fp, "%s\n", excl.nodes[e]);
-            if ((st = io_atomic_commit(&f)) != PTQ_OK) goto fail;
+                   excl->n_nodes, excl->n_nodes == 1 ? "" : "s", excl->reached.cosine, res.metric_name,
+                   cmp_metric_value(&res.metric, &excl->reached), excl->evaluations);
+            for (int e = 0; e < excl->n_nodes; e++) printf("%s%s", e ? "," : "", excl->nodes[e]);
+            printf("\n  trtexec ... --precisionConstraints=obey %s\n", res.trt_arg);
         }
     }
 
     /* reports */
-    if (json || html) {
-        for (int m = 0; m < n_methods; m++)
-            rm[m] = (io_report_method){tags[m], metrics[m].cosine, metrics[m].sqnr_db, metrics[m].max_abs,
-                                       metrics[m].top1_agree, metrics[m].top1_acc, metrics[m].seq_top1,
-                                       metrics[m].mask_iou, metrics[m].mask_threshold};
-        rl = calloc((size_t)n_layers + 1, sizeof *rl);
-        hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
-        if (!rl || !hist_bins) {
-            st = PTQ_ERR_NOMEM;
-            ptq_error("out of memory");
-            goto fail;
-        }
-        for (int i = 0; i < n_layers; i++)
-            rl[i] = (io_report_layer){layers[i].tensor, layers[i].node, layers[i].op_type, layers[i].acc_sqnr_db,
-                                      layers[i].acc_cosine, layers[i].iso_sqnr_db, layers[i].iso_cosine};
-        for (int m = 0; m < n_methods; m++) thr_names[m] = tags[m];
-        /* the worst tensors' histograms of |x| over [0, amax], with every method's amax */
-        for (int i = 0; i < n_layers && n_hists < N_HISTS; i++) {
-            int t = -1;
-            for (int j = 0; j < col.n && t < 0; j++)
-                if (!strcmp(col.t[j].name, order[i]->tensor)) t = j;
-            if (t < 0 || !(col.t[t].stats->amax > 0)) continue;
-            double H[CALIB_ANALYSIS_BINS];
-            calib_analysis_hist(col.t[t].stats, H);
-            double *b = hist_bins + (size_t)n_hists * HIST_BINS;
-            for (int k = 0; k < CALIB_ANALYSIS_BINS; k++) b[k * HIST_BINS / CALIB_ANALYSIS_BINS] += H[k];
-            for (int m = 0; m < n_methods; m++) thr[n_hists][m] = ranges[m][t].amax;
-            rh[n_hists] = (io_report_hist){col.t[t].name, col.t[t].stats->amax, HIST_BINS, b, n_methods, thr_names, thr[n_hists]};
-            n_hists++;
-        }
-        io_report_exclusion ex = {0};
-        char target_text[96];
-        if (want_target) {
-            double top1 = !isnan(excl.reached.top1_acc) ? excl.reached.top1_acc : excl.reached.top1_agree;
-            double reached = tg.fp32_top1 - top1;
-            if (!isnan(tg.metric)) {
-                snprintf(target_text, sizeof target_text, "%s >= %g", metric_name, tg.metric);
-                reached = cmp_metric_value(&metric, &excl.reached);
-            } else if (!isnan(tg.cosine)) {
-                snprintf(target_text, sizeof target_text, "cosine >= %g", tg.cosine);
-                reached = excl.reached.cosine;
-            } else {
-                snprintf(target_text, sizeof target_text, "top-1 drop <= %g", tg.top1_drop);
-            }
-            ex = (io_report_exclusion){target_text, reached,
-                                       excl.n_nodes, (const char *const *)excl.nodes, trt_arg};
-        }
-        io_report r = {.model = model, .preset = preset, .calib_images = src.o.images, .eval_images = eval_dir,
-                       .n_calib = src.images, .n_eval = metrics[0].images, .criterion = criterion,
-                       .best_method = tags[best], .n_methods = n_methods, .methods = rm,
-                       .layers_method = tags[layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,
-                       .hists = rh, .exclusion = want_target ? &ex : NULL};
-        if (json && (st = io_report_write_json(json, &r)) != PTQ_OK) goto fail;
-        if (html && (st = io_report_write_html(html, &r)) != PTQ_OK) goto fail;
-    }
+    if ((st = eng_compare_write(&job, &res, excl_out, json, html)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: %d calibration images, %d evaluation images, %d methods, %d layers; %.1f s, peak RSS %.0f MB\n",
-            src.images, metrics[0].images, n_methods, n_layers, since(&t0), cli_peak_rss_mb());
+            src.images, metrics[0].images, n_methods, res.n_layers, since(&t0), cli_peak_rss_mb());
     goto done;
 fail:
     rc = cli_fail(st);
 done:
-    for (int m = 0; m < n_methods; m++) {
-        ptq_graph_destroy(variants[m]);
-        free(ranges[m]);
-    }
-    cmp_layers_free(layers, n_layers);
-    free(order);
-    cmp_exclusion_free(&excl);
-    cmp_cache_destroy(cache);
-    free(trt_arg);
-    free(rl);
-    free(hist_bins);
-    eng_collector_free(&col);
+    eng_compare_result_free(&res);
     ptq_graph_destroy(g);
     cli_names_free(&ex_nodes);
     cli_names_free(&ex_types);

@@ -15,6 +15,7 @@
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/quantize.h"
 #include "engine/refine.h"
 #include "io/cache.h"
 #include "io/file.h"
@@ -24,83 +25,6 @@
 #include "quant/opset.h"
 #include "quant/qdq.h"
 #include "runtime/graph_edit.h"
-
-typedef struct {
-    const io_range *r;
-    int n;
-    char **missing;           /* names the rules asked for that have no range, each once */
-    int n_missing, cap_missing;
-} range_table;
-
-static int lookup(const char *name, float *amax, void *user)
-{
-    range_table *t = user;
-    for (int i = 0; i < t->n; i++)
-        if (strcmp(t->r[i].name, name) == 0) {
-            *amax = t->r[i].amax;
-            return 1;
-        }
-    for (int i = 0; i < t->n_missing; i++)
-        if (strcmp(t->missing[i], name) == 0) return 0;
-    if (t->n_missing == t->cap_missing) {
-        int cap = t->cap_missing ? 2 * t->cap_missing : 16;
-        char **m = realloc(t->missing, sizeof *m * (size_t)cap);
-        if (!m) return 0; /* out of memory: only the report loses the name */
-        t->missing = m;
-        t->cap_missing = cap;
-    }
-    if ((t->missing[t->n_missing] = ptq_strdup(name)) != NULL) t->n_missing++;
-    return 0;
-}
-
-/* --method output-mse: the candidates of an activation are the methods' answers. */
-typedef struct {
-    const eng_collector *col;
-    io_range *ranges;
-    io_cache_entry *entries;
-    int n;
-} refine_ctx;
-
-static int candidates(const char *name, float *amax, int cap, void *user)
-{
-    static const char *const methods[] = {"max", "percentile:99.9", "percentile:99.99", "percentile:99.999", "entropy", "mse"};
-    const refine_ctx *r = user;
-    for (int i = 0; i < r->col->n; i++) {
-        if (strcmp(r->col->t[i].name, name)) continue;
-        int n = 0;
-        for (int m = 0; m < 6 && n < cap; m++) {
-            calib_method cm;
-            int warn = 0;
-            calib_method_parse(methods[m], &cm);
-            float a = calib_amax(r->col->t[i].stats, &cm, &warn);
-            if (!warn) amax[n++] = a;
-        }
-        return n;
-    }
-    return 0;
-}
-
-static void chosen(const char *name, float amax, void *user)
-{
-    refine_ctx *r = user;
-    for (int i = 0; i < r->n; i++)
-        if (!strcmp(r->ranges[i].name, name)) {
-            r->ranges[i].amax = amax;
-            r->entries[i].scale = amax / 127.0f;
-        }
-}
-
-/* The float amax whose amax / 127.0f (what quant/ and the cache writer compute) is exactly
- * the cache's scale s, so that a QDQ model made from a cache has its scales bit for bit.
- * For every normal float, s * 127 rounded is such an amax (checked exhaustively over [1, 2):
- * it differs from the calibrated amax in 0.8 % of cases, by one ulp, but divides back to s);
- * the loop only guards the subnormal range, moving an ulp at a time toward s. */
-static float amax_for_scale(float s)
-{
-    float a = (float)((double)s * 127.0);
-    for (int k = 0; k < 8 && a / 127.0f != s; k++) a = nextafterf(a, a / 127.0f < s ? INFINITY : 0.0f);
-    return a;
-}
 
 static void usage(FILE *fp)
 {
@@ -173,20 +97,14 @@ int cmd_quantize(int argc, char **argv)
     ro.bias_correction = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &tg.kind);
-    cmp_exclusion excl = {0};
     cli_names ex_nodes = {0}, ex_types = {0};
     int c, rc = CLI_EXIT_OK;
     long trt_version = 8601;
     quant_options qo = quant_defaults();
     calib_method method;
     ptq_status st = PTQ_OK;
-    ptq_graph *g = NULL;
-    eng_collector col = {0};
-    io_range *ranges = NULL;
-    io_cache_entry *entries = NULL, *cached = NULL;
-    int n_cached = 0;
-    range_table table = {0};
-    quant_report rep = {0};
+    eng_quantize_job job = eng_quantize_job_defaults();
+    eng_quantize_result res = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     src.o.batch = 8;
@@ -310,210 +228,73 @@ int cmd_quantize(int argc, char **argv)
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     const char *model = argv[optind];
-    col.nthreads = src.o.threads > 0 ? src.o.threads : omp_get_max_threads();
-    uint64_t stats_images = 0;
-    char algo[128] = ""; /* --from-cache's header: its version is kept, its algorithm is not (trtexec's is EntropyCalibration2) */
-    long cache_version = 0;
     if (!from_stats && !from_cache && !src.input_npy && (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
         goto fail;
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
-    if (from_stats) {
-        if ((st = eng_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
-    } else if (from_cache) {
-        if ((st = io_cache_read(from_cache, &cached, &n_cached, &cache_version, algo, sizeof algo)) != PTQ_OK) goto fail;
-    } else {
-        if ((st = eng_collect(g, model, &src, &col)) != PTQ_OK) goto fail;
-        if (stats && (st = eng_stats_save(stats, model, &src, &col)) != PTQ_OK) goto fail;
-    }
-    int n_ranges = from_cache ? n_cached : col.n;
-    ranges = calloc((size_t)n_ranges + 1, sizeof *ranges);
-    entries = calloc((size_t)n_ranges + 1, sizeof *entries);
-    int *warn = calloc((size_t)n_ranges + 1, sizeof(int));
-    if (!ranges || !entries || !warn) {
-        free(warn);
-        ptq_error("out of memory");
-        st = PTQ_ERR_NOMEM;
-        goto fail;
-    }
-    if (from_cache) {
-        for (int i = 0; i < n_cached; i++) {
-            float a = amax_for_scale(cached[i].scale);
-            warn[i] = !(a >= 0x1p-30f); /* a zero scale: quant/ uses amax 1.0 */
-            ranges[i].name = entries[i].name = cached[i].name;
-            ranges[i].amax = warn[i] ? 1.0f : a;
-            entries[i].scale = ranges[i].amax / 127.0f;
-        }
-    } else {
-        /* ranges of the chosen method, in parallel over tensors */
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int i = 0; i < col.n; i++) {
-            float a = calib_amax(col.t[i].stats, &method, &warn[i]);
-            ranges[i].name = col.t[i].name;
-            ranges[i].amax = a;
-            entries[i].name = col.t[i].name;
-            entries[i].scale = a / 127.0f;
-        }
-    }
-    int warned = 0;
-    for (int i = 0; i < n_ranges; i++)
-        if (warn[i]) {
-            warned++;
-            if (from_cache)
-                fprintf(stderr, "ptq: warning: tensor '%s' has scale %g in %s: amax 1.0\n", ranges[i].name,
-                        (double)cached[i].scale, from_cache);
-            else
-                fprintf(stderr, "ptq: warning: tensor '%s' was all zeros or never finite: amax 1.0\n", ranges[i].name);
-        }
-    free(warn);
-
-    /* --auto-exclude: the fewest layers in float that meet the target on the evaluation images */
-    if (auto_exclude) {
-        cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
-        cmp_eval ev = {.g = g, .model = model, .o = src.o, .cfg = src.cfg, .labels = labels, .nthreads = src.o.threads,
-                       .cache = cc, .metric = tg.kind};
-        ev.o.images = eval_dir;
-        ev.o.limit = (int)eval_limit;
-        ev.o.shuffle = 0;
-        quant_options base = qo;
-        base.exclude_nodes = ex_nodes.names;
-        base.n_exclude_nodes = ex_nodes.n;
-        base.exclude_op_types = ex_types.names;
-        base.n_exclude_op_types = ex_types.n;
-        ptq_graph *gq = NULL;
-        quant_report r0 = {0};
-        cmp_layer *layers = NULL;
-        int n_layers = 0;
-        cmp_metrics m;
-        st = cc ? PTQ_OK : PTQ_ERR_NOMEM;
-        ev.o.label = "auto-exclude: FP32 baseline";
-        if (st == PTQ_OK) st = cmp_target_baseline(&ev, &tg);
-        ev.o.label = "auto-exclude: evaluating";
-        if (st == PTQ_OK) st = cmp_build_qdq(&ev, ranges, n_ranges, &base, &gq, &r0);
-        if (st == PTQ_OK) st = cmp_evaluate(&ev, &gq, 1, &m);
-        if (st == PTQ_OK && cmp_meets(&tg, &m)) {
-            excl.reached = m;
-        } else if (st == PTQ_OK) {
-            ev.o.label = "auto-exclude: layer-wise errors";
-            st = cmp_layers(&ev, gq, &layers, &n_layers);
-            if (st == PTQ_OK) st = cmp_auto_exclude(&ev, ranges, n_ranges, &base, gq, layers, n_layers, &tg, &excl);
-        }
-        cmp_layers_free(layers, n_layers);
-        quant_report_free(&r0);
-        ptq_graph_destroy(gq);
-        cmp_cache_destroy(cc);
-        if (st != PTQ_OK) goto fail;
-        for (int i = 0; i < excl.n_nodes; i++)
-            if (cli_names_push(&ex_nodes, excl.nodes[i])) {
-                st = PTQ_ERR_NOMEM;
-                ptq_error("out of memory");
-                goto fail;
-            }
-        fprintf(stderr, "ptq quantize: auto-exclude: %d node%s in float, cosine %.6f on %d evaluation images%s", excl.n_nodes,
-                excl.n_nodes == 1 ? "" : "s", excl.reached.cosine, excl.reached.images, excl.n_nodes ? ":" : "\n");
-        for (int i = 0; i < excl.n_nodes; i++) fprintf(stderr, "%s%s", i ? "," : " ", excl.nodes[i]);
-        if (excl.n_nodes) fprintf(stderr, "\n");
-    }
-
-    /* the QDQ model */
-    int n_const = 0, n_upgraded = 0;
-    int64_t opset0 = ptq_graph_opset(g, "");
-    if ((st = ptq_graph_constants_to_initializers(g, &n_const)) != PTQ_OK) goto fail;
-    if ((st = quant_upgrade_opset(g, 13, &n_upgraded)) != PTQ_OK) {
-        ptq_error_prefix("%s: ", model);
-        goto fail;
-    }
-    table.r = ranges;
-    table.n = n_ranges;
-    qo.range = lookup;
-    qo.range_user = &table;
+    job.model = model;
+    job.src = from_stats || from_cache ? NULL : &src;
+    job.from_stats = from_stats;
+    job.from_cache = from_cache;
+    job.stats_out = stats;
+    job.method = method;
+    job.output_mse = ro.output_aware;
     qo.exclude_nodes = ex_nodes.names;
     qo.n_exclude_nodes = ex_nodes.n;
     qo.exclude_op_types = ex_types.names;
     qo.n_exclude_op_types = ex_types.n;
-    if ((st = quant_insert_qdq(g, &qo, &rep)) != PTQ_OK) {
-        ptq_error_prefix("%s: ", model);
-        goto fail;
+    job.qo = qo;
+    job.ro = ro;
+    job.refine_images = (int)refine_images;
+    job.auto_exclude = auto_exclude;
+    job.eval_images = eval_dir;
+    job.eval_limit = (int)eval_limit;
+    job.labels = labels;
+    job.target = tg;
+    if ((st = eng_quantize_ranges(&job, &res)) != PTQ_OK) goto fail;
+
+    /* --auto-exclude: the fewest layers in float that meet the target on the evaluation images */
+    if (auto_exclude) {
+        if ((st = eng_quantize_auto_exclude(&job, &res)) != PTQ_OK) goto fail;
+        const cmp_exclusion *excl = &res.excl;
+        fprintf(stderr, "ptq quantize: auto-exclude: %d node%s in float, cosine %.6f on %d evaluation images%s", excl->n_nodes,
+                excl->n_nodes == 1 ? "" : "s", excl->reached.cosine, excl->reached.images, excl->n_nodes ? ":" : "\n");
+        for (int i = 0; i < excl->n_nodes; i++) fprintf(stderr, "%s%s", i ? "," : " ", excl->nodes[i]);
+        if (excl->n_nodes) fprintf(stderr, "\n");
     }
-    for (int i = 0; i < rep.n_unmatched; i++)
-        fprintf(stderr, "ptq: warning: exclusion '%s' matches no node\n", rep.unmatched[i]);
-    for (int i = 0; i < table.n_missing; i++)
-        fprintf(stderr, "ptq: warning: tensor '%s' has no range in %s: the nodes reading it stay float\n", table.missing[i],
-                from_cache ? from_cache : from_stats ? from_stats : "the calibration");
-    warned += table.n_missing;
-    if (ro.bias_correction || ro.adaround_iters || ro.output_aware) {
-        /* the FP32 model as the QDQ graph was made from it: constants as initializers, opset 13 */
-        ptq_graph *fp = NULL;
-        int fp_upgraded = 0, fp_const = 0;
-        eng_refine_report rr;
-        pp_dataset_options ro_o = src.o;
-        ro_o.limit = (int)refine_images;
-        ro_o.label = "refine";
-        ro.nthreads = src.o.threads;
-        refine_ctx rc_user = {.col = &col, .ranges = ranges, .entries = entries, .n = n_ranges};
-        ro.candidates = candidates;
-        ro.on_amax = chosen;
-        ro.user = &rc_user;
-        if ((st = onnx_model_load(model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
-            st = quant_upgrade_opset(fp, 13, &fp_upgraded);
-        eng_dataset_source ds;
-        eng_source es = eng_source_dataset(&ds, &ro_o, &src.cfg);
-        if (st == PTQ_OK) st = eng_refine(g, fp, &es, &ro, &rr);
-        ptq_graph_destroy(fp);
-        if (st != PTQ_OK) {
-            ptq_error_prefix("%s: ", model);
-            goto fail;
-        }
+
+    /* the QDQ model */
+    if ((st = eng_quantize_build(&job, &res)) != PTQ_OK) goto fail;
+    if ((st = eng_quantize_refine(&job, &res)) != PTQ_OK) goto fail;
+    if (res.refined) {
+        const eng_refine_report *rr = &res.rr;
         fprintf(stderr,
                 "ptq quantize: refined on %d images in %d passes, %.1f s: %d activation scales chosen by output error (%.1f s), "
                 "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected\n",
-                rr.images, rr.passes, rr.seconds_total, rr.scales, rr.seconds_scales, rr.rounded, rr.layers, rr.codes_changed,
-                rr.seconds_adaround, rr.corrected);
+                rr->images, rr->passes, rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded, rr->layers, rr->codes_changed,
+                rr->seconds_adaround, rr->corrected);
     }
-    if ((st = onnx_model_save(g, out)) != PTQ_OK) goto fail;
-    char tag[64];
-    if (from_cache) snprintf(tag, sizeof tag, "cache");
-    else if (ro.output_aware) snprintf(tag, sizeof tag, "output-mse");
-    else calib_method_name(&method, tag, sizeof tag);
-    if (from_cache && !trt_version_given) trt_version = cache_version;
-    if (cache && (st = io_cache_write(cache, trt_version, io_cache_algorithm(trt_algo), entries, n_ranges)) != PTQ_OK) goto fail;
-    if (json && (st = io_ranges_write_json(json, tag, ranges, n_ranges)) != PTQ_OK) goto fail;
-    if (report) {
-        io_atomic_file f;
-        if ((st = io_atomic_open(&f, report)) != PTQ_OK) goto fail;
-        static const char *const states[] = {"quantized", "float", "excluded", "not quantized"};
-        for (int i = 0; i < rep.n_nodes; i++)
-            fprintf(f.fp, "%s\t%s\t%s\t%s\n", rep.nodes[i].node_name, rep.nodes[i].op_type, states[rep.nodes[i].state],
-                    rep.nodes[i].reason);
-        if ((st = io_atomic_commit(&f)) != PTQ_OK) goto fail;
-    }
+    eng_quantize_outputs outs = {.model = out, .cache = cache, .json = json, .report = report,
+                                 .trt_version = trt_version_given ? trt_version : 0, .trt_algorithm = trt_algo};
+    if ((st = eng_quantize_write(&job, &res, &outs)) != PTQ_OK) goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     int quantized = 0;
-    for (int i = 0; i < rep.n_nodes; i++) quantized += rep.nodes[i].state == QUANT_NODE_QUANTIZED;
+    for (int i = 0; i < res.rep.n_nodes; i++) quantized += res.rep.nodes[i].state == QUANT_NODE_QUANTIZED;
     char from[4200];
-    if (from_cache) snprintf(from, sizeof from, "ranges of %d tensors from %s", n_cached, from_cache);
+    if (from_cache) snprintf(from, sizeof from, "ranges of %d tensors from %s", res.n_cached, from_cache);
     else if (from_stats)
-        snprintf(from, sizeof from, "statistics of %llu images from %s; method %s", (unsigned long long)stats_images,
-                 from_stats, tag);
-    else snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, tag);
+        snprintf(from, sizeof from, "statistics of %llu images from %s; method %s", (unsigned long long)res.stats_images,
+                 from_stats, res.tag);
+    else snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, res.tag);
     fprintf(stderr,
             "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
             "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",
-            from, rep.n_activations, rep.n_weights, quantized, rep.n_excluded,
-            (long long)opset0, n_upgraded, warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+            from, res.rep.n_activations, res.rep.n_weights, quantized, res.rep.n_excluded,
+            (long long)res.opset0, res.n_upgraded, res.warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
             cli_peak_rss_mb(), out, stats ? "; statistics saved to " : "", stats ? stats : "");
     goto done;
 fail:
     rc = cli_fail(st);
 done:
-    quant_report_free(&rep);
-    cmp_exclusion_free(&excl);
-    free(ranges);
-    free(entries);
-    io_cache_free(cached, n_cached);
-    for (int i = 0; i < table.n_missing; i++) free(table.missing[i]);
-    free(table.missing);
-    eng_collector_free(&col);
-    ptq_graph_destroy(g);
+    eng_quantize_result_free(&res);
     cli_names_free(&ex_nodes);
     cli_names_free(&ex_types);
     return rc;

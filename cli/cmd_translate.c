@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/translate.h"
 #include "io/cache.h"
 #include "io/file.h"
 #include "io/onnx.h"
@@ -41,11 +42,7 @@ int cmd_translate(int argc, char **argv)
     quant_translation tr = {0};
     const char *prefix_arg = NULL, *algorithm = io_cache_algorithm(NULL);
     long trt_version = 8601;
-    char *prefix = NULL, *path = NULL, *arg = NULL;
-    const char **names = NULL;
-    float *scales = NULL;
-    io_cache_entry *entries = NULL;
-    ptq_graph *g = NULL;
+    char *prefix = NULL;
     ptq_status st = PTQ_OK;
     int c, rc = CLI_EXIT_OK;
     opterr = 0;
@@ -73,8 +70,7 @@ int cmd_translate(int argc, char **argv)
     const char *model = argv[optind];
     size_t ml = strlen(prefix_arg ? prefix_arg : model);
     prefix = malloc(ml + 1);
-    path = malloc(ml + 64);
-    if (!prefix || !path) {
+    if (!prefix) {
         st = PTQ_ERR_NOMEM;
         ptq_error("out of memory");
         goto fail;
@@ -82,40 +78,7 @@ int cmd_translate(int argc, char **argv)
     strcpy(prefix, prefix_arg ? prefix_arg : model);
     if (!prefix_arg && ml > 5 && !strcmp(prefix + ml - 5, ".onnx")) prefix[ml - 5] = 0;
 
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
-    if ((st = quant_translate(g, &o, &tr)) != PTQ_OK) {
-        ptq_error_prefix("%s: ", model);
-        goto fail;
-    }
-    names = malloc(sizeof *names * (size_t)(tr.n_scales + 1));
-    scales = malloc(sizeof *scales * (size_t)(tr.n_scales + 1));
-    entries = malloc(sizeof *entries * (size_t)(tr.n_scales + 1));
-    size_t arg_len = 2;
-    for (int i = 0; i < tr.n_fp16; i++) arg_len += strlen(tr.fp16_nodes[i]) + 6;
-    arg = malloc(arg_len);
-    if (!names || !scales || !entries || !arg) {
-        st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < tr.n_scales; i++) {
-        names[i] = tr.scales[i].name;
-        scales[i] = tr.scales[i].scale;
-        entries[i] = (io_cache_entry){tr.scales[i].name, tr.scales[i].scale};
-    }
-    size_t k = 0;
-    for (int i = 0; i < tr.n_fp16; i++) k += (size_t)sprintf(arg + k, "%s%s:fp16", i ? "," : "", tr.fp16_nodes[i]);
-    arg[k++] = '\n';
-
-    sprintf(path, "%s_noqdq.onnx", prefix);
-    if ((st = onnx_model_save(g, path)) != PTQ_OK) goto fail;
-    sprintf(path, "%s_precision_config.json", prefix);
-    if ((st = io_precision_config_write(path, names, scales, tr.n_scales, (const char *const *)tr.fp16_nodes, tr.n_fp16)) != PTQ_OK)
-        goto fail;
-    sprintf(path, "%s_precision_config_calib.cache", prefix);
-    if ((st = io_cache_write(path, trt_version, algorithm, entries, tr.n_scales)) != PTQ_OK) goto fail;
-    sprintf(path, "%s_precision_config_layer_arg.txt", prefix);
-    if ((st = io_write_atomic(path, arg, k)) != PTQ_OK) goto fail;
+    if ((st = eng_translate(model, prefix, &o, trt_version, algorithm, &tr)) != PTQ_OK) goto fail;
     fprintf(stderr,
             "ptq translate: %d activation Q/DQ pairs and %d weight DequantizeLinear removed, %d BatchNormalization folded, "
             "%d INT8 tensors (%d by propagation%s), %d node%s left in float; wrote %s_noqdq.onnx, "
@@ -128,12 +91,6 @@ fail:
     rc = cli_fail(st);
 done:
     quant_translation_free(&tr);
-    ptq_graph_destroy(g);
     free(prefix);
-    free(path);
-    free(arg);
-    free(names);
-    free(scales);
-    free(entries);
     return rc;
 }

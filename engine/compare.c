@@ -472,7 +472,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
-                pp_progress(ev->o.label, done_images, cache->images,
+                pp_log_progress(&ev->o.log, ev->o.label, done_images, cache->images,
                             (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec), i == cache->n_b - 1);
         }
         images = cache->images;
@@ -910,7 +910,7 @@ static ptq_status sensitivity(search *s, const cmp_metric *k, double all, double
         TRY(eval_excluding(s, use, &m));
         all_but[c] = cmp_metric_value(k, &m);
         only[c] = NAN;
-        if (!s->ev->quiet) pp_progress("sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
+        if (!s->ev->quiet) pp_log_progress(&s->ev->o.log, "sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
     }
     for (int c = 0; c < s->n_cand; c++) {
         int tied = 0;
@@ -930,12 +930,13 @@ typedef struct {
     double gain, only;
 } ranked;
 
-/* One point of the curve metric(tensors in float) on stderr. */
-static void curve_point(const char *kname, const cmp_metric *k, int n, const cmp_metrics *m)
+/* One point of the curve metric(tensors in float), a message through the log. */
+static void curve_point(const pp_log *log, const char *kname, const cmp_metric *k, int n, const cmp_metrics *m)
 {
-    fprintf(stderr, "ptq: %d quantized tensor%s in float: %s %.6f", n, n == 1 ? "" : "s", kname, cmp_metric_value(k, m));
-    if (k->kind != CMP_METRIC_COSINE) fprintf(stderr, ", cosine %.6f", m->cosine);
-    fprintf(stderr, "\n");
+    char cos[64] = "";
+    if (k->kind != CMP_METRIC_COSINE) snprintf(cos, sizeof cos, ", cosine %.6f", m->cosine);
+    pp_log_message(log, PP_LOG_INFO, "%d quantized tensor%s in float: %s %.6f%s", n, n == 1 ? "" : "s", kname,
+                   cmp_metric_value(k, m), cos);
 }
 
 static int by_gain(const void *a, const void *b)
@@ -992,11 +993,12 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
     for (int c = 0; c < s.n_cand; c++) rk[c] = (ranked){c, all_but[c] - all, only[c]};
     qsort(rk, (size_t)s.n_cand, sizeof *rk, by_gain);
     if (!ev->quiet) {
-        fprintf(stderr, "ptq: sensitivity by %s (all quantized: %.6f), most harmful first:\n", kname, all);
+        pp_log_message(&ev->o.log, PP_LOG_INFO, "sensitivity by %s (all quantized: %.6f), most harmful first:", kname, all);
         for (int r = 0; r < s.n_cand && r < 10; r++) {
-            fprintf(stderr, "ptq:   %-40s float alone %+.6f", s.nodes[s.start[rk[r].c]], rk[r].gain);
-            if (rk[r].only == rk[r].only) fprintf(stderr, ", quantized alone %.6f", rk[r].only); /* measured for ties only */
-            fprintf(stderr, "\n");
+            char only_text[64] = "";
+            if (rk[r].only == rk[r].only) /* measured for ties only */
+                snprintf(only_text, sizeof only_text, ", quantized alone %.6f", rk[r].only);
+            pp_log_message(&ev->o.log, PP_LOG_INFO, "  %-40s float alone %+.6f%s", s.nodes[s.start[rk[r].c]], rk[r].gain, only_text);
         }
     }
     /* the candidates in that order */
@@ -1014,7 +1016,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         if (hi > s.n_cand) hi = s.n_cand;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < hi;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) curve_point(kname, k, hi, &m);
+        if (!ev->quiet) curve_point(&ev->o.log, kname, k, hi, &m);
         if (cmp_meets(t, &m)) {
             found = 1;
             out->reached = m;
@@ -1028,7 +1030,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
         int mid = (lo + hi) / 2;
         for (int c = 0; c < s.n_cand; c++) use[c] = c < mid;
         TRY(eval_excluding(&s, use, &m));
-        if (!ev->quiet) curve_point(kname, k, mid, &m);
+        if (!ev->quiet) curve_point(&ev->o.log, kname, k, mid, &m);
         if (cmp_meets(t, &m)) {
             hi = mid;
             out->reached = m;

@@ -22,6 +22,7 @@
 #ifndef PTQ_ENGINE_COMPARE_H
 #define PTQ_ENGINE_COMPARE_H
 
+#include "engine/collect.h"
 #include "io/ranges.h"
 #include "preprocess/dataset.h"
 #include "quant/qdq.h"
@@ -123,7 +124,7 @@ typedef struct {
  * leaving it in float), ties by only, then returned to float (their consumer nodes excluded) in that order: the
  * smallest prefix meeting the target is found by doubling then bisection, then each chosen
  * tensor is tried quantized again, least harmful first, and stays quantized when the target
- * still holds. Every evaluation prints a point of the curve metric(tensors in float). Fails
+ * still holds. Every evaluation sends a point of the curve metric(tensors in float) to ev->o.log. Fails
  * (PTQ_ERR_ARG) when even all of them in float miss the target. */
 ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ranges, const quant_options *qopt,
                             const ptq_graph *gq, const cmp_layer *layers, int n_layers, const cmp_target *t,
@@ -131,5 +132,82 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
 void cmp_exclusion_free(cmp_exclusion *x);
 /* "--layerPrecisions=a:fp16,b:fp16" for trtexec (malloc'd; NULL when out of memory). */
 char *cmp_layer_precisions(const cmp_exclusion *x);
+
+/* ---- `ptq compare` as steps (engine/compare_run.c) ----
+ *
+ *   eng_compare_job job = eng_compare_job_defaults();   // model, g, src, eval_images, methods...
+ *   eng_compare_result res = {0};
+ *   TRY(eng_compare_calibrate(&job, &res));   // one calibration pass
+ *   TRY(eng_compare_build(&job, &res));       // every method's QDQ model
+ *   TRY(eng_compare_evaluate(&job, &res));    // their metrics, the best method
+ *   TRY(eng_compare_refinements(&job, &res)); // the best with bias correction / AdaRound (rows)
+ *   TRY(eng_compare_layers(&job, &res));      // layer-wise errors of one method
+ *   TRY(eng_compare_exclusion(&job, &res));   // with a target: the nodes to keep in float
+ *   TRY(eng_compare_write(&job, &res, excl_file, json, html));
+ *   eng_compare_result_free(&res);
+ */
+
+enum { ENG_COMPARE_MAX_METHODS = 16, ENG_COMPARE_MAX_ROWS = 3 };
+
+typedef struct {
+    const char *model;          /* the FP32 model's path (QDQ variants are loaded from it) */
+    const ptq_graph *g;         /* that model, loaded (borrowed) */
+    eng_calib_source *src;      /* calibration images (src->cfg set); src->images etc. filled */
+    pp_config eval_cfg;         /* the evaluation images' preprocessing (usually src->cfg) */
+    const char *eval_images, *labels, *preset; /* preset: only named in the report */
+    int eval_limit;             /* 0: all */
+    calib_method methods[ENG_COMPARE_MAX_METHODS];
+    int n_methods;
+    cmp_metric metric;          /* what picks the best method and what target.metric means */
+    int metric_given;           /* 0: top1 for classifiers, else cosine */
+    int layers_method;          /* index in methods of the layer-wise table, -1: the best */
+    quant_options qo;           /* exclusions applied to every method */
+    int refine_bc, refine_ada, refine_images; /* rows of the best method refined (0, 0, 32) */
+    cmp_target target;          /* all NAN: no exclusion search */
+    pp_log log;
+} eng_compare_job;
+
+typedef struct {
+    char name[160];             /* "entropy + AdaRound" */
+    cmp_metrics m;
+    int images;                 /* refinement images */
+    double seconds;
+} eng_compare_row;
+
+typedef struct {
+    eng_collector col;
+    cmp_cache *cache;
+    cmp_eval ev;                /* the evaluation (images, cache, metric) */
+    int n_methods;
+    char tags[ENG_COMPARE_MAX_METHODS][64];
+    io_range *ranges[ENG_COMPARE_MAX_METHODS];
+    ptq_graph *variants[ENG_COMPARE_MAX_METHODS];
+    cmp_metrics metrics[ENG_COMPARE_MAX_METHODS];
+    int best, classifier, labelled, seq, map;
+    cmp_metric metric;          /* the job's, or top1 for a classifier when not given */
+    char metric_name[64], criterion[96];
+    eng_compare_row rows[ENG_COMPARE_MAX_ROWS];
+    int n_rows;
+    int layers_m;
+    cmp_layer *layers;          /* execution order */
+    int n_layers;
+    const cmp_layer **order;    /* worst isolated SQNR first */
+    int want_target, target_met; /* target_met: with every layer quantized */
+    cmp_target target;
+    cmp_exclusion excl;
+    char *trt_arg;              /* "--layerPrecisions=..." */
+} eng_compare_result;
+
+eng_compare_job eng_compare_job_defaults(void);
+ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result *res);
+ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res);
+ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *res);
+ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_result *res);
+ptq_status eng_compare_layers(const eng_compare_job *job, eng_compare_result *res);
+ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result *res);
+/* The exclusion file (one node per line), the JSON and the HTML report; NULL paths are skipped. */
+ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_result *res, const char *exclusions,
+                             const char *json, const char *html);
+void eng_compare_result_free(eng_compare_result *res);
 
 #endif

@@ -804,7 +804,7 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
                 if (opt->on_amax) opt->on_amax(acts[a], best, opt->user);
                 rep->scales++;
             }
-            if (!opt->quiet) pp_progress("refine: activation scales", a + 1, na, now() - ts, a == na - 1);
+            if (!opt->quiet) pp_log_progress(&opt->log, "refine: activation scales", a + 1, na, now() - ts, a == na - 1);
         }
         free(acts);
         if (st != PTQ_OK) goto done;
@@ -828,7 +828,7 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
         free_samples(&c);
         if (st != PTQ_OK) goto done;
         for (int i = 0; i < c.ng && opt->bias_correction; i++) TRY(correct_bias(qdq, fp32, &L[group[i]], &rep->corrected));
-        if (!opt->quiet) pp_progress("refine: layers", group[c.ng - 1] + 1, nl, now() - t0, a == nn - 1);
+        if (!opt->quiet) pp_log_progress(&opt->log, "refine: layers", group[c.ng - 1] + 1, nl, now() - t0, a == nn - 1);
     }
 finish:
     rep->seconds_total = now() - t0;

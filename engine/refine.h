@@ -53,7 +53,8 @@ typedef struct {
     int positions;           /* sampled output positions per layer (4096; AdaRound, output-aware scales) */
     uint64_t seed;           /* sampling (0) */
     int nthreads;            /* 0: OpenMP's default */
-    int quiet;               /* no progress on stderr */
+    int quiet;               /* no progress */
+    pp_log log;              /* where progress goes (zero: a terminal's stderr) */
 } eng_refine_options;
 
 typedef struct {

@@ -19,6 +19,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -348,14 +349,31 @@ void pp_progress(const char *label, int done, int total, double seconds, int las
             total, rate, eta > 0 ? eta : 0, last ? "\n" : "");
 }
 
+void pp_log_progress(const pp_log *log, const char *label, int done, int total, double seconds, int last)
+{
+    if (log && log->progress) log->progress(label, done, total, seconds, last, log->user);
+    else pp_progress(label, done, total, seconds, last);
+}
+
+void pp_log_message(const pp_log *log, int level, const char *fmt, ...)
+{
+    char text[4600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (log && log->message) log->message(level, text, log->user);
+    else fprintf(stderr, "ptq: %s%s\n", level == PP_LOG_WARNING ? "warning: " : "", text);
+}
+
 static void progress(pp_dataset *d, int last)
 {
-    if (d->o.quiet || !isatty(STDERR_FILENO)) return;
+    if (d->o.quiet || (!d->o.log.progress && !isatty(STDERR_FILENO))) return;
     double now = now_s();
     if (!last && now - d->shown < 0.1) return; /* at most ten refreshes a second */
     d->shown = now;
     int total = d->o.limit > 0 && d->o.limit < d->n_files ? d->o.limit : d->n_files;
-    pp_progress(d->o.label, d->consumed, total, now - d->t0, 0);
+    pp_log_progress(&d->o.log, d->o.label, d->consumed, total, now - d->t0, 0);
 }
 
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta, const char *const **paths)
@@ -395,7 +413,8 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
             d->out_meta[k] = c->meta;
             d->out_paths[k] = d->files[i];
         } else if (!d->o.strict && !d->o.quiet) {
-            fprintf(stderr, "%sptq: warning: skipped %s\n", isatty(STDERR_FILENO) ? "\n" : "", c->msg);
+            if (!d->o.log.message && isatty(STDERR_FILENO)) fprintf(stderr, "\n"); /* ends the progress line */
+            pp_log_message(&d->o.log, PP_LOG_WARNING, "skipped %s", c->msg);
         }
         pthread_mutex_lock(&d->mu);
         if (good) {
@@ -431,7 +450,7 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
         if (paths) *paths = d->out_paths;
     }
     progress(d, k == 0);
-    if (k == 0 && !d->o.quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
+    if (k == 0 && !d->o.quiet && !d->o.log.progress && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
 }
 

@@ -25,6 +25,16 @@
 
 #include "preprocess/preprocess.h"
 
+/* Where progress lines and messages go. All NULL (the default): progress on stderr when it is a
+ * terminal (pp_progress), messages on stderr as "ptq: [warning: ]text". engine/ and the public
+ * API pass a caller's callbacks through it. */
+enum { PP_LOG_INFO = 0, PP_LOG_WARNING = 1 };
+typedef struct {
+    void (*progress)(const char *label, int done, int total, double seconds, int last, void *user);
+    void (*message)(int level, const char *text, void *user); /* one line, without "ptq: " and '\n' */
+    void *user;
+} pp_log;
+
 typedef struct {
     const char *images;  /* a folder (searched recursively) or a text file with one path per line */
     int limit;           /* keep at most this many usable images (0: all) */
@@ -37,6 +47,7 @@ typedef struct {
     int prefetch;        /* batches prepared ahead (>= 1) */
     int quiet;           /* no warnings or progress on stderr */
     const char *label;   /* what the progress line says the images are for (borrowed; NULL: nothing) */
+    pp_log log;          /* progress and warnings (zero: stderr) */
 } pp_dataset_options;
 
 typedef struct pp_dataset pp_dataset;
@@ -63,5 +74,12 @@ void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
 /* The progress line on stderr when it is a terminal: "\r[label: ]done/total images, rate,
  * ETA"; seconds since the work began; last ends the line. Callers limit the refresh rate. */
 void pp_progress(const char *label, int done, int total, double seconds, int last);
+/* A progress line through log (log NULL or without progress: pp_progress). */
+void pp_log_progress(const pp_log *log, const char *label, int done, int total, double seconds, int last);
+/* A message through log (NULL or without message: "ptq: [warning: ]text\n" on stderr). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void pp_log_message(const pp_log *log, int level, const char *fmt, ...);
 
 #endif

@@ -1,0 +1,298 @@
+/* compare_run.c: `ptq compare` as library steps (compare.h, "as steps"): one calibration pass,
+ * every method's QDQ model evaluated against FP32, the best method, refinement rows,
+ * layer-wise errors, the exclusion search and the reports. The CLI prints between steps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "engine/compare.h"
+#include "engine/quantize.h"
+#include "engine/refine.h"
+#include "io/file.h"
+#include "io/onnx.h"
+#include "io/report.h"
+#include "quant/opset.h"
+#include "runtime/graph_edit.h"
+
+#define N_HISTS 4        /* worst tensors whose histograms the report draws */
+#define HIST_BINS 256
+#define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
+
+eng_compare_job eng_compare_job_defaults(void)
+{
+    eng_compare_job j;
+    memset(&j, 0, sizeof j);
+    j.eval_cfg = pp_defaults();
+    calib_methods_parse("max,percentile:99.99,percentile:99.999,entropy,mse", j.methods, ENG_COMPARE_MAX_METHODS, &j.n_methods);
+    cmp_metric_parse("cosine", &j.metric);
+    j.layers_method = -1;
+    j.qo = quant_defaults();
+    j.refine_images = 32;
+    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
+    return j;
+}
+
+ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result *res)
+{
+    if (!job->src->o.log.progress && !job->src->o.log.message) job->src->o.log = job->log;
+    return eng_collect(job->g, job->model, job->src, &res->col);
+}
+
+ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    if (!(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    res->ev = (cmp_eval){.g = job->g, .model = job->model, .o = job->src->o, .cfg = job->eval_cfg, .labels = job->labels,
+                         .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric};
+    res->ev.o.images = job->eval_images;
+    res->ev.o.limit = job->eval_limit;
+    res->ev.o.shuffle = 0;
+    res->ev.o.log = job->log;
+    res->n_methods = job->n_methods;
+    for (int m = 0; m < job->n_methods; m++) calib_method_name(&job->methods[m], res->tags[m], sizeof res->tags[m]);
+    for (int m = 0; m < job->n_methods; m++) {
+        quant_report rep = {0};
+        res->ranges[m] = calloc((size_t)res->col.n + 1, sizeof *res->ranges[m]);
+        if (!res->ranges[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
+        eng_method_ranges(&res->col, &job->methods[m], res->ranges[m], NULL, NULL);
+        st = cmp_build_qdq(&res->ev, res->ranges[m], res->col.n, &job->qo, &res->variants[m], &rep);
+        if (m == 0)
+            for (int i = 0; i < rep.n_unmatched; i++)
+                pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", rep.unmatched[i]);
+        quant_report_free(&rep);
+        if (st != PTQ_OK) goto done;
+    }
+done:
+    return st;
+}
+
+ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    /* one method at a time (one QDQ plan in memory); the first pass keeps the decoded
+     * images and FP32 outputs in the cache for the others */
+    char label[1200];
+    const char *label0 = res->ev.o.label;
+    for (int m = 0; m < res->n_methods; m++) {
+        snprintf(label, sizeof label, "evaluating %s (%d/%d)", res->tags[m], m + 1, res->n_methods);
+        res->ev.o.label = label;
+        st = cmp_evaluate(&res->ev, &res->variants[m], 1, &res->metrics[m]);
+        res->ev.o.label = label0;
+        if (st != PTQ_OK) goto done;
+    }
+    const cmp_metrics *m0 = &res->metrics[0];
+    res->classifier = !isnan(m0->top1_agree);
+    res->labelled = res->classifier && !isnan(m0->top1_acc);
+    res->seq = !isnan(m0->seq_top1);
+    res->map = !isnan(m0->mask_iou);
+    res->metric = job->metric;
+    if (!job->metric_given && res->classifier) cmp_metric_parse("top1", &res->metric);
+    cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
+    if (isnan(cmp_metric_value(&res->metric, m0)))
+        FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
+             res->classifier ? "a classifier: top1" : res->seq ? "a sequence: seq-top1" : res->map ? "a map: mask-iou:T" : "cosine or sqnr only");
+    snprintf(res->criterion, sizeof res->criterion, "%s%s",
+             !job->metric_given && res->classifier ? (res->labelled ? "top-1 accuracy" : "top-1 agreement") : res->metric_name,
+             res->metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
+    res->best = 0;
+    for (int m = 1; m < res->n_methods; m++) {
+        double a = cmp_metric_value(&res->metric, &res->metrics[m]), b = cmp_metric_value(&res->metric, &res->metrics[res->best]);
+        if (a > b || (a == b && res->metrics[m].cosine > res->metrics[res->best].cosine)) res->best = m;
+    }
+    res->layers_m = job->layers_method >= 0 && job->layers_method < res->n_methods ? job->layers_method : res->best;
+done:
+    return st;
+}
+
+/* The best method's QDQ model with each refinement of ptq quantize alone and all together,
+ * evaluated like the methods (one row each): what each step contributes. */
+ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *fp = NULL, *v = NULL;
+    int dummy = 0, bc = job->refine_bc, ada = job->refine_ada;
+    typedef struct {
+        const char *name;
+        int bc, ada;
+    } step;
+    step steps[ENG_COMPARE_MAX_ROWS];
+    int ns = 0;
+    if (!bc && !ada) return PTQ_OK;
+    if (ada) steps[ns++] = (step){"AdaRound", 0, ada};
+    if (bc) steps[ns++] = (step){"bias correction", 1, 0};
+    if (ada && bc) steps[ns++] = (step){"AdaRound + bias correction", 1, ada};
+    TRY(onnx_model_load(job->model, &fp));
+    TRY(ptq_graph_constants_to_initializers(fp, &dummy));
+    TRY(quant_upgrade_opset(fp, 13, &dummy));
+    pp_dataset_options o = job->src->o;
+    o.limit = job->refine_images;
+    o.shuffle = 0;
+    o.label = "refining";
+    o.log = job->log;
+    char tag[64];
+    snprintf(tag, sizeof tag, "%s", res->tags[res->best]);
+    for (int k = 0; k < ns; k++) {
+        quant_report rep = {0};
+        eng_refine_options ro = eng_refine_defaults();
+        eng_refine_report rr;
+        eng_dataset_source ds;
+        eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
+        cmp_eval ev = res->ev;
+        eng_compare_row *row = &res->rows[res->n_rows];
+        char label[200];
+        ro.bias_correction = steps[k].bc;
+        ro.adaround_iters = steps[k].ada;
+        ro.nthreads = job->src->o.threads;
+        ro.quiet = res->ev.quiet;
+        ro.log = job->log;
+        st = cmp_build_qdq(&res->ev, res->ranges[res->best], res->col.n, &job->qo, &v, &rep);
+        quant_report_free(&rep);
+        if (st != PTQ_OK) goto done;
+        TRY(eng_refine(v, fp, &es, &ro, &rr));
+        snprintf(row->name, sizeof row->name, "%s + %s", tag, steps[k].name);
+        snprintf(label, sizeof label, "evaluating %s", row->name);
+        ev.o.label = label;
+        TRY(cmp_evaluate(&ev, &v, 1, &row->m));
+        row->images = rr.images;
+        row->seconds = rr.seconds_total;
+        res->n_rows++;
+        ptq_graph_destroy(v);
+        v = NULL;
+    }
+done:
+    ptq_graph_destroy(v);
+    ptq_graph_destroy(fp);
+    return st;
+}
+
+ptq_status eng_compare_layers(const eng_compare_job *job, eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    char label[1200];
+    (void)job;
+    snprintf(label, sizeof label, "layer-wise errors of %s", res->tags[res->layers_m]);
+    cmp_eval ev = res->ev;
+    ev.o.label = label;
+    TRY(cmp_layers(&ev, res->variants[res->layers_m], &res->layers, &res->n_layers));
+    res->order = malloc(sizeof *res->order * ((size_t)res->n_layers + 1));
+    CHECK_ALLOC(res->order);
+    cmp_layers_by_harm(res->layers, res->n_layers, res->order);
+done:
+    return st;
+}
+
+ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    res->target = job->target;
+    res->target.kind = job->metric; /* the search and the target use the job's metric (not top1 chosen for a classifier) */
+    res->want_target = !isnan(res->target.cosine) || !isnan(res->target.top1_drop) || !isnan(res->target.metric);
+    if (!res->want_target) return PTQ_OK;
+    cmp_eval ev = res->ev;
+    ev.o.label = "FP32 baseline";
+    TRY(cmp_target_baseline(&ev, &res->target));
+    if (cmp_meets(&res->target, &res->metrics[res->layers_m])) {
+        res->excl.reached = res->metrics[res->layers_m];
+        res->target_met = 1;
+    } else {
+        TRY(cmp_auto_exclude(&ev, res->ranges[res->layers_m], res->col.n, &job->qo, res->variants[res->layers_m], res->layers,
+                             res->n_layers, &res->target, &res->excl));
+    }
+    if (!(res->trt_arg = cmp_layer_precisions(&res->excl))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+done:
+    return st;
+}
+
+ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_result *res, const char *excl_out,
+                             const char *json, const char *html)
+{
+    ptq_status st = PTQ_OK;
+    io_report_method rm[ENG_COMPARE_MAX_METHODS];
+    io_report_layer *rl = NULL;
+    io_report_hist rh[N_HISTS];
+    double *hist_bins = NULL;
+    const char *thr_names[ENG_COMPARE_MAX_METHODS];
+    double thr[N_HISTS][ENG_COMPARE_MAX_METHODS];
+    int n_hists = 0, n_methods = res->n_methods, n_layers = res->n_layers;
+    const eng_collector *col = &res->col;
+    if (res->want_target && excl_out) {
+        io_atomic_file f;
+        TRY(io_atomic_open(&f, excl_out));
+        for (int e = 0; e < res->excl.n_nodes; e++) fprintf(f.fp, "%s\n", res->excl.nodes[e]);
+        TRY(io_atomic_commit(&f));
+    }
+    if (!json && !html) goto done;
+    for (int m = 0; m < n_methods; m++) {
+        const cmp_metrics *mm = &res->metrics[m];
+        rm[m] = (io_report_method){res->tags[m], mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
+                                   mm->seq_top1, mm->mask_iou, mm->mask_threshold};
+    }
+    rl = calloc((size_t)n_layers + 1, sizeof *rl);
+    hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
+    if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_layers; i++) {
+        const cmp_layer *l = &res->layers[i];
+        rl[i] = (io_report_layer){l->tensor, l->node, l->op_type, l->acc_sqnr_db, l->acc_cosine, l->iso_sqnr_db, l->iso_cosine};
+    }
+    for (int m = 0; m < n_methods; m++) thr_names[m] = res->tags[m];
+    /* the worst tensors' histograms of |x| over [0, amax], with every method's amax */
+    for (int i = 0; i < n_layers && n_hists < N_HISTS; i++) {
+        int t = -1;
+        for (int j = 0; j < col->n && t < 0; j++)
+            if (!strcmp(col->t[j].name, res->order[i]->tensor)) t = j;
+        if (t < 0 || !(col->t[t].stats->amax > 0)) continue;
+        double H[CALIB_ANALYSIS_BINS];
+        calib_analysis_hist(col->t[t].stats, H);
+        double *b = hist_bins + (size_t)n_hists * HIST_BINS;
+        for (int k = 0; k < CALIB_ANALYSIS_BINS; k++) b[k * HIST_BINS / CALIB_ANALYSIS_BINS] += H[k];
+        for (int m = 0; m < n_methods; m++) thr[n_hists][m] = res->ranges[m][t].amax;
+        rh[n_hists] = (io_report_hist){col->t[t].name, col->t[t].stats->amax, HIST_BINS, b, n_methods, thr_names, thr[n_hists]};
+        n_hists++;
+    }
+    io_report_exclusion ex = {0};
+    char target_text[96];
+    const cmp_target *tg = &res->target;
+    if (res->want_target) {
+        const cmp_metrics *r = &res->excl.reached;
+        double top1 = !isnan(r->top1_acc) ? r->top1_acc : r->top1_agree;
+        double reached = tg->fp32_top1 - top1;
+        if (!isnan(tg->metric)) {
+            snprintf(target_text, sizeof target_text, "%s >= %g", res->metric_name, tg->metric);
+            reached = cmp_metric_value(&res->metric, r);
+        } else if (!isnan(tg->cosine)) {
+            snprintf(target_text, sizeof target_text, "cosine >= %g", tg->cosine);
+            reached = r->cosine;
+        } else {
+            snprintf(target_text, sizeof target_text, "top-1 drop <= %g", tg->top1_drop);
+        }
+        ex = (io_report_exclusion){target_text, reached, res->excl.n_nodes, (const char *const *)res->excl.nodes, res->trt_arg};
+    }
+    io_report r = {.model = job->model, .preset = job->preset, .calib_images = job->src->o.images, .eval_images = job->eval_images,
+                   .n_calib = job->src->images, .n_eval = res->metrics[0].images, .criterion = res->criterion,
+                   .best_method = res->tags[res->best], .n_methods = n_methods, .methods = rm,
+                   .layers_method = res->tags[res->layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,
+                   .hists = rh, .exclusion = res->want_target ? &ex : NULL};
+    if (json) TRY(io_report_write_json(json, &r));
+    if (html) TRY(io_report_write_html(html, &r));
+done:
+    free(rl);
+    free(hist_bins);
+    return st;
+}
+
+void eng_compare_result_free(eng_compare_result *res)
+{
+    for (int m = 0; m < res->n_methods; m++) {
+        ptq_graph_destroy(res->variants[m]);
+        free(res->ranges[m]);
+    }
+    cmp_layers_free(res->layers, res->n_layers);
+    free(res->order);
+    cmp_exclusion_free(&res->excl);
+    cmp_cache_destroy(res->cache);
+    free(res->trt_arg);
+    eng_collector_free(&res->col);
+    memset(res, 0, sizeof *res);
+}

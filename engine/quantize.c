@@ -1,0 +1,361 @@
+/* quantize.c: see quantize.h. */
+#include "engine/quantize.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file.h"
+#include "io/onnx.h"
+#include "quant/opset.h"
+#include "runtime/graph_edit.h"
+
+void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn)
+{
+#pragma omp parallel for schedule(dynamic, 1) /* tensors are independent: same result at any thread count */
+    for (int i = 0; i < col->n; i++) {
+        int w = 0;
+        float a = calib_amax(col->t[i].stats, m, &w);
+        if (ranges) {
+            ranges[i].name = col->t[i].name;
+            ranges[i].amax = a;
+        }
+        if (entries) {
+            entries[i].name = col->t[i].name;
+            entries[i].scale = a / 127.0f;
+        }
+        if (warn) warn[i] = w;
+    }
+}
+
+void eng_per_method_path(const char *path, const char *tag, char *buf, size_t cap)
+{
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (dot && (!slash || dot > slash)) snprintf(buf, cap, "%.*s.%s%s", (int)(dot - path), path, tag, dot);
+    else snprintf(buf, cap, "%s.%s", path, tag);
+}
+
+ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *methods, int n_methods, const char *cache,
+                               const char *json, long trt_version, const char *trt_algorithm, const pp_log *log, int *warned)
+{
+    ptq_status st = PTQ_OK;
+    io_range *ranges = calloc((size_t)col->n + 1, sizeof *ranges);
+    io_cache_entry *entries = calloc((size_t)col->n + 1, sizeof *entries);
+    int *warn = calloc((size_t)col->n + 1, sizeof(int));
+    *warned = 0;
+    if (!ranges || !entries || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    for (int m = 0; m < n_methods; m++) {
+        char tag[64], path[4200];
+        calib_method_name(&methods[m], tag, sizeof tag);
+        eng_method_ranges(col, &methods[m], ranges, entries, warn);
+        for (int i = 0; i < col->n && m == 0; i++)
+            if (warn[i]) {
+                (*warned)++;
+                pp_log_message(log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", col->t[i].name);
+            }
+        if (cache) {
+            if (n_methods > 1) eng_per_method_path(cache, tag, path, sizeof path);
+            else snprintf(path, sizeof path, "%s", cache);
+            TRY(io_cache_write(path, trt_version, io_cache_algorithm(trt_algorithm), entries, col->n));
+        }
+        if (json) {
+            if (n_methods > 1) eng_per_method_path(json, tag, path, sizeof path);
+            else snprintf(path, sizeof path, "%s", json);
+            TRY(io_ranges_write_json(path, tag, ranges, col->n));
+        }
+    }
+done:
+    free(ranges);
+    free(entries);
+    free(warn);
+    return st;
+}
+
+/* The float amax whose amax / 127.0f (what quant/ and the cache writer compute) is exactly
+ * the cache's scale s, so that a QDQ model made from a cache has its scales bit for bit.
+ * For every normal float, s * 127 rounded is such an amax (checked exhaustively over [1, 2):
+ * it differs from the calibrated amax in 0.8 % of cases, by one ulp, but divides back to s);
+ * the loop only guards the subnormal range, moving an ulp at a time toward s. */
+float eng_amax_for_scale(float s)
+{
+    float a = (float)((double)s * 127.0);
+    for (int k = 0; k < 8 && a / 127.0f != s; k++) a = nextafterf(a, a / 127.0f < s ? INFINITY : 0.0f);
+    return a;
+}
+
+eng_quantize_job eng_quantize_job_defaults(void)
+{
+    eng_quantize_job j;
+    memset(&j, 0, sizeof j);
+    calib_method_parse("entropy", &j.method);
+    j.qo = quant_defaults();
+    j.ro = eng_refine_defaults();
+    j.ro.bias_correction = 0;
+    j.refine_images = 32;
+    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
+    cmp_metric_parse("cosine", &j.target.kind);
+    return j;
+}
+
+ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    char algo[128] = ""; /* --from-cache's header: its version is kept, its algorithm is not (trtexec's is EntropyCalibration2) */
+    int *warn = NULL;
+    const eng_calib_source *src = job->src;
+    res->col.nthreads = src && src->o.threads > 0 ? src->o.threads : omp_get_max_threads();
+    TRY(onnx_model_load(job->model, &res->g));
+    if (job->from_stats) {
+        TRY(eng_stats_load(job->from_stats, job->model, &res->col, &res->stats_images));
+    } else if (job->from_cache) {
+        TRY(io_cache_read(job->from_cache, &res->cached, &res->n_cached, &res->cache_version, algo, sizeof algo));
+    } else {
+        if (!job->src) FAIL(PTQ_ERR_ARG, "no calibration data: give images, samples, statistics or a cache");
+        TRY(eng_collect(res->g, job->model, job->src, &res->col));
+        if (job->stats_out) TRY(eng_stats_save(job->stats_out, job->model, job->src, &res->col));
+    }
+    int n = job->from_cache ? res->n_cached : res->col.n;
+    res->ranges = calloc((size_t)n + 1, sizeof *res->ranges);
+    res->entries = calloc((size_t)n + 1, sizeof *res->entries);
+    warn = calloc((size_t)n + 1, sizeof(int));
+    if (!res->ranges || !res->entries || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    res->n_ranges = n;
+    if (job->from_cache) {
+        for (int i = 0; i < res->n_cached; i++) {
+            float a = eng_amax_for_scale(res->cached[i].scale);
+            warn[i] = !(a >= 0x1p-30f); /* a zero scale: quant/ uses amax 1.0 */
+            res->ranges[i].name = res->entries[i].name = res->cached[i].name;
+            res->ranges[i].amax = warn[i] ? 1.0f : a;
+            res->entries[i].scale = res->ranges[i].amax / 127.0f;
+        }
+    } else {
+        eng_method_ranges(&res->col, &job->method, res->ranges, res->entries, warn); /* in parallel over tensors */
+    }
+    for (int i = 0; i < n; i++)
+        if (warn[i]) {
+            res->warned++;
+            if (job->from_cache)
+                pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' has scale %g in %s: amax 1.0", res->ranges[i].name,
+                               (double)res->cached[i].scale, job->from_cache);
+            else
+                pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", res->ranges[i].name);
+        }
+    if (job->from_cache) snprintf(res->tag, sizeof res->tag, "cache");
+    else if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
+    else calib_method_name(&job->method, res->tag, sizeof res->tag);
+done:
+    free(warn);
+    return st;
+}
+
+/* The job's exclusions followed by extra (auto-exclusion's nodes), as res->exclude_nodes. */
+static ptq_status set_exclusions(const eng_quantize_job *job, eng_quantize_result *res, char *const *extra, int n_extra)
+{
+    const char **l = malloc(sizeof *l * (size_t)(job->qo.n_exclude_nodes + n_extra + 1));
+    if (!l) {
+        ptq_error("out of memory");
+        return PTQ_ERR_NOMEM;
+    }
+    int n = 0;
+    for (int i = 0; i < job->qo.n_exclude_nodes; i++) l[n++] = job->qo.exclude_nodes[i];
+    for (int i = 0; i < n_extra; i++) l[n++] = extra[i];
+    free(res->exclude_nodes);
+    res->exclude_nodes = l;
+    res->n_exclude_nodes = n;
+    return PTQ_OK;
+}
+
+ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    if (!job->auto_exclude) return PTQ_OK;
+    if (!job->src || !job->eval_images) {
+        ptq_error("auto-exclusion needs calibration images and evaluation images");
+        return PTQ_ERR_ARG;
+    }
+    cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+    cmp_target tg = job->target;
+    cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
+                   .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind};
+    ev.o.images = job->eval_images;
+    ev.o.limit = job->eval_limit;
+    ev.o.shuffle = 0;
+    ev.o.log = job->log;
+    ptq_graph *gq = NULL;
+    quant_report r0 = {0};
+    cmp_layer *layers = NULL;
+    int n_layers = 0;
+    cmp_metrics m;
+    if (!cc) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    ev.o.label = "auto-exclude: FP32 baseline";
+    TRY(cmp_target_baseline(&ev, &tg));
+    ev.o.label = "auto-exclude: evaluating";
+    TRY(cmp_build_qdq(&ev, res->ranges, res->n_ranges, &job->qo, &gq, &r0));
+    TRY(cmp_evaluate(&ev, &gq, 1, &m));
+    if (cmp_meets(&tg, &m)) {
+        res->excl.reached = m;
+    } else {
+        ev.o.label = "auto-exclude: layer-wise errors";
+        TRY(cmp_layers(&ev, gq, &layers, &n_layers));
+        TRY(cmp_auto_exclude(&ev, res->ranges, res->n_ranges, &job->qo, gq, layers, n_layers, &tg, &res->excl));
+    }
+    TRY(set_exclusions(job, res, res->excl.nodes, res->excl.n_nodes));
+done:
+    cmp_layers_free(layers, n_layers);
+    quant_report_free(&r0);
+    ptq_graph_destroy(gq);
+    cmp_cache_destroy(cc);
+    return st;
+}
+
+static int lookup(const char *name, float *amax, void *user)
+{
+    eng_quantize_result *t = user;
+    for (int i = 0; i < t->n_ranges; i++)
+        if (strcmp(t->ranges[i].name, name) == 0) {
+            *amax = t->ranges[i].amax;
+            return 1;
+        }
+    for (int i = 0; i < t->n_missing; i++)
+        if (strcmp(t->missing[i], name) == 0) return 0;
+    if (t->n_missing == t->cap_missing) {
+        int cap = t->cap_missing ? 2 * t->cap_missing : 16;
+        char **m = realloc(t->missing, sizeof *m * (size_t)cap);
+        if (!m) return 0; /* out of memory: only the report loses the name */
+        t->missing = m;
+        t->cap_missing = cap;
+    }
+    if ((t->missing[t->n_missing] = ptq_strdup(name)) != NULL) t->n_missing++;
+    return 0;
+}
+
+ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    int n_const = 0;
+    ptq_graph *g = res->g;
+    if (!res->exclude_nodes) TRY(set_exclusions(job, res, NULL, 0));
+    res->opset0 = ptq_graph_opset(g, "");
+    TRY(ptq_graph_constants_to_initializers(g, &n_const));
+    if ((st = quant_upgrade_opset(g, 13, &res->n_upgraded)) != PTQ_OK) {
+        ptq_error_prefix("%s: ", job->model);
+        goto done;
+    }
+    quant_options qo = job->qo;
+    qo.range = lookup;
+    qo.range_user = res;
+    qo.exclude_nodes = res->exclude_nodes;
+    qo.n_exclude_nodes = res->n_exclude_nodes;
+    if ((st = quant_insert_qdq(g, &qo, &res->rep)) != PTQ_OK) {
+        ptq_error_prefix("%s: ", job->model);
+        goto done;
+    }
+    for (int i = 0; i < res->rep.n_unmatched; i++)
+        pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", res->rep.unmatched[i]);
+    for (int i = 0; i < res->n_missing; i++)
+        pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' has no range in %s: the nodes reading it stay float", res->missing[i],
+                       job->from_cache ? job->from_cache : job->from_stats ? job->from_stats : "the calibration");
+    res->warned += res->n_missing;
+done:
+    return st;
+}
+
+/* --method output-mse: the candidates of an activation are the methods' answers. */
+static int candidates(const char *name, float *amax, int cap, void *user)
+{
+    static const char *const methods[] = {"max", "percentile:99.9", "percentile:99.99", "percentile:99.999", "entropy", "mse"};
+    const eng_quantize_result *r = user;
+    for (int i = 0; i < r->col.n; i++) {
+        if (strcmp(r->col.t[i].name, name)) continue;
+        int n = 0;
+        for (int m = 0; m < 6 && n < cap; m++) {
+            calib_method cm;
+            int warn = 0;
+            calib_method_parse(methods[m], &cm);
+            float a = calib_amax(r->col.t[i].stats, &cm, &warn);
+            if (!warn) amax[n++] = a;
+        }
+        return n;
+    }
+    return 0;
+}
+
+static void chosen(const char *name, float amax, void *user)
+{
+    eng_quantize_result *r = user;
+    for (int i = 0; i < r->n_ranges; i++)
+        if (!strcmp(r->ranges[i].name, name)) {
+            r->ranges[i].amax = amax;
+            r->entries[i].scale = amax / 127.0f;
+        }
+}
+
+ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    eng_refine_options ro = job->ro;
+    ro.output_aware = job->output_mse;
+    if (!(ro.bias_correction || ro.adaround_iters || ro.output_aware)) return PTQ_OK;
+    if (!job->src || job->src->input_npy) {
+        ptq_error("refinement runs the model on images: give calibration images");
+        return PTQ_ERR_ARG;
+    }
+    /* the FP32 model as the QDQ graph was made from it: constants as initializers, opset 13 */
+    ptq_graph *fp = NULL;
+    int fp_upgraded = 0, fp_const = 0;
+    pp_dataset_options ro_o = job->src->o;
+    ro_o.limit = job->refine_images;
+    ro_o.label = "refine";
+    ro_o.log = job->log;
+    ro.nthreads = job->src->o.threads;
+    ro.candidates = candidates;
+    ro.on_amax = chosen;
+    ro.user = res;
+    ro.log = job->log;
+    if ((st = onnx_model_load(job->model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
+        st = quant_upgrade_opset(fp, 13, &fp_upgraded);
+    eng_dataset_source ds;
+    eng_source es = eng_source_dataset(&ds, &ro_o, &job->src->cfg);
+    if (st == PTQ_OK) st = eng_refine(res->g, fp, &es, &ro, &res->rr);
+    ptq_graph_destroy(fp);
+    if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
+    else res->refined = 1;
+    return st;
+}
+
+ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_result *res, const eng_quantize_outputs *out)
+{
+    ptq_status st = PTQ_OK;
+    long version = out->trt_version ? out->trt_version : job->from_cache ? res->cache_version : 8601;
+    if (out->model) TRY(onnx_model_save(res->g, out->model));
+    if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
+    if (out->json) TRY(io_ranges_write_json(out->json, res->tag, res->ranges, res->n_ranges));
+    if (out->report) {
+        io_atomic_file f;
+        TRY(io_atomic_open(&f, out->report));
+        static const char *const states[] = {"quantized", "float", "excluded", "not quantized"};
+        for (int i = 0; i < res->rep.n_nodes; i++)
+            fprintf(f.fp, "%s\t%s\t%s\t%s\n", res->rep.nodes[i].node_name, res->rep.nodes[i].op_type,
+                    states[res->rep.nodes[i].state], res->rep.nodes[i].reason);
+        TRY(io_atomic_commit(&f));
+    }
+done:
+    return st;
+}
+
+void eng_quantize_result_free(eng_quantize_result *res)
+{
+    quant_report_free(&res->rep);
+    cmp_exclusion_free(&res->excl);
+    free(res->ranges);
+    free(res->entries);
+    free(res->exclude_nodes);
+    io_cache_free(res->cached, res->n_cached);
+    for (int i = 0; i < res->n_missing; i++) free(res->missing[i]);
+    free(res->missing);
+    eng_collector_free(&res->col);
+    ptq_graph_destroy(res->g);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,103 @@
+/* quantize.h: what `ptq calibrate` and `ptq quantize` do, as library code: ranges per method
+ * from the calibration statistics, and the QDQ model in steps (ranges, auto-exclusion, Q/DQ
+ * insertion, refinement, outputs) so that a caller can report between them.
+ *
+ *   eng_quantize_job job = eng_quantize_job_defaults();
+ *   job.model = "m.onnx"; job.src = &src;              // or job.from_stats / job.from_cache
+ *   eng_quantize_result res = {0};
+ *   TRY(eng_quantize_ranges(&job, &res));             // calibration pass (or stats / cache), ranges
+ *   TRY(eng_quantize_auto_exclude(&job, &res));       // only with job.auto_exclude
+ *   TRY(eng_quantize_build(&job, &res));              // res.g becomes the QDQ model
+ *   TRY(eng_quantize_refine(&job, &res));             // bias correction, AdaRound, output-mse
+ *   TRY(eng_quantize_write(&job, &res, &outputs));
+ *   eng_quantize_result_free(&res);
+ *
+ * Warnings ("tensor 'x' was all zeros or never finite: amax 1.0", an exclusion that matches
+ * nothing, a tensor without a range) go to job.log as the CLI prints them. Nothing exits. */
+#ifndef PTQ_ENGINE_QUANTIZE_H
+#define PTQ_ENGINE_QUANTIZE_H
+
+#include "calib/calib.h"
+#include "engine/collect.h"
+#include "engine/compare.h"
+#include "engine/refine.h"
+#include "io/cache.h"
+#include "io/ranges.h"
+#include "quant/qdq.h"
+
+/* Ranges of method m for every collected tensor (in parallel over tensors: the same at any
+ * thread count): ranges[i] and entries[i] (either may be NULL) name col->t[i]; warn[i] (may be
+ * NULL) is set when the tensor was all zeros or never finite (amax 1.0). */
+void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn);
+
+/* out.cache -> out.<tag>.cache (the per-method file names of several methods). */
+void eng_per_method_path(const char *path, const char *tag, char *buf, size_t cap);
+
+/* `ptq calibrate`'s outputs: for each method, a cache (trt_version, algorithm: io_cache_algorithm
+ * names) and/or a JSON of ranges, one file per method when there are several; warnings of the
+ * first method go to log; *warned: their count. */
+ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *methods, int n_methods, const char *cache,
+                               const char *json, long trt_version, const char *trt_algorithm, const pp_log *log, int *warned);
+
+/* The float amax whose amax / 127.0f is exactly the TensorRT cache scale s. */
+float eng_amax_for_scale(float s);
+
+typedef struct {
+    const char *model;          /* the FP32 ONNX file */
+    /* where the ranges come from: exactly one of */
+    eng_calib_source *src;      /* a calibration pass over images or a .npy (src->cfg already set) */
+    const char *from_stats;     /* a statistics file of this model */
+    const char *from_cache;     /* a TensorRT calibration cache */
+    const char *stats_out;      /* with src: also save the statistics here (NULL: no) */
+    calib_method method;        /* entropy */
+    int output_mse;             /* --method output-mse: mse, then each activation's amax chosen by output error */
+    quant_options qo;           /* placement and exclusions (range/range_user are set by the engine) */
+    eng_refine_options ro;      /* bias_correction (0 here), adaround_iters, ...; output_aware follows output_mse */
+    int refine_images;          /* 32 */
+    int auto_exclude;           /* the fewest nodes in float that meet target on eval (needs src with images) */
+    const char *eval_images, *labels;
+    int eval_limit;
+    cmp_target target;          /* NAN criteria left out */
+    pp_log log;
+} eng_quantize_job;
+
+typedef struct {
+    ptq_graph *g;               /* the FP32 model; the QDQ model after eng_quantize_build (owned) */
+    eng_collector col;
+    io_range *ranges;           /* names borrowed from col or cached */
+    io_cache_entry *entries;
+    int n_ranges;
+    io_cache_entry *cached;     /* --from-cache's entries */
+    int n_cached;
+    long cache_version;         /* --from-cache's header version */
+    uint64_t stats_images;      /* --from-stats: images the statistics saw */
+    int warned;                 /* warnings so far */
+    char **missing;             /* tensors the rules asked for without a range */
+    int n_missing, cap_missing;
+    cmp_exclusion excl;         /* auto-exclusion's nodes and the metrics they reach */
+    const char **exclude_nodes; /* job's exclusions + excl.nodes */
+    int n_exclude_nodes;
+    quant_report rep;
+    int refined;
+    eng_refine_report rr;
+    int64_t opset0;
+    int n_upgraded;
+    char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */
+} eng_quantize_result;
+
+eng_quantize_job eng_quantize_job_defaults(void);
+ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result *res);
+ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res);
+ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res);
+ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res);
+
+typedef struct {
+    const char *model;          /* the QDQ ONNX file (NULL: not written) */
+    const char *cache, *json, *report; /* NULL: not written; report: one line per node, tab-separated */
+    long trt_version;           /* 0: 8601, or the input cache's with --from-cache */
+    const char *trt_algorithm;  /* NULL: EntropyCalibration2 */
+} eng_quantize_outputs;
+ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_result *res, const eng_quantize_outputs *out);
+void eng_quantize_result_free(eng_quantize_result *res);
+
+#endif
