@@ -6,6 +6,8 @@
 #   make deps       install Debian packages and fetch models and test oracles
 #   make SANITIZE=1 test    ASan + UBSan
 #   make fuzz       libFuzzer harnesses (clang, ASan + UBSan), each run FUZZ_SECONDS on a seed corpus
+#   make lib        build/libptq.a, build/libptq.so.0 (+ libptq.so), build/ptq.pc: the C API of include/ptq.h
+#   make install PREFIX=/usr/local    bin/ptq, lib/libptq.*, include/ptq.h, lib/pkgconfig/ptq.pc, share/ptq/configs
 
 CC       ?= gcc
 BUILD    ?= build
@@ -14,7 +16,9 @@ ONNX_PROTO ?= /usr/lib/python3/dist-packages/onnx/onnx.proto
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
             -Wdouble-promotion -Werror
-BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -MMD -MP -I. -I$(BUILD)/gen \
+# -fPIC -fvisibility=hidden: the same objects make ptq, libptq.a and libptq.so, which exports only
+# the PTQ_API functions of include/ptq.h (hidden symbols are addressed PC-relative, as in the PIE ptq).
+BASE     := -std=c11 -D_GNU_SOURCE -fopenmp -fno-strict-aliasing -fPIC -fvisibility=hidden -MMD -MP -I. -I$(BUILD)/gen \
             -I/usr/include/x86_64-linux-gnu -DPTQ_HAVE_LIBDEFLATE
 LIBS     := -lprotobuf-c -ljpeg -lpng -ldeflate -lz -lcjson -lyaml -lm -fopenmp -lpthread
 ifeq ($(SANITIZE),1)
@@ -46,7 +50,11 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/gen/onnx.
 FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 REPLAY_BIN   := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/fuzz_%)
 
-.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers
+PREFIX   ?= /usr/local
+VERSION  := 0.1.0
+SOVER    := 0
+
+.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers lib install
 all: ptq
 
 ptq: $(BUILD)/ptq
@@ -56,6 +64,38 @@ ptq: $(BUILD)/ptq
 # definition weakly, and a weak reference does not pull a member out of an archive.
 $(BUILD)/ptq: $(CLI_OBJ) $(LIB_OBJ)
 	$(CC) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LIBS)
+
+# The library: include/ptq.h over engine/ (engine/api.c). The archive holds one relocatable object
+# (ld -r of every object, hidden symbols made local): a program that uses one function gets all of
+# it, weak op definitions included (see above), and no internal name can clash with the program's.
+lib: $(BUILD)/libptq.a $(BUILD)/libptq.so.$(SOVER) $(BUILD)/ptq.pc
+
+$(BUILD)/libptq.a: $(LIB_OBJ)
+	$(LD) -r -o $(BUILD)/obj/libptq-all.o $(LIB_OBJ)
+	objcopy --localize-hidden $(BUILD)/obj/libptq-all.o
+	rm -f $@ && ar rcs $@ $(BUILD)/obj/libptq-all.o
+
+$(BUILD)/libptq.so.$(SOVER): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libptq.so.$(SOVER) -Wl,--no-undefined -o $@ $(LIB_OBJ) $(LIBS)
+	ln -sf libptq.so.$(SOVER) $(BUILD)/libptq.so
+
+$(BUILD)/ptq.pc: Makefile
+	@mkdir -p $(BUILD)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: ptq' 'Description: post-training quantization of ONNX image models for TensorRT' 'Version: $(VERSION)' \
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lptq' \
+	  'Libs.private: $(LIBS)' > $@
+
+install: ptq lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/share/ptq/configs
+	install -m 755 $(BUILD)/ptq $(DESTDIR)$(PREFIX)/bin/ptq
+	install -m 644 $(BUILD)/libptq.a $(DESTDIR)$(PREFIX)/lib/libptq.a
+	install -m 755 $(BUILD)/libptq.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libptq.so.$(SOVER)
+	ln -sf libptq.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libptq.so
+	install -m 644 include/ptq.h $(DESTDIR)$(PREFIX)/include/ptq.h
+	install -m 644 configs/*.yaml $(DESTDIR)$(PREFIX)/share/ptq/configs/
+	sed 's|^prefix=.*|prefix=$(PREFIX)|' $(BUILD)/ptq.pc > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ptq.pc
 
 # ONNX bindings generated from the schema Debian's python3-onnx ships; never committed.
 $(BUILD)/gen/onnx.pb-c.c $(GEN_H) &: $(ONNX_PROTO)

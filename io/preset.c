@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dlfcn.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -123,7 +124,7 @@ ptq_status io_preset_find(const char *name, char *buf, size_t cap)
         snprintf(buf, cap, "%s", name);
         return PTQ_OK;
     }
-    char exe[4096], dirs[3][4200];
+    char exe[4096], dirs[5][4200];
     int nd = 0;
     const char *env = getenv("PTQ_CONFIGS");
     if (env) snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
@@ -133,6 +134,14 @@ ptq_status io_preset_find(const char *name, char *buf, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash) *slash = 0;
         snprintf(dirs[nd++], sizeof dirs[0], "%s/../configs", exe);
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/ptq/configs", exe); /* make install */
+    }
+    static const char anchor = 0; /* an address inside this library */
+    Dl_info so; /* the installed library: PREFIX/lib/libptq.so -> PREFIX/share/ptq/configs */
+    if (dladdr(&anchor, &so) && so.dli_fname && strchr(so.dli_fname, '/')) {
+        snprintf(exe, sizeof exe, "%s", so.dli_fname);
+        *strrchr(exe, '/') = 0;
+        snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/ptq/configs", exe);
     }
     snprintf(dirs[nd++], sizeof dirs[0], "configs");
     for (int i = 0; i < nd; i++) {
