@@ -63,7 +63,7 @@ ptq_status cli_preprocessing(const char *preset, const char *const *keys, const 
 const char *cli_preprocessing_origin(void);
 
 /* The image-source options every image command shares (--batch --limit --shuffle --seed
- * --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
+ * --shard --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
 
