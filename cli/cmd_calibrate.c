@@ -26,7 +26,8 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S) --cache OUT.cache [options]\n"
+    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S)\n"
+                "                     (--cache OUT.cache | --json R.json | --stats S) [options]\n"
                 "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
                 "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
@@ -120,7 +121,8 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("calibrate", "expected one model");
     if (o.shard_count && !o.images) return cli_usage_error("calibrate", "--shard slices the --images list");
-    if (!cache && !json) return cli_usage_error("calibrate", "--cache OUT.cache or --json FILE is required");
+    if (!cache && !json && !stats) /* --stats alone: a shard of a cluster run (docs/cluster.md) */
+        return cli_usage_error("calibrate", "--cache OUT.cache, --json FILE or --stats FILE is required");
     if (from_stats) {
         if (o.images || input) return cli_usage_error("calibrate", "--from-stats replaces --images and --input");
         if (stats) return cli_usage_error("calibrate", "--stats saves a calibration pass; --from-stats runs none");
