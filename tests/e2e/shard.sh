@@ -9,6 +9,8 @@
 #   `quantize --images` (entropy, and mse);
 # - other N (1, 3, 7), shards of a list file in another order, --shuffle --seed, and
 #   `quantize --shard --stats`: all merge to the same bytes; a shard merged twice is refused;
+# - a format-1 file (ptq before --shard; made here from the one pass's) still gives the same
+#   caches and merges with format-1 files only;
 # - bad --shard values (3/3, -1/4, 0/0, a/b, an empty shard, --shard without --images) give a
 #   one-line error and a non-zero exit.
 # Without GNU parallel (Debian package `parallel`) the parallel check is a counted skip and the
@@ -116,6 +118,28 @@ quant_shards() {
   cmp "$TMP/q2.ptqstats" "$TMP/one.ptqstats" && echo "2 quantize shards merged (in reverse order): identical"
 }
 check "quantize --shard I/2 --stats, merged: the one pass's bytes" quant_shards
+
+v1() { # the one pass's file rewritten in format 1 (image-list hash instead of ids), as ptq before --shard wrote it
+  $PY - "$TMP/one.ptqstats" "$TMP/v1.ptqstats" <<'PYEOF' || return 1
+import struct, sys
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for c in b: h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+d = open(sys.argv[1], 'rb').read()
+assert struct.unpack_from('<I', d, 8)[0] == 2
+plen, = struct.unpack_from('<I', d, 24); p = 28 + plen
+n, = struct.unpack_from('<Q', d, p)
+body = d[:8] + struct.pack('<I', 1) + d[12:p] + struct.pack('<IQQ', 1, 0x1234, n) + d[p + 8 + 8 * n:-8]
+open(sys.argv[2], 'wb').write(body + struct.pack('<Q', fnv(body)))
+PYEOF
+  "$PTQ" stats show "$TMP/v1.ptqstats" | grep -q '^image lists  *0000000000001234$' &&
+  cal v1 --from-stats "$TMP/v1.ptqstats" && same_caches v1 one >/dev/null &&
+  "$PTQ" stats merge "$TMP/v1.ptqstats" -o "$TMP/v1m.ptqstats" 2>/dev/null && cmp "$TMP/v1.ptqstats" "$TMP/v1m.ptqstats" &&
+  refused "is in statistics format 1" "$PTQ" stats merge "$TMP/s4.0.ptqstats" "$TMP/v1.ptqstats" -o "$TMP/x.ptqstats" >/dev/null &&
+  echo "format 1 read (--from-stats: the same 6 caches), written back unchanged, not merged with format 2"
+}
+check "a format-1 file (ptq before --shard): still read and merged alone; with format 2 refused" v1
 
 bad() {
   local a
