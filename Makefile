@@ -104,11 +104,15 @@ $(BUILD)/gen/onnx.pb-c.c $(GEN_H) &: $(ONNX_PROTO)
 	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
 	cd $(BUILD)/gen && protoc-c --c_out=. onnx.proto
 
-$(BUILD)/obj/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+# Objects depend on the compile flags: a change of BASE or WARN (e.g. -fPIC) rebuilds them all.
+FLAGS_STAMP := $(BUILD)/obj/.flags
+$(shell mkdir -p $(BUILD)/obj && echo '$(CC) $(BASE) $(WARN)' | cmp -s - $(FLAGS_STAMP) || echo '$(CC) $(BASE) $(WARN)' > $(FLAGS_STAMP))
+
+$(BUILD)/obj/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -w -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c | $(GEN_H)
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(WARN) -c $< -o $@
 

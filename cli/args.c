@@ -128,6 +128,17 @@ int cli_dataset_option(const char *cmd, const char *name, const char *arg, void 
     } else if (!strcmp(name, "limit")) {
         if (cli_parse_long(arg, 1, 100000000, &v)) return cli_usage_error(cmd, "bad --limit '%s'", arg), -1;
         o->limit = (int)v;
+    } else if (!strcmp(name, "shard")) {
+        /* I/N, I in 0..N-1 (Kubernetes' JOB_COMPLETION_INDEX; Slurm array ids 0..N-1) */
+        const char *slash = strchr(arg, '/');
+        char index[32];
+        long n;
+        if (!slash || slash == arg || (size_t)(slash - arg) >= sizeof index || arg[0] < '0' || arg[0] > '9' ||
+            slash[1] < '0' || slash[1] > '9' || cli_parse_long(slash + 1, 1, 1000000, &n) ||
+            (snprintf(index, sizeof index, "%.*s", (int)(slash - arg), arg), cli_parse_long(index, 0, n - 1, &v)))
+            return cli_usage_error(cmd, "bad --shard '%s': give I/N, N from 1 to 1000000 shards and I from 0 to N-1", arg), -1;
+        o->shard_index = (int)v;
+        o->shard_count = (int)n;
     } else if (!strcmp(name, "seed")) {
         if (cli_parse_long(arg, 0, 0x7fffffffL, &v)) return cli_usage_error(cmd, "bad --seed '%s'", arg), -1;
         o->seed = (uint64_t)v;

@@ -55,7 +55,7 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
 #define CLI_PP_MAX 32 /* overrides one command line may give */
 
 /* The image-source options every image command shares (--batch --limit --shuffle --seed
- * --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
+ * --shard --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
 

@@ -28,13 +28,16 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S) --cache OUT.cache [options]\n"
+    fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S)\n"
+                "                     (--cache OUT.cache | --json R.json | --stats S) [options]\n"
                 "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
                 "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
                 "  --trt-version V   cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
                 "  --trt-algorithm A cache header algorithm for every method (default EntropyCalibration2, what trtexec reads)\n"
                 "  --stats FILE      also save the statistics (mergeable: ptq stats merge)\n"
+                "  --shard I/N       only images k of the sorted list with k mod N = I (I from 0): N runs with --stats,\n"
+                "                    then ptq stats merge, give one pass's statistics byte for byte (docs/cluster.md)\n"
                 "  --from-stats FILE ranges from saved statistics of this model, without images\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
                 "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, preprocessing overrides as in ptq preprocess\n"
@@ -44,7 +47,7 @@ static void usage(FILE *fp)
 int cmd_calibrate(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_TENSORS, O_TRTV, O_TRTA, O_LIMIT,
-           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_STATS, O_FROM_STATS, O_EXIF };
+           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_STATS, O_FROM_STATS, O_EXIF, O_SHARD };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},   {"method", required_argument, 0, O_METHOD},
@@ -53,7 +56,7 @@ int cmd_calibrate(int argc, char **argv)
         {"trt-version", required_argument, 0, O_TRTV}, {"trt-algorithm", required_argument, 0, O_TRTA},
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
-        {"exif", required_argument, 0, O_EXIF},
+        {"exif", required_argument, 0, O_EXIF},     {"shard", required_argument, 0, O_SHARD},
         {"threads", required_argument, 0, O_THREADS}, {"stats", required_argument, 0, O_STATS},
         {"from-stats", required_argument, 0, O_FROM_STATS}, CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},
@@ -109,7 +112,9 @@ int cmd_calibrate(int argc, char **argv)
         }
     }
     if (optind != argc - 1) return cli_usage_error("calibrate", "expected one model");
-    if (!cache && !json) return cli_usage_error("calibrate", "--cache OUT.cache or --json FILE is required");
+    if (o.shard_count && !o.images) return cli_usage_error("calibrate", "--shard slices the --images list");
+    if (!cache && !json && !stats) /* --stats alone: a shard of a cluster run (docs/cluster.md) */
+        return cli_usage_error("calibrate", "--cache OUT.cache, --json FILE or --stats FILE is required");
     if (from_stats) {
         if (o.images || input) return cli_usage_error("calibrate", "--from-stats replaces --images and --input");
         if (stats) return cli_usage_error("calibrate", "--stats saves a calibration pass; --from-stats runs none");

@@ -18,6 +18,7 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: ptq preprocess --images DIR|LIST [--preset NAME|FILE] --dump OUT.npy [options]\n"
             "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
+            "  --shard I/N      only images k of the sorted (or shuffled) list with k mod N = I (I from 0)\n"
             "  overrides: --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
             "             --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
             "             --max-width N --limit-side N --limit-type max|min --multiple N --max-side N\n"
@@ -56,13 +57,14 @@ static ptq_status write_png(const char *dir, int i, const float *x, const pp_con
 
 int cmd_preprocess(int argc, char **argv)
 {
-    enum { O_IMAGES = 256, O_PRESET, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_EXIF, O_THREADS, O_DUMP, O_DUMP_PNG, O_SET };
+    enum { O_IMAGES = 256, O_PRESET, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_EXIF, O_THREADS, O_DUMP, O_DUMP_PNG, O_SET, O_SHARD };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
         {"exif", required_argument, 0, O_EXIF},     {"threads", required_argument, 0, O_THREADS},
         {"dump", required_argument, 0, O_DUMP},     {"dump-png", required_argument, 0, O_DUMP_PNG},
+        {"shard", required_argument, 0, O_SHARD},
         CLI_PP_LONGOPTS(O_SET),
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();

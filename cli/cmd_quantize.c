@@ -42,6 +42,8 @@ static void usage(FILE *fp)
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
+                "  --shard I/N           only images k of the sorted list with k mod N = I (I from 0); with --stats, the\n"
+                "                        N files merged (ptq stats merge) equal one pass byte for byte (docs/cluster.md)\n"
                 "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
                 "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n"
                 "  --size WxH --mode M --resize I --shorter N --mean a,b,c --std a,b,c --scale V --channel-order RGB|BGR\n"
@@ -61,7 +63,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -71,7 +73,7 @@ int cmd_quantize(int argc, char **argv)
         {"weights", required_argument, 0, O_WEIGHTS}, {"dedicated-qdq", no_argument, 0, O_DEDICATED},
         {"limit", required_argument, 0, O_LIMIT},     {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},       {"strict", no_argument, 0, O_STRICT},
-        {"exif", required_argument, 0, O_EXIF},
+        {"exif", required_argument, 0, O_EXIF},       {"shard", required_argument, 0, O_SHARD},
         {"threads", required_argument, 0, O_THREADS}, {"trt-version", required_argument, 0, O_TRTV},
         {"trt-algorithm", required_argument, 0, O_TRTA},
         {"stats", required_argument, 0, O_STATS},     {"from-stats", required_argument, 0, O_FROM_STATS},
@@ -205,6 +207,7 @@ int cmd_quantize(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("quantize", "expected one model");
     if (!out) return cli_usage_error("quantize", "-o OUT.qdq.onnx is required");
+    if (src.o.shard_count && !src.o.images) return cli_usage_error("quantize", "--shard slices the --images list");
     if (!!src.o.images + !!src.input_npy + !!from_stats + !!from_cache != 1)
         return cli_usage_error("quantize", "give one of --images DIR, --input X.npy, --from-stats FILE, --from-cache FILE");
     if ((from_stats || from_cache) && stats)

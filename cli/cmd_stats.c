@@ -1,5 +1,6 @@
 /* cmd_stats.c: `ptq stats`: calibration statistics files (io/stats.h).
  *   ptq stats merge A B ... -o C   shards merged exactly as if one pass had seen all images
+ *                                  (byte for byte: the images are recorded as a sorted set)
  *   ptq stats show FILE            header and per-tensor summary
  *   ptq stats show FILE --hist H.npy   also every tensor's analysis histogram (the 2048 bins
  *                                      over [0, amax] that the methods use), float64
@@ -18,8 +19,9 @@ static void usage(FILE *fp)
     fprintf(fp, "usage: ptq stats merge A.ptqstats B.ptqstats ... -o OUT.ptqstats\n"
                 "       ptq stats show FILE.ptqstats [--hist H.npy]\n"
                 "Statistics come from ptq calibrate/quantize --stats. merge refuses files of different models or\n"
-                "preprocessing, the same image list twice, and corrupt or truncated files; the result gives the\n"
-                "same ranges (calibrate/quantize --from-stats) as one pass over the concatenated image lists.\n"
+                "preprocessing, any image in two files (the same shard twice), and corrupt or truncated files; the\n"
+                "result is the file one pass over all their images writes (calibrate/quantize --stats), byte for byte,\n"
+                "so --from-stats gives the same ranges; --shard I/N makes such shards (docs/cluster.md).\n"
                 "--hist writes the analysis histograms (float64 [tensors, 2048], over [0, amax] of each tensor).\n");
 }
 
@@ -44,8 +46,8 @@ static int cmd_merge(int argc, char **argv)
     ptq_status st = io_stats_merge((const char *const *)argv + optind, argc - optind, &s);
     if (st == PTQ_OK) st = io_stats_write(out, &s);
     if (st == PTQ_OK)
-        fprintf(stderr, "ptq stats merge: %d files, %d image lists, %llu images, %d tensors; wrote %s\n", argc - optind,
-                s.n_shards, (unsigned long long)s.n_images, s.n_tensors, out);
+        fprintf(stderr, "ptq stats merge: %d files, %llu images, %d tensors; wrote %s\n", argc - optind,
+                (unsigned long long)s.n_images, s.n_tensors, out);
     io_stats_free(&s);
     return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
 }
@@ -79,10 +81,22 @@ static int cmd_show(int argc, char **argv)
     io_stats_init(&s);
     ptq_status st = io_stats_read(argv[1], &s);
     if (st != PTQ_OK) return cli_fail(st);
-    printf("model hash     %016llx\npreprocessing  %s\nimages         %llu\nimage lists   ",
-           (unsigned long long)s.model_hash, s.preprocess, (unsigned long long)s.n_images);
-    for (int i = 0; i < s.n_shards; i++) printf(" %016llx", (unsigned long long)s.shards[i]);
-    printf("\ntensors        %d\n", s.n_tensors);
+    printf("model hash     %016llx\npreprocessing  %s\nimages         %llu\n", (unsigned long long)s.model_hash,
+           s.preprocess, (unsigned long long)s.n_images);
+    if (s.n_shards > 0) { /* format 1 */
+        printf("image lists   ");
+        for (int i = 0; i < s.n_shards; i++) printf(" %016llx", (unsigned long long)s.shards[i]);
+        printf("\n");
+    } else { /* FNV-1a 64 of the sorted ids: equal for a one pass and its merged shards */
+        uint64_t h = IO_FNV1A64_INIT;
+        for (uint64_t i = 0; i < s.n_images; i++) {
+            uint8_t le[8];
+            for (int b = 0; b < 8; b++) le[b] = (uint8_t)(s.ids[i] >> (8 * b));
+            h = io_fnv1a64(le, sizeof le, h);
+        }
+        printf("image set      %016llx\n", (unsigned long long)h);
+    }
+    printf("tensors        %d\n", s.n_tensors);
     printf("%-40s %14s %10s %10s %12s %15s %15s %15s %12s\n", "name", "values", "nan", "inf", "zeros", "min", "max", "amax", "range");
     for (int i = 0; i < s.n_tensors; i++) {
         const calib_stats *t = s.tensors[i].stats;

@@ -69,7 +69,29 @@ void eng_collector_free(eng_collector *col)
         calib_stats_destroy(col->t[i].stats);
     }
     free(col->t);
+    free(col->image_ids);
     memset(col, 0, sizeof *col);
+}
+
+/* The ids statistics files record (io/stats.h): the dataset's, or for n samples of a .npy
+ * the FNV-1a 64 of each index (8 bytes, little-endian) seeded with the file's hash. */
+static ptq_status keep_image_ids(eng_collector *col, const pp_dataset *d, uint64_t npy_hash, int n)
+{
+    const uint64_t *ids = d ? pp_dataset_image_ids(d, &n) : NULL;
+    free(col->image_ids);
+    col->n_image_ids = 0;
+    col->image_ids = malloc(sizeof *col->image_ids * (size_t)(n > 0 ? n : 1));
+    if (!col->image_ids) {
+        ptq_error("out of memory for %d image ids", n);
+        return PTQ_ERR_NOMEM;
+    }
+    for (int k = 0; k < n; k++) {
+        uint8_t le[8];
+        for (int b = 0; b < 8; b++) le[b] = (uint8_t)((uint64_t)k >> (8 * b));
+        col->image_ids[k] = ids ? ids[k] : io_fnv1a64(le, sizeof le, npy_hash);
+    }
+    col->n_image_ids = n;
+    return PTQ_OK;
 }
 
 ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *srcp, eng_collector *colp)
@@ -132,6 +154,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
             images += (int)nb;
             batch_done++;
         }
+        if ((st = keep_image_ids(col, NULL, srcp->list_hash, images)) != PTQ_OK) goto fail;
     } else {
         if ((st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK)
             goto fail;
@@ -152,6 +175,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         }
         pp_dataset_counts(d, &images, &skipped);
         srcp->list_hash = pp_dataset_list_hash(d);
+        if ((st = keep_image_ids(col, d, 0, 0)) != PTQ_OK) goto fail;
         if (images == 0) {
             ptq_error("%s: none of its %d images could be read (see the warnings above)", o.images, skipped);
             st = PTQ_ERR_IO;
@@ -192,8 +216,9 @@ ptq_status eng_stats_save(const char *path, const char *model, const eng_calib_s
     TRY(io_hash_file(model, &s.model_hash));
     eng_calib_source_describe(src, text, sizeof text);
     TRY(io_stats_set_preprocess(&s, text));
-    TRY(io_stats_add_shard(&s, src->list_hash));
-    s.n_images = (uint64_t)src->images;
+    if (col->n_image_ids != src->images)
+        FAIL(PTQ_ERR_ARG, "statistics: %d image ids for %d images", col->n_image_ids, src->images);
+    TRY(io_stats_set_images(&s, col->image_ids, (uint64_t)col->n_image_ids));
     for (int i = 0; i < col->n; i++) TRY(io_stats_add(&s, col->t[i].name, col->t[i].stats));
     TRY(io_stats_write(path, &s));
 done:

@@ -26,6 +26,8 @@ typedef struct {
     int n, cap, cursor, nthreads;
     const char *const *globs; /* only tensors matching one of these (none: all) */
     int n_globs;
+    uint64_t *image_ids;      /* filled by eng_collect: one id per image (io/stats.h), for --stats */
+    int n_image_ids;
 } eng_collector;
 
 typedef struct {

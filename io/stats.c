@@ -63,6 +63,7 @@ void io_stats_free(io_stats *s)
     }
     free(s->tensors);
     free(s->shards);
+    free(s->ids);
     free(s->preprocess);
     io_stats_init(s);
 }
@@ -88,9 +89,35 @@ static int has_shard(const io_stats *s, uint64_t h)
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+ptq_status io_stats_set_images(io_stats *s, const uint64_t *ids, uint64_t n)
+{
+    ptq_status st = PTQ_OK;
+    uint64_t *copy = NULL;
+    if (s->n_shards > 0) FAIL(PTQ_ERR_ARG, "statistics: image ids on statistics with version-1 image lists");
+    if (n > (uint64_t)(MAX_FILE_BYTES / 8)) FAIL(PTQ_ERR_ARG, "statistics: %llu images", (unsigned long long)n);
+    copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
+    CHECK_ALLOC(copy);
+    if (n) memcpy(copy, ids, sizeof *copy * (size_t)n);
+    qsort(copy, (size_t)n, sizeof *copy, cmp_u64);
+    free(s->ids);
+    s->ids = copy;
+    s->n_images = n;
+    copy = NULL;
+done:
+    free(copy);
+    return st;
+}
+
 ptq_status io_stats_add_shard(io_stats *s, uint64_t list_hash)
 {
     ptq_status st = PTQ_OK;
+    if (s->ids) FAIL(PTQ_ERR_ARG, "statistics: a version-1 image list on statistics with image ids");
     if (has_shard(s, list_hash)) FAIL(PTQ_ERR_ARG, "statistics: image list %016llx added twice", (unsigned long long)list_hash);
     if ((unsigned)s->n_shards >= MAX_SHARDS) FAIL(PTQ_ERR_ARG, "statistics: more than %u shards", MAX_SHARDS);
     uint64_t *p = realloc(s->shards, sizeof *p * ((size_t)s->n_shards + 1));
@@ -276,16 +303,23 @@ ptq_status io_stats_encode(const io_stats *s, uint8_t **buf, size_t *len)
     const char *prep = s->preprocess ? s->preprocess : "";
     size_t plen = strlen(prep);
     if (plen > MAX_PREP_LEN) FAIL(PTQ_ERR_ARG, "statistics: preprocessing text of %zu bytes", plen);
-    if (s->n_shards < 1) FAIL(PTQ_ERR_ARG, "statistics: no image-list hash");
+    int v1 = s->n_shards > 0; /* statistics read from a version-1 file stay version 1 */
+    if (v1 && s->ids) FAIL(PTQ_ERR_ARG, "statistics: both image lists (version 1) and image ids");
+    if (!v1 && !s->ids && s->n_images) FAIL(PTQ_ERR_ARG, "statistics: %llu images but no image ids", (unsigned long long)s->n_images);
     put(&b, MAGIC, MAGIC_LEN);
-    put_u32(&b, IO_STATS_VERSION);
+    put_u32(&b, v1 ? 1 : IO_STATS_VERSION);
     put_u32(&b, 0);
     put_u64(&b, s->model_hash);
     put_u32(&b, (uint32_t)plen);
     put(&b, prep, plen);
-    put_u32(&b, (uint32_t)s->n_shards);
-    for (int i = 0; i < s->n_shards; i++) put_u64(&b, s->shards[i]);
-    put_u64(&b, s->n_images);
+    if (v1) {
+        put_u32(&b, (uint32_t)s->n_shards);
+        for (int i = 0; i < s->n_shards; i++) put_u64(&b, s->shards[i]);
+        put_u64(&b, s->n_images);
+    } else {
+        put_u64(&b, s->n_images);
+        for (uint64_t i = 0; i < s->n_images; i++) put_u64(&b, s->ids[i]);
+    }
     put_u32(&b, (uint32_t)s->n_tensors);
     for (int i = 0; i < s->n_tensors; i++) {
         const calib_stats *t = s->tensors[i].stats;
@@ -411,11 +445,51 @@ static io_stats_tensor *lookup_sorted(io_stats_tensor **v, int n, const char *na
     return hit ? *hit : NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
+#define TRUNCATED(part) FAIL(PTQ_ERR_FORMAT, "%s: truncated in %s (byte %zu of %zu)", what, part, b->pos, b->len + 8)
+
+/* Version 2: u64 n_images, then the ids, ascending. */
+static ptq_status decode_ids(rbuf *b, const char *what, io_stats *out)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    ptq_status st = PTQ_OK;
+    if (!get_u64(b, &out->n_images)) TRUNCATED("the image ids");
+    if (out->n_images > (b->len - b->pos) / 8) TRUNCATED("the image ids");
+    out->ids = malloc(sizeof *out->ids * (size_t)(out->n_images ? out->n_images : 1));
+    CHECK_ALLOC(out->ids);
+    for (uint64_t i = 0; i < out->n_images; i++) {
+        get_u64(b, &out->ids[i]);
+        if (i > 0 && out->ids[i] < out->ids[i - 1])
+            FAIL(PTQ_ERR_FORMAT, "%s: image ids out of order at %llu", what, (unsigned long long)i);
+    }
+done:
+    return st;
 }
+
+/* Version 1: u32 n_shards, the distinct image-list hashes, u64 n_images. */
+static ptq_status decode_lists(rbuf *b, const char *what, io_stats *out)
+{
+    ptq_status st = PTQ_OK;
+    uint64_t *hashes = NULL;
+    uint32_t nshards;
+    if (!get_u32(b, &nshards)) TRUNCATED("the shard list");
+    if (nshards < 1 || nshards > MAX_SHARDS) FAIL(PTQ_ERR_FORMAT, "%s: %u image-list hashes (1 to %u)", what, nshards, MAX_SHARDS);
+    if ((size_t)nshards * 8 > b->len - b->pos) TRUNCATED("the shard list");
+    out->shards = malloc(sizeof *out->shards * nshards);
+    hashes = malloc(sizeof *hashes * nshards);
+    CHECK_ALLOC(out->shards);
+    CHECK_ALLOC(hashes);
+    for (uint32_t i = 0; i < nshards; i++) get_u64(b, &out->shards[i]);
+    out->n_shards = (int)nshards;
+    memcpy(hashes, out->shards, sizeof *hashes * nshards);
+    qsort(hashes, nshards, sizeof *hashes, cmp_u64);
+    for (uint32_t i = 1; i < nshards; i++)
+        if (hashes[i] == hashes[i - 1])
+            FAIL(PTQ_ERR_FORMAT, "%s: image list %016llx counted twice", what, (unsigned long long)hashes[i]);
+    if (!get_u64(b, &out->n_images)) TRUNCATED("the header");
+done:
+    free(hashes);
+    return st;
+}
+#undef TRUNCATED
 
 #define TRUNCATED(part) FAIL(PTQ_ERR_FORMAT, "%s: truncated in %s (byte %zu of %zu)", what, part, b.pos, len)
 
@@ -426,7 +500,6 @@ ptq_status io_stats_decode(const uint8_t *buf, size_t len, const char *what, io_
     io_stats_init(&out);
     calib_stats *t = NULL;
     io_stats_tensor **sorted = NULL;
-    uint64_t *hashes = NULL;
     char ctx[200];
     const size_t min_len = MAGIC_LEN + 4 + 4 + 8 + 4 + 4 + 8 + 8 + 4 + 8;
     if (len < MAGIC_LEN || memcmp(buf, MAGIC, MAGIC_LEN) != 0)
@@ -438,11 +511,11 @@ ptq_status io_stats_decode(const uint8_t *buf, size_t len, const char *what, io_
              what, (unsigned long long)stored, (unsigned long long)computed);
 
     rbuf b = {buf, len - 8, MAGIC_LEN};
-    uint32_t version, flags, plen, nshards, ntens;
+    uint32_t version, flags, plen, ntens;
     const uint8_t *bytes;
     if (!get_u32(&b, &version) || !get_u32(&b, &flags)) TRUNCATED("the header");
-    if (version != IO_STATS_VERSION)
-        FAIL(PTQ_ERR_FORMAT, "%s: statistics format version %u; this ptq reads version %d", what, version, IO_STATS_VERSION);
+    if (version != 1 && version != IO_STATS_VERSION)
+        FAIL(PTQ_ERR_FORMAT, "%s: statistics format version %u; this ptq reads versions 1 to %d", what, version, IO_STATS_VERSION);
     if (flags != 0) FAIL(PTQ_ERR_FORMAT, "%s: unknown header flags 0x%x", what, flags);
     if (!get_u64(&b, &out.model_hash) || !get_u32(&b, &plen)) TRUNCATED("the header");
     if (plen > MAX_PREP_LEN) FAIL(PTQ_ERR_FORMAT, "%s: preprocessing text of %u bytes (at most %u)", what, plen, MAX_PREP_LEN);
@@ -453,22 +526,9 @@ ptq_status io_stats_decode(const uint8_t *buf, size_t len, const char *what, io_
     memcpy(out.preprocess, bytes, plen);
     out.preprocess[plen] = '\0';
 
-    if (!get_u32(&b, &nshards)) TRUNCATED("the shard list");
-    if (nshards < 1 || nshards > MAX_SHARDS) FAIL(PTQ_ERR_FORMAT, "%s: %u image-list hashes (1 to %u)", what, nshards, MAX_SHARDS);
-    if ((size_t)nshards * 8 > b.len - b.pos) TRUNCATED("the shard list");
-    out.shards = malloc(sizeof *out.shards * nshards);
-    hashes = malloc(sizeof *hashes * nshards);
-    CHECK_ALLOC(out.shards);
-    CHECK_ALLOC(hashes);
-    for (uint32_t i = 0; i < nshards; i++) get_u64(&b, &out.shards[i]);
-    out.n_shards = (int)nshards;
-    memcpy(hashes, out.shards, sizeof *hashes * nshards);
-    qsort(hashes, nshards, sizeof *hashes, cmp_u64);
-    for (uint32_t i = 1; i < nshards; i++)
-        if (hashes[i] == hashes[i - 1])
-            FAIL(PTQ_ERR_FORMAT, "%s: image list %016llx counted twice", what, (unsigned long long)hashes[i]);
-
-    if (!get_u64(&b, &out.n_images) || !get_u32(&b, &ntens)) TRUNCATED("the header");
+    if (version >= 2) TRY(decode_ids(&b, what, &out));
+    else TRY(decode_lists(&b, what, &out));
+    if (!get_u32(&b, &ntens)) TRUNCATED("the header");
     if (ntens > MAX_TENSORS) FAIL(PTQ_ERR_FORMAT, "%s: %u tensors (at most %u)", what, ntens, MAX_TENSORS);
     t = calib_stats_create();
     CHECK_ALLOC(t);
@@ -507,7 +567,6 @@ ptq_status io_stats_decode(const uint8_t *buf, size_t len, const char *what, io_
     io_stats_init(&out);
 done:
     free(sorted);
-    free(hashes);
     calib_stats_destroy(t);
     io_stats_free(&out);
     return st;
@@ -560,7 +619,7 @@ ptq_status io_stats_merge_into(io_stats *dst, const io_stats *src, const char *d
 {
     ptq_status st = PTQ_OK;
     io_stats_tensor **sorted = NULL;
-    uint64_t *shards = NULL;
+    uint64_t *shards = NULL, *ids = NULL;
     const char *pa = dst->preprocess ? dst->preprocess : "", *pb = src->preprocess ? src->preprocess : "";
     if (dst->model_hash != src->model_hash)
         FAIL(PTQ_ERR_ARG, "cannot merge %s and %s: statistics of different models (model hash %016llx vs %016llx)",
@@ -569,6 +628,25 @@ ptq_status io_stats_merge_into(io_stats *dst, const io_stats *src, const char *d
         char diff[512];
         first_difference(pa, pb, diff, sizeof diff);
         FAIL(PTQ_ERR_ARG, "cannot merge %s and %s: different preprocessing (%s)", dst_what, src_what, diff);
+    }
+    if ((dst->n_shards > 0) != (src->n_shards > 0))
+        FAIL(PTQ_ERR_ARG, "cannot merge %s and %s: %s is in statistics format 1 (an older ptq: image lists, not image ids); "
+             "merge it with format-1 files only, or collect it again", dst_what, src_what,
+             dst->n_shards > 0 ? dst_what : src_what);
+    if (dst->n_shards == 0) { /* version 2: the image sets must be disjoint */
+        uint64_t common = 0, first = 0;
+        for (uint64_t i = 0, j = 0; i < dst->n_images && j < src->n_images;) {
+            if (dst->ids[i] < src->ids[j]) i++;
+            else if (dst->ids[i] > src->ids[j]) j++;
+            else {
+                if (!common++) first = dst->ids[i];
+                i++;
+                j++;
+            }
+        }
+        if (common)
+            FAIL(PTQ_ERR_ARG, "cannot merge %s and %s: both contain image %016llx and %llu more (the same shard twice, "
+                 "or overlapping image lists)", dst_what, src_what, (unsigned long long)first, (unsigned long long)(common - 1));
     }
     for (int i = 0; i < src->n_shards; i++)
         if (has_shard(dst, src->shards[i]))
@@ -591,15 +669,27 @@ ptq_status io_stats_merge_into(io_stats *dst, const io_stats *src, const char *d
             FAIL(PTQ_ERR_ARG, "cannot merge %s and %s: tensor '%s': the value count overflows", dst_what, src_what,
                  src->tensors[i].name);
     }
-    shards = realloc(dst->shards, sizeof *shards * ((size_t)dst->n_shards + (size_t)src->n_shards));
-    CHECK_ALLOC(shards);
-    dst->shards = shards;
-    for (int i = 0; i < src->n_shards; i++) dst->shards[dst->n_shards++] = src->shards[i];
+    if (dst->n_shards > 0) {
+        shards = realloc(dst->shards, sizeof *shards * ((size_t)dst->n_shards + (size_t)src->n_shards));
+        CHECK_ALLOC(shards);
+        dst->shards = shards;
+        for (int i = 0; i < src->n_shards; i++) dst->shards[dst->n_shards++] = src->shards[i];
+    } else { /* the sorted union */
+        uint64_t n = dst->n_images + src->n_images, i = 0, j = 0, k = 0;
+        ids = malloc(sizeof *ids * (size_t)(n ? n : 1));
+        CHECK_ALLOC(ids);
+        while (i < dst->n_images || j < src->n_images)
+            ids[k++] = j == src->n_images || (i < dst->n_images && dst->ids[i] <= src->ids[j]) ? dst->ids[i++] : src->ids[j++];
+        free(dst->ids);
+        dst->ids = ids;
+        ids = NULL;
+    }
     for (int i = 0; i < src->n_tensors; i++)
         calib_stats_merge(lookup_sorted(sorted, dst->n_tensors, src->tensors[i].name)->stats, src->tensors[i].stats);
     dst->n_images += src->n_images;
 done:
     free(sorted);
+    free(ids);
     return st;
 }
 

@@ -6,8 +6,7 @@
  *   io_stats_init(&s);
  *   TRY(io_hash_file("model.onnx", &s.model_hash));
  *   TRY(io_stats_set_preprocess(&s, "mode=stretch size=192x48 ... exif=on"));
- *   TRY(io_stats_add_shard(&s, list_hash));           // pp_dataset_list_hash()
- *   s.n_images = 500;
+ *   TRY(io_stats_set_images(&s, ids, 500));           // pp_dataset_image_ids(); sets n_images
  *   TRY(io_stats_add(&s, "conv1_out", stats));         // copies the calib_stats
  *   TRY(io_stats_write("run.ptqstats", &s));           // temporary file + rename
  *   io_stats_free(&s);
@@ -15,18 +14,26 @@
  *   const char *shards[] = {"a.ptqstats", "b.ptqstats"};
  *   TRY(io_stats_merge(shards, 2, &s));                // as if one pass had seen both
  *
- * Format, version 1 (integers little-endian, floats as their IEEE-754 bits):
- *   "PTQSTATS"  u32 version = 1  u32 flags = 0
+ * Format, version 2 (integers little-endian, floats as their IEEE-754 bits):
+ *   "PTQSTATS"  u32 version = 2  u32 flags = 0
  *   u64 model_hash                     FNV-1a 64 of the model file
  *   u32 len, bytes                     preprocessing settings (text, no NUL, <= 64 KiB)
- *   u32 n_shards, u64 hash[n_shards]   image-list hash of each pass merged in (>= 1, distinct)
- *   u64 n_images
+ *   u64 n_images, u64 id[n_images]     the images seen, ascending (equal ids allowed: a list
+ *                                      file may name an image twice): FNV-1a 64 of each path
+ *                                      (pp_dataset_image_ids), or of a .npy sample's index
+ *                                      seeded with the file's hash
  *   u32 n_tensors (<= 32768), then per tensor (in the executor's observer order):
  *     u32 len, bytes                   name (1 .. 65536 bytes, no NUL)
  *     u64 count, nan, pinf, ninf, zeros   f32 min, max, amax   f64 range
  *     u32 n_bins                       bins kept (<= 4096; the ones after are zero, bin n_bins-1 is not)
  *     n_bins LEB128 varints            the histogram counts (shortest encoding only)
  *   u64 FNV-1a 64 of every byte before it
+ * Version 1 (ptq before --shard) has `u32 n_shards, u64 hash[n_shards]` (the image-list hash
+ * of each pass merged in, >= 1, distinct) then `u64 n_images` in place of the ids. It is
+ * still read, merged with other version-1 files (refusing a list hash seen twice) and
+ * written back as version 1; merging it with a version-2 file is refused. Version 2 records
+ * the set of images, not the lists, so merging disjoint shards of a list in any grouping
+ * (ptq --shard I/N, any N) gives, byte for byte, the file one pass over the list writes.
  * Files are untrusted: the reader bounds-checks every length, verifies the checksum, refuses
  * duplicate names and trailing bytes, and checks each tensor's invariants (io_stats_validate)
  * so that a file that decodes is one the collector could have written. Every message names
@@ -34,7 +41,7 @@
  *
  * Lifetime: an io_stats owns its strings and calib_stats (io_stats_free); io_stats_add
  * copies. Merging refuses different models, different preprocessing, different tensor sets
- * and any shard seen twice (same image-list hash), leaving the destination untouched. */
+ * and any image seen twice (version 1: an image-list hash), leaving the destination untouched. */
 #ifndef PTQ_IO_STATS_H
 #define PTQ_IO_STATS_H
 
@@ -44,7 +51,7 @@
 #include "calib/calib.h"
 #include "runtime/status.h"
 
-#define IO_STATS_VERSION 1
+#define IO_STATS_VERSION 2
 #define IO_FNV1A64_INIT 0xcbf29ce484222325ull
 
 typedef struct {
@@ -55,9 +62,10 @@ typedef struct {
 typedef struct {
     uint64_t model_hash;      /* io_hash_file() of the model */
     char *preprocess;         /* preprocessing settings; NULL reads as "" */
-    uint64_t *shards;         /* image-list hash of every pass merged in, in merge order */
-    int n_shards;
+    uint64_t *shards;         /* version 1 only: image-list hash of every pass merged in, in merge order */
+    int n_shards;             /* > 0: a version-1 file (no ids) */
     uint64_t n_images;
+    uint64_t *ids;            /* version 2: the id of every image, ascending, n_images of them */
     io_stats_tensor *tensors; /* in insertion order */
     int n_tensors, cap;
 } io_stats;
@@ -70,7 +78,10 @@ ptq_status io_hash_file(const char *path, uint64_t *out);
 void io_stats_init(io_stats *s);
 void io_stats_free(io_stats *s); /* NULL-safe; leaves s initialised */
 ptq_status io_stats_set_preprocess(io_stats *s, const char *text);
-/* Records one pass's image-list hash; fails (ARG) if it is already there. */
+/* Records the images of one pass (n ids, any order: copied and sorted) and sets n_images;
+ * the file is then version 2. Fails (ARG) on statistics that have version-1 list hashes. */
+ptq_status io_stats_set_images(io_stats *s, const uint64_t *ids, uint64_t n);
+/* Version 1: records one pass's image-list hash; fails (ARG) if it is already there. */
 ptq_status io_stats_add_shard(io_stats *s, uint64_t list_hash);
 /* Appends a copy of st under name; fails (ARG) on an empty, too long or duplicate name. */
 ptq_status io_stats_add(io_stats *s, const char *name, const calib_stats *st);

@@ -76,6 +76,8 @@ struct pp_dataset {
     int consumed;            /* images handed out */
     int skipped;             /* images the consumer passed over */
     uint64_t hash;
+    uint64_t *ids;           /* pp_dataset_image_ids: one per image handed out */
+    int ids_cap;
     double t0, shown;
 };
 
@@ -267,6 +269,8 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     TRY(pp_validate(c));
     if (!o->images) FAIL(PTQ_ERR_ARG, "no image folder or list given");
     if (o->batch < 1 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "batch %d out of range (1 to 4096)", o->batch);
+    if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)))
+        FAIL(PTQ_ERR_ARG, "shard %d/%d: the index must be 0 to count-1", o->shard_index, o->shard_count);
     if (stat(o->images, &sb) != 0) FAIL(PTQ_ERR_IO, "%s: %s", o->images, strerror(errno));
     if (S_ISDIR(sb.st_mode)) TRY(walk(o->images, &files, 0));
     else TRY(read_list(o->images, &files));
@@ -280,6 +284,20 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
             files.v[i] = files.v[j];
             files.v[j] = t;
         }
+    }
+    if (o->shard_count > 1) { /* round robin over the final order: position k goes to shard k mod N */
+        int kept = 0;
+        for (int k = 0; k < files.n; k++) {
+            if (k % o->shard_count == o->shard_index) files.v[kept++] = files.v[k];
+            else free(files.v[k]);
+        }
+        if (kept == 0) {
+            int listed = files.n;
+            files.n = 0;
+            FAIL(PTQ_ERR_ARG, "%s: shard %d/%d holds no image (%d image files listed)", o->images, o->shard_index,
+                 o->shard_count, listed);
+        }
+        files.n = kept;
     }
     d = calloc(1, sizeof *d);
     CHECK_ALLOC(d);
@@ -439,9 +457,25 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
     d->consumed += k;
     pthread_mutex_unlock(&d->mu);
     if (st != PTQ_OK) return st;
+    if (k > 0 && d->consumed > d->ids_cap) {
+        int cap = d->ids_cap ? d->ids_cap : 256;
+        while (cap < d->consumed) cap *= 2;
+        uint64_t *p = realloc(d->ids, sizeof *p * (size_t)cap);
+        if (!p) {
+            ptq_error("out of memory recording %d image ids", d->consumed);
+            return PTQ_ERR_NOMEM;
+        }
+        d->ids = p;
+        d->ids_cap = cap;
+    }
     for (int i = 0; i < k; i++) {
-        for (const char *c = d->out_paths[i]; *c; c++) d->hash = (d->hash ^ (uint8_t)*c) * 1099511628211ull;
+        uint64_t id = 1469598103934665603ull;
+        for (const char *c = d->out_paths[i]; *c; c++) {
+            d->hash = (d->hash ^ (uint8_t)*c) * 1099511628211ull;
+            id = (id ^ (uint8_t)*c) * 1099511628211ull;
+        }
         d->hash = (d->hash ^ (uint8_t)'\n') * 1099511628211ull;
+        d->ids[d->consumed - k + i] = id;
     }
     *n = k;
     if (k > 0) {
@@ -473,6 +507,14 @@ uint64_t pp_dataset_list_hash(const pp_dataset *d)
     return d->hash;
 }
 
+const uint64_t *pp_dataset_image_ids(const pp_dataset *d, int *n)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&d->mu);
+    *n = d->consumed;
+    pthread_mutex_unlock((pthread_mutex_t *)&d->mu);
+    return d->ids;
+}
+
 void pp_dataset_close(pp_dataset *d)
 {
     if (!d) return;
@@ -493,6 +535,7 @@ void pp_dataset_close(pp_dataset *d)
     free(d->out);
     free(d->out_meta);
     free(d->out_paths);
+    free(d->ids);
     for (int i = 0; i < d->n_files; i++) free(d->files[i]);
     free(d->files);
     free(d);

@@ -14,7 +14,11 @@
  *   pp_dataset_close(d);
  *
  * Files are recognised by content (JPEG, PNG), sorted byte-wise by path; --shuffle
- * permutes them with a seeded generator, --limit keeps the first N usable images.
+ * permutes them with a seeded generator; --shard I/N then keeps the files at positions
+ * k with k mod N = I of that list (round robin: shard sizes differ by at most one and each
+ * shard samples every part of a folder tree; the N shards partition the list, so their
+ * merged statistics are one pass's, docs/cluster.md); --limit keeps the first N usable
+ * images (of the shard).
  * A file that does not decode is skipped with a one-line warning naming it (or stops
  * everything with strict); batches contain the same images in the same order at
  * any thread count. */
@@ -38,6 +42,8 @@ typedef struct {
 typedef struct {
     const char *images;  /* a folder (searched recursively) or a text file with one path per line */
     int limit;           /* keep at most this many usable images (0: all) */
+    int shard_index;     /* --shard I/N: keep list positions k with k % shard_count == shard_index */
+    int shard_count;     /* 0: no sharding (the whole list) */
     int shuffle;
     uint64_t seed;
     int strict;          /* a bad image is an error instead of a counted skip */
@@ -69,6 +75,10 @@ void pp_dataset_batch_shape(const pp_dataset *d, int *w, int *h);
 void pp_dataset_counts(const pp_dataset *d, int *used, int *skipped);
 /* 64-bit FNV-1a over the sorted list of image paths used (for statistics files). */
 uint64_t pp_dataset_list_hash(const pp_dataset *d);
+/* The id of every image used so far, in the order used: FNV-1a 64 of its path as listed
+ * (the folder or list-file path joined with the entry). Borrowed until the next call or
+ * close; *n: how many (= images used). Statistics files record them (io/stats.h). */
+const uint64_t *pp_dataset_image_ids(const pp_dataset *d, int *n);
 void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
 
 /* The progress line on stderr when it is a terminal: "\r[label: ]done/total images, rate,

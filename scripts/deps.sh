@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what ptq needs on Debian 12 when it is missing: build dependencies,
-# test oracles (python3-onnx, numpy; onnxruntime-node from npm) and the real
+# test oracles (python3-onnx, numpy; onnxruntime-node from npm), GNU parallel (tests/e2e/shard.sh) and the real
 # models and photos the tests use. Idempotent; everything fetched goes under build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev
 libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil python3-pyclipper
+parallel
 clang libclang-rt-14-dev libomp-14-dev"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -116,9 +116,10 @@ others() {
 check "other model (rec), other preset (paddleocr-rec), --exif off: merge refused; --from-stats on another model refused" others
 twice() {
   refused "the same shard twice" "$PTQ" stats merge "$TMP/a.ptqstats" "$TMP/b.ptqstats" "$TMP/a.ptqstats" -o "$TMP/x.ptqstats" &&
-  refused "a.ptqstats: both contain the image list" "$PTQ" stats merge "$TMP/ab.ptqstats" "$TMP/a.ptqstats" -o "$TMP/x.ptqstats"
+  refused "a.ptqstats: both contain image" "$PTQ" stats merge "$TMP/ab.ptqstats" "$TMP/a.ptqstats" -o "$TMP/x.ptqstats" &&
+  refused "overlapping image lists" "$PTQ" stats merge "$TMP/all.ptqstats" "$TMP/b.ptqstats" -o "$TMP/x.ptqstats"
 }
-check "the same shard twice refused (a b a; merged ab + a)" twice
+check "the same shard twice refused (a b a; merged ab + a); overlapping lists refused (all + b)" twice
 
 npy() {
   "$PTQ" preprocess --images "$TMP/a.txt" --preset paddleocr-cls --dump "$TMP/a.npy" 2>/dev/null &&

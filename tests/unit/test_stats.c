@@ -3,7 +3,9 @@
  * corrupted files with a repaired checksum refused or valid, never a crash; semantic
  * checks (amax, counts, range, names, version); merging shards equals one pass over all
  * the data bit for bit (calib_stats_merge and through files), amax exactly a power of two
- * included; merges of other models, preprocessing, tensor sets and repeated shards refused
+ * included; version 2 (image ids): shards of an image set merged in any partition and order
+ * encode to the one pass's bytes, version 1 files still read and merged among themselves;
+ * merges of other models, preprocessing, tensor sets and repeated shards refused
  * with the destination left as it was. Hand-computed method results on a histogram whose
  * analysis bins are the collection bins (amax 2048, R 4096: bin width 1). */
 #include <math.h>
@@ -70,6 +72,7 @@ static int same_file_stats(const io_stats *a, const io_stats *b)
         return 0;
     for (int i = 0; i < a->n_shards; i++)
         if (a->shards[i] != b->shards[i]) return 0;
+    if (!a->ids != !b->ids || (a->ids && memcmp(a->ids, b->ids, sizeof *a->ids * (size_t)a->n_images))) return 0;
     for (int i = 0; i < a->n_tensors; i++)
         if (strcmp(a->tensors[i].name, b->tensors[i].name) || !same_stats(a->tensors[i].stats, b->tensors[i].stats, a->tensors[i].name))
             return 0;
@@ -347,10 +350,10 @@ TEST(semantic_checks)
     io_stats_init(&r);
     EXPECT_EQ_INT(io_stats_encode(&s, &buf, &len), PTQ_OK);
     EXPECT_EQ_INT(io_stats_decode(buf, len, "ok", &r), PTQ_OK);
-    buf[8] = 2;
+    buf[8] = 3;
     fix_checksum(buf, len);
-    EXPECT_EQ_INT(io_stats_decode(buf, len, "v2", &r), PTQ_ERR_FORMAT);
-    EXPECT(strstr(ptq_last_error(), "version 2") != NULL);
+    EXPECT_EQ_INT(io_stats_decode(buf, len, "v3", &r), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "version 3") != NULL);
     buf[8] = 1;
     uint8_t *longer = malloc(len + 3);
     memcpy(longer, buf, len - 8);
@@ -579,6 +582,93 @@ TEST(merge_refusals)
     io_stats_free(&b);
 }
 
+/* Version 2: the statistics of images ids[0..n) (one tensor; image k's values depend on its id only). */
+static void build_images(io_stats *s, const uint64_t *ids, int n)
+{
+    io_stats_init(s);
+    s->model_hash = 7;
+    io_stats_set_preprocess(s, "mode=stretch size=4x4 exif=on");
+    EXPECT_EQ_INT(io_stats_set_images(s, ids, (uint64_t)n), PTQ_OK);
+    calib_stats *t = calib_stats_create();
+    for (int k = 0; k < n; k++) {
+        float x[64];
+        rng_state = ids[k];
+        for (int i = 0; i < 64; i++) x[i] = gauss(1.0 + (double)(ids[k] % 5));
+        calib_stats_add(t, x, 64, 1);
+    }
+    io_stats_add(s, "t", t);
+    calib_stats_destroy(t);
+}
+
+TEST(version2_shards_merge_to_the_one_pass_bytes)
+{
+    enum { N = 23 };
+    uint64_t ids[N], part[N];
+    rng_state = 11;
+    for (int k = 0; k < N; k++) ids[k] = splitmix64();
+    io_stats all, acc, sh, r, old;
+    uint8_t *b_all = NULL, *b = NULL;
+    size_t l_all = 0, l = 0;
+    build_images(&all, ids, N);
+    EXPECT_EQ_INT(io_stats_encode(&all, &b_all, &l_all), PTQ_OK);
+    io_stats_init(&r);
+    EXPECT_EQ_INT(io_stats_decode(b_all, l_all, "v2", &r), PTQ_OK);
+    EXPECT(same_file_stats(&all, &r) && r.n_shards == 0 && b_all[8] == 2);
+    for (int shards = 1; shards <= 5; shards++) { /* round robin k mod shards, merged last to first */
+        io_stats_init(&acc);
+        for (int i = shards - 1; i >= 0; i--) {
+            int n = 0;
+            for (int k = i; k < N; k += shards) part[n++] = ids[k];
+            build_images(i == shards - 1 ? &acc : &sh, part, n);
+            if (i < shards - 1) {
+                EXPECT_EQ_INT(io_stats_merge_into(&acc, &sh, "acc", "shard"), PTQ_OK);
+                io_stats_free(&sh);
+            }
+        }
+        EXPECT_EQ_INT(io_stats_encode(&acc, &b, &l), PTQ_OK);
+        if (l != l_all || memcmp(b, b_all, l)) {
+            printf("  %d shards: merged file differs from the one pass (%zu vs %zu bytes)\n", shards, l, l_all);
+            test_cur_failed_ = 1;
+        }
+        free(b);
+        b = NULL;
+        io_stats_free(&acc);
+    }
+    /* contiguous blocks, and a shard again: refused, naming an id */
+    build_images(&acc, ids, 10);
+    build_images(&sh, ids + 9, N - 9);
+    expect_merge_refused(&acc, &sh, "the same shard twice", __LINE__);
+    io_stats_free(&sh);
+    build_images(&sh, ids + 10, N - 10);
+    EXPECT_EQ_INT(io_stats_merge_into(&acc, &sh, "A", "B"), PTQ_OK);
+    EXPECT(same_file_stats(&acc, &all));
+    io_stats_free(&sh);
+    /* a list file may name an image twice: both copies count, the file reads back */
+    part[0] = part[1] = ids[3];
+    build_images(&sh, part, 2);
+    EXPECT_EQ_INT(io_stats_encode(&sh, &b, &l), PTQ_OK);
+    EXPECT_EQ_INT(io_stats_decode(b, l, "twice", &r), PTQ_OK);
+    EXPECT(r.n_images == 2 && r.ids[0] == r.ids[1]);
+    free(b);
+    io_stats_free(&sh);
+    /* version 1 (list hashes) and version 2 do not merge */
+    build_sample(&old, 0);
+    old.model_hash = 7;
+    expect_merge_refused(&acc, &old, "format 1", __LINE__);
+    expect_merge_refused(&old, &acc, "format 1", __LINE__);
+    EXPECT_EQ_INT(io_stats_set_images(&old, ids, 1), PTQ_ERR_ARG);
+    /* ids out of order refused */
+    memcpy(b_all + 8 + 4 + 4 + 8 + 4 + 29 + 8 + 8, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    fix_checksum(b_all, l_all);
+    EXPECT_EQ_INT(io_stats_decode(b_all, l_all, "order", &r), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "out of order") != NULL);
+    free(b_all);
+    io_stats_free(&old);
+    io_stats_free(&acc);
+    io_stats_free(&all);
+    io_stats_free(&r);
+}
+
 /* amax = 2048 and R = 4096: analysis bin k is collection bin k, [k, k + 1), and the amax
  * value itself lands in the last analysis bin. n values at v, plus the amax once. */
 static calib_stats *unit_width_stats(const float *v, const int *n, int groups)
@@ -636,6 +726,7 @@ int main(void)
     RUN(every_flipped_bit_and_truncation_refused);
     RUN(crafted_files_refused_or_valid);
     RUN(semantic_checks);
+    RUN(version2_shards_merge_to_the_one_pass_bytes);
     RUN(merge_equals_one_pass);
     RUN(merge_equals_one_pass_amax_power_of_two);
     RUN(file_merge_equals_one_pass);
