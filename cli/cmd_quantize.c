@@ -271,9 +271,15 @@ int cmd_quantize(int argc, char **argv)
         const eng_refine_report *rr = &res.rr;
         fprintf(stderr,
                 "ptq quantize: refined on %d images in %d passes, %.1f s: %d activation scales chosen by output error (%.1f s), "
-                "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected\n",
+                "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected; "
+                "passes over the images %.1f s\n",
                 rr->images, rr->passes, rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded, rr->layers, rr->codes_changed,
-                rr->seconds_adaround, rr->corrected);
+                rr->seconds_adaround, rr->corrected, rr->seconds_passes);
+        /* the cost against one calibration pass, per image seen (the refinement may run on fewer images) */
+        if (res.seconds_calibration > 0 && src.images > 0 && rr->images > 0)
+            fprintf(stderr, "ptq quantize: refinement cost %.1fx the calibration pass (%.3f s per image against %.3f s)\n",
+                    (rr->seconds_total / rr->images) / (res.seconds_calibration / src.images), rr->seconds_total / rr->images,
+                    res.seconds_calibration / src.images);
     }
     eng_quantize_outputs outs = {.model = out, .cache = cache, .json = json, .report = report,
                                  .trt_version = trt_version_given ? trt_version : 0, .trt_algorithm = trt_algo};

@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "io/file.h"
@@ -113,7 +114,11 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
         TRY(io_cache_read(job->from_cache, &res->cached, &res->n_cached, &res->cache_version, algo, sizeof algo));
     } else {
         if (!job->src) FAIL(PTQ_ERR_ARG, "no calibration data: give images, samples, statistics or a cache");
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         TRY(eng_collect(res->g, job->model, job->src, &res->col));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        res->seconds_calibration = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         if (job->stats_out) TRY(eng_stats_save(job->stats_out, job->model, job->src, &res->col));
     }
     int n = job->from_cache ? res->n_cached : res->col.n;
@@ -306,7 +311,8 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ptq_graph *fp = NULL;
     int fp_upgraded = 0, fp_const = 0;
     pp_dataset_options ro_o = job->src->o;
-    ro_o.limit = job->refine_images;
+    /* the first refine_images of the calibration images (--limit caps both) */
+    ro_o.limit = ro_o.limit > 0 && ro_o.limit < job->refine_images ? ro_o.limit : job->refine_images;
     ro_o.label = "refine";
     ro_o.log = job->log;
     ro.nthreads = job->src->o.threads;

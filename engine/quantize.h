@@ -71,6 +71,7 @@ typedef struct {
     int n_cached;
     long cache_version;         /* --from-cache's header version */
     uint64_t stats_images;      /* --from-stats: images the statistics saw */
+    double seconds_calibration; /* the calibration pass over the images (0 without one) */
     int warned;                 /* warnings so far */
     char **missing;             /* tensors the rules asked for without a range */
     int n_missing, cap_missing;
