@@ -414,6 +414,7 @@ class Session:
     def run(self, inputs):
         if not self._h:
             raise Error("the session is closed", 1)
+        self.model._check_open()  # the C session reads the model: closing it first would free it under us
         by_name = isinstance(inputs, dict)
         if by_name:
             names, arrays = list(inputs.keys()), list(inputs.values())

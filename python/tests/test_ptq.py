@@ -230,10 +230,12 @@ def test_session_shares_a_model():
         x = np.zeros((1, 3, 48, 192), np.float32)
         bitwise_equal(a.run([x])[0], b.run([x])[0])
         a.close()
-        b.close()
         assert m.inputs == ["x"]
     with pytest.raises(ptq.Error, match="closed"):
         a.run([x])
+    with pytest.raises(ptq.Error, match="the model is closed"):  # b outlived its model's `with`
+        b.run([x])
+    b.close()
 
 
 def test_session_bad_input():
