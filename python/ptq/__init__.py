@@ -181,7 +181,6 @@ class _DatasetHandle:
     def __init__(self, images, preset, src, overrides, log):
         o = _capi.DatasetOptions()
         _lib.ptq_dataset_defaults(ctypes.byref(o))
-        self._keep = []
         o.preset = _text(preset) if preset is None or isinstance(preset, str) else _path(preset)
         ov = ["%s=%s" % (k.replace("_", "-"), _override_value(k, v)) for k, v in overrides.items() if v is not None]
         o.overrides, o.n_overrides = _c_strings(ov)
@@ -282,7 +281,8 @@ class Model:
         self.path = os.fspath(path)
         self._h = ctypes.c_void_p()
         _check(_lib.ptq_model_load(_path(path), ctypes.byref(self._h)))
-        self.inputs = [_lib.ptq_model_input_name(self._h, i).decode() for i in range(_lib.ptq_model_num_inputs(self._h))]
+        self.inputs = [_lib.ptq_model_input_name(self._h, i).decode()
+                       for i in range(_lib.ptq_model_num_inputs(self._h))]
         self.outputs = [_lib.ptq_model_output_name(self._h, i).decode()
                         for i in range(_lib.ptq_model_num_outputs(self._h))]
 

@@ -123,6 +123,27 @@ def test_quantize_from_stats_equals_cli(calibrated, tmp):
         assert f.readline().startswith("TRT-101401-EntropyCalibration2")
 
 
+def test_quantize_auto_exclude_refined_equals_cli(tmp):
+    """auto-exclusion, bias correction and exclusions from a @FILE: the files and what the CLI prints."""
+    (tmp / "exclude.txt").write_text("# kept in float\np2o.Conv.0\n")
+    r = ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, auto_exclude=True, eval_images=PHOTOS,
+                     eval_limit=LIMIT, target_cosine=0.995, bias_correction=True, refine_images=LIMIT,
+                     exclude_nodes="@%s" % (tmp / "exclude.txt"), output=tmp / "py" / "ae.onnx",
+                     cache=tmp / "py" / "ae.cache")
+    _, _, err = cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--auto-exclude",
+                    "--eval-images", PHOTOS, "--eval-limit", LIMIT, "--target-cosine", 0.995, "--bias-correction",
+                    "--refine-images", LIMIT, "--exclude-nodes", "@%s" % (tmp / "exclude.txt"),
+                    "-o", tmp / "cli" / "ae.onnx", "--cache", tmp / "cli" / "ae.cache")
+    same_file(tmp / "py" / "ae.onnx", tmp / "cli" / "ae.onnx")
+    same_file(tmp / "py" / "ae.cache", tmp / "cli" / "ae.cache")
+    m = re.search(r"auto-exclude: (\d+) nodes? in float, cosine ([0-9.]+) on \d+ evaluation images:? ?(\S*)", err)
+    assert m, err
+    assert len(r["auto_excluded"]) == int(m.group(1)) and ",".join(r["auto_excluded"]) == m.group(3)
+    assert "%.6f" % r["reached_cosine"] == m.group(2) and r["reached_cosine"] >= 0.995
+    assert "p2o.Conv.0" not in r["auto_excluded"]
+    assert "%d nodes excluded" % r["excluded_nodes"] in err
+
+
 # ---- calibrate ----
 
 def test_calibrate_files_equal_cli(calibrated, tmp):
