@@ -112,6 +112,7 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
 {
     ptq_status st = PTQ_OK;
     ptq_graph *fp = NULL, *v = NULL;
+    eng_dataset_source ds = {0};
     int dummy = 0, bc = job->refine_bc, ada = job->refine_ada;
     typedef struct {
         const char *name;
@@ -126,19 +127,19 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
     TRY(onnx_model_load(job->model, &fp));
     TRY(ptq_graph_constants_to_initializers(fp, &dummy));
     TRY(quant_upgrade_opset(fp, 13, &dummy));
+    /* the images of ptq quantize's refinement: the first refine_images of the calibration
+     * images (--limit caps both), decoded once for every row while they fit in memory */
     pp_dataset_options o = job->src->o;
-    o.limit = job->refine_images;
-    o.shuffle = 0;
+    o.limit = o.limit > 0 && o.limit < job->refine_images ? o.limit : job->refine_images;
     o.label = "refining";
     o.log = job->log;
+    eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
     char tag[64];
     snprintf(tag, sizeof tag, "%s", res->tags[res->best]);
     for (int k = 0; k < ns; k++) {
         quant_report rep = {0};
         eng_refine_options ro = eng_refine_defaults();
         eng_refine_report rr;
-        eng_dataset_source ds;
-        eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
         cmp_eval ev = res->ev;
         eng_compare_row *row = &res->rows[res->n_rows];
         char label[200];
@@ -162,6 +163,7 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
         v = NULL;
     }
 done:
+    eng_source_dataset_free(&ds);
     ptq_graph_destroy(v);
     ptq_graph_destroy(fp);
     return st;

@@ -325,6 +325,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     eng_dataset_source ds;
     eng_source es = eng_source_dataset(&ds, &ro_o, &job->src->cfg);
     if (st == PTQ_OK) st = eng_refine(res->g, fp, &es, &ro, &res->rr);
+    eng_source_dataset_free(&ds);
     ptq_graph_destroy(fp);
     if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
     else res->refined = 1;

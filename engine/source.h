@@ -23,15 +23,30 @@ typedef struct {
     void *user;
 } eng_source;
 
-/* Images through preprocess/dataset.h, decoded again on each pass. */
+/* Images through preprocess/dataset.h. The first complete pass keeps its preprocessed batches
+ * in memory while they fit in budget bytes, and later passes replay them without decoding;
+ * past the budget every pass decodes again. Either way the batches are the same bytes. */
+typedef struct {
+    ptq_tensor t;             /* owned data */
+} eng_cached_batch;
+
 typedef struct {
     pp_dataset_options o;
     pp_config cfg;
     pp_dataset *d;
+    size_t budget, bytes;     /* ENG_SOURCE_CACHE_BYTES by default; bytes kept so far */
+    eng_cached_batch *cache;
+    int n_cache, cap_cache, pos;
+    int replay;               /* the cache holds a whole pass: passes read it */
+    int over;                 /* the pass outgrew the budget: no cache */
 } eng_dataset_source;
 
-/* ds keeps copies of o and cfg (the strings they point to are borrowed). */
+enum { ENG_SOURCE_CACHE_MB = 512 };
+
+/* ds keeps copies of o and cfg (the strings they point to are borrowed); free it with
+ * eng_source_dataset_free. */
 eng_source eng_source_dataset(eng_dataset_source *ds, const pp_dataset_options *o, const pp_config *cfg);
+void eng_source_dataset_free(eng_dataset_source *ds);
 
 /* A batch of n preprocessed images of cfg as the model's input tensor (NCHW or NHWC float32, data borrowed). */
 ptq_tensor eng_batch_tensor(const pp_config *cfg, const float *data, int n);

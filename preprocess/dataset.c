@@ -391,7 +391,7 @@ static void progress(pp_dataset *d, int last)
     if (!last && now - d->shown < 0.1) return; /* at most ten refreshes a second */
     d->shown = now;
     int total = d->o.limit > 0 && d->o.limit < d->n_files ? d->o.limit : d->n_files;
-    pp_log_progress(&d->o.log, d->o.label, d->consumed, total, now - d->t0, 0);
+    pp_log_progress(&d->o.log, d->o.label, d->consumed, total, now - d->t0, last);
 }
 
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta, const char *const **paths)
@@ -484,7 +484,6 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
         if (paths) *paths = d->out_paths;
     }
     progress(d, k == 0);
-    if (k == 0 && !d->o.quiet && !d->o.log.progress && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
 }
 
