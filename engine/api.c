@@ -163,6 +163,9 @@ PTQ_API ptq_err ptq_dataset_open(const char *images, const ptq_dataset_options *
     *out = NULL;
     if (!images || !o) return fail(PTQ_ERR_ARG, "ptq_dataset_open: no images or options");
     if (o->batch < 1 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "bad batch %d (1 to 4096)", o->batch);
+    if (o->shard_count < 0 || (o->shard_count && (o->shard_index < 0 || o->shard_index >= o->shard_count)) ||
+        (!o->shard_count && o->shard_index))
+        FAIL(PTQ_ERR_ARG, "bad shard %d/%d (index 0 to count - 1)", o->shard_index, o->shard_count);
     if (n < 0 || (n && !o->overrides)) FAIL(PTQ_ERR_ARG, "bad overrides");
     ds = calloc(1, sizeof *ds);
     keys = calloc((size_t)n + 1, sizeof *keys);
@@ -192,6 +195,8 @@ PTQ_API ptq_err ptq_dataset_open(const char *images, const ptq_dataset_options *
     ds->src.o.strict = o->strict;
     ds->src.o.exif = o->exif;
     ds->src.o.threads = o->threads;
+    ds->src.o.shard_index = o->shard_index;
+    ds->src.o.shard_count = o->shard_count;
     ds->src.o.log = log_of(&o->log);
     /* lists the files now, so that a folder without images fails here */
     pp_dataset_options po = ds->src.o;

@@ -88,6 +88,8 @@ typedef struct {
     int strict;                      /* a bad image is an error instead of a skip: 0 */
     int exif;                        /* apply EXIF orientation: 1 */
     int threads;                     /* decoding and compute threads: 0 = OpenMP's default */
+    int shard_index, shard_count;    /* keep list positions k with k % shard_count == shard_index
+                                        (the CLI's --shard I/N; docs/cluster.md): 0, 0 = the whole list */
     ptq_log log;                     /* progress and skipped-image warnings: none */
 } ptq_dataset_options;
 PTQ_API void ptq_dataset_defaults(ptq_dataset_options *o);

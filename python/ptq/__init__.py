@@ -150,8 +150,8 @@ class _Log:
 # the preprocessing overrides every image command takes (the command's --size, --mean, ...)
 OVERRIDES = ("size", "mode", "resize", "shorter", "mean", "std", "scale", "channel_order", "layout", "pad_value",
              "max_width", "limit_side", "limit_type", "multiple", "max_side")
-# the image-source options (--batch --limit --shuffle --seed --strict --exif --threads)
-SOURCE = ("batch", "limit", "shuffle", "seed", "strict", "exif", "threads")
+# the image-source options (--batch --limit --shuffle --seed --strict --exif --threads --shard)
+SOURCE = ("batch", "limit", "shuffle", "seed", "strict", "exif", "threads", "shard")
 
 
 def _override_value(key, v):
@@ -201,6 +201,13 @@ class _DatasetHandle:
             o.exif = int(exif != "off") if isinstance(exif, str) else int(bool(exif))
         if src.get("threads") is not None:
             o.threads = int(src["threads"])
+        shard = src.get("shard")
+        if shard is not None:  # "I/N" as the CLI's --shard, or (I, N)
+            try:
+                i, n = (int(x) for x in (shard.split("/") if isinstance(shard, str) else shard))
+            except (ValueError, TypeError):
+                raise Error("shard takes I/N (e.g. '0/4') or (I, N), not %r" % (shard,), 1) from None
+            o.shard_index, o.shard_count = i, n
         self.log = log
         o.log = log.struct
         self.images = os.fspath(images)
@@ -327,7 +334,7 @@ class Dataset:
 
         for x in ptq.Dataset("photos", preset="paddleocr-cls", size="192x48", batch=4): ...
 
-    Options: batch (8), limit, shuffle, seed, strict, exif (True | "on" | "off"), threads, and the
+    Options: batch (8), limit, shuffle, seed, strict, exif (True | "on" | "off"), threads, shard ("I/N"), and the
     overrides (size, mode, resize, shorter, mean, std, scale, channel_order, layout, pad_value,
     max_width, limit_side, limit_type, multiple, max_side). A Dataset can also be given as the
     images of quantize(), calibrate() and compare()."""

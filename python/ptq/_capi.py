@@ -32,7 +32,8 @@ class DatasetOptions(ctypes.Structure):
     _fields_ = [("preset", ctypes.c_char_p), ("overrides", c_char_p_p), ("n_overrides", ctypes.c_int),
                 ("batch", ctypes.c_int), ("limit", ctypes.c_int), ("shuffle", ctypes.c_int),
                 ("seed", ctypes.c_uint64), ("strict", ctypes.c_int), ("exif", ctypes.c_int),
-                ("threads", ctypes.c_int), ("log", Log)]
+                ("threads", ctypes.c_int), ("shard_index", ctypes.c_int), ("shard_count", ctypes.c_int),
+                ("log", Log)]
 
 
 class CalibrateOptions(ctypes.Structure):

@@ -345,3 +345,19 @@ def test_bad_options():
 def test_version_and_library():
     assert ptq.version() == "0.1" and ptq.__version__ == "0.1"
     assert os.path.exists(ptq.library_path())
+
+
+def test_shards_equal_the_cli(tmp):
+    """shard="I/N" slices the list as the CLI's --shard: the same statistics files and batches (shard.sh merges them)."""
+    n = 3
+    for i in range(n):
+        ptq.calibrate(MODEL, PHOTOS, PRESET, stats=tmp / "py" / ("s%d.ptqstats" % i), limit=2, shard="%d/%d" % (i, n))
+        cli("calibrate", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", 2, "--shard", "%d/%d" % (i, n),
+            "--stats", tmp / "cli" / ("s%d.ptqstats" % i))
+        same_file(tmp / "py" / ("s%d.ptqstats" % i), tmp / "cli" / ("s%d.ptqstats" % i))
+    cli("preprocess", "--images", PHOTOS, "--preset", PRESET, "--shard", "1/3", "--limit", 2, "--dump", tmp / "shard.npy")
+    bitwise_equal(np.concatenate(list(ptq.Dataset(PHOTOS, preset=PRESET, limit=2, shard=(1, 3)))),
+                  np.load(tmp / "shard.npy"))
+    for bad in ("3/3", "-1/2", "x"):
+        with pytest.raises(ptq.Error, match="shard"):
+            ptq.Dataset(PHOTOS, preset=PRESET, shard=bad)
