@@ -85,47 +85,16 @@ static int cmp_double(const void *a, const void *b)
 static int run_images(const char *model, const pp_dataset_options *o, const char *preset, const char *const *set_keys,
                       const char *const *set_vals, int n_set, int fuse)
 {
-    ptq_status st = PTQ_OK;
-    ptq_graph *g = NULL;
-    pp_dataset *d = NULL;
     pp_config cfg = pp_defaults();
-    eng_runner r = {0};
-    int images = 0, skipped = 0, rc = CLI_EXIT_OK;
-    if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
-    r.g = g;
-    r.model = model;
-    r.popt = ptq_plan_defaults();
-    r.popt.nthreads = o->threads;
-    r.popt.fuse = fuse;
+    int images = 0, skipped = 0;
     double t0 = now_ms();
-    if ((st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(o, &cfg, &d)) != PTQ_OK)
-        goto fail;
-    for (;;) {
-        const float *x;
-        int n;
-        if ((st = pp_dataset_next(d, &x, &n, NULL, NULL)) != PTQ_OK) goto fail;
-        if (n == 0) break;
-        int w, h;
-        pp_dataset_batch_shape(d, &w, &h);
-        ptq_tensor t = eng_shaped_tensor(&cfg, w, h, x, n);
-        if ((st = eng_runner_run(&r, &t)) != PTQ_OK) {
-            ptq_error_prefix("%s: ", model);
-            goto fail;
-        }
-    }
-    pp_dataset_counts(d, &images, &skipped);
+    ptq_status st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg);
+    if (st == PTQ_OK) st = eng_run_images(model, o, &cfg, fuse, &images, &skipped);
+    if (st != PTQ_OK) return cli_fail(st);
     double ms = now_ms() - t0;
     printf("ptq run: %d images (%d skipped) in %.3f s, %.1f images/s\n", images, skipped, ms / 1e3,
            images / (ms / 1e3));
-    goto out;
-fail:
-    rc = cli_fail(st);
-out:
-    pp_dataset_close(d);
-    eng_runner_free(&r);
-    ptq_graph_destroy(g);
-    return rc;
+    return CLI_EXIT_OK;
 }
 
 int cmd_run(int argc, char **argv)

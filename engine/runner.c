@@ -6,6 +6,7 @@
 
 #include "engine/preprocessing.h"
 #include "engine/source.h"
+#include "io/onnx.h"
 
 int eng_graph_input(const ptq_graph *g)
 {
@@ -142,4 +143,40 @@ void eng_runner_free(eng_runner *r)
     for (int i = 0; i < ENG_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
     memset(r->slots, 0, sizeof r->slots);
     r->plan = NULL;
+}
+
+ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const pp_config *cfg, int fuse, int *images,
+                          int *skipped)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL;
+    pp_dataset *d = NULL;
+    eng_runner r = {0};
+    *images = *skipped = 0;
+    TRY(onnx_model_load(model, &g));
+    r.g = g;
+    r.model = model;
+    r.popt = ptq_plan_defaults();
+    r.popt.nthreads = o->threads;
+    r.popt.fuse = fuse;
+    TRY(eng_check_input_dims(g, model, cfg));
+    TRY(pp_dataset_open(o, cfg, &d));
+    for (;;) {
+        const float *x;
+        int n, w, h;
+        TRY(pp_dataset_next(d, &x, &n, NULL, NULL));
+        if (n == 0) break;
+        pp_dataset_batch_shape(d, &w, &h);
+        ptq_tensor t = eng_shaped_tensor(cfg, w, h, x, n);
+        if ((st = eng_runner_run(&r, &t)) != PTQ_OK) {
+            ptq_error_prefix("%s: ", model);
+            goto done;
+        }
+    }
+    pp_dataset_counts(d, images, skipped);
+done:
+    pp_dataset_close(d);
+    eng_runner_free(&r);
+    ptq_graph_destroy(g);
+    return st;
 }

@@ -13,6 +13,7 @@
 #define PTQ_ENGINE_RUNNER_H
 
 #include "engine/source.h"
+#include "preprocess/dataset.h"
 #include "preprocess/preprocess.h"
 #include "runtime/plan.h"
 
@@ -51,5 +52,9 @@ ptq_status eng_plan_images(const ptq_graph *g, const char *model, const ptq_inpu
 ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x);
 ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x);
 void eng_runner_free(eng_runner *r);
+/* `ptq run --images`: the model on every batch of the dataset (plans per input shape), nothing
+ * kept; fuse 0 runs the unfused plan. *images, *skipped: the dataset's counts. */
+ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const pp_config *cfg, int fuse, int *images,
+                          int *skipped);
 
 #endif
