@@ -175,7 +175,23 @@ def _unknown(fn, options):
                                                               ", ".join(sorted(options))))
 
 
-class _DatasetHandle:
+class _Closing:
+    """close() at the end of a `with` block and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class _DatasetHandle(_Closing):
     """An open ptq_dataset (owned)."""
 
     def __init__(self, images, preset, src, overrides, log):
@@ -233,12 +249,6 @@ class _DatasetHandle:
         if h:
             _lib.ptq_dataset_free(h)
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def _dataset_for(fn, images, preset, src, overrides, log, required=True):
     """(handle, owned) for images: a path or a ptq.Dataset."""
@@ -281,7 +291,7 @@ class _Handles:
 
 # ---- models ----
 
-class Model:
+class Model(_Closing):
     """An ONNX model loaded by ptq (ptq_model). Model("m.onnx").inputs / .outputs: the names."""
 
     def __init__(self, path):
@@ -302,17 +312,6 @@ class Model:
         if h:
             _lib.ptq_model_free(h)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "ptq.Model(%r, inputs=%r, outputs=%r)" % (self.path, self.inputs, self.outputs)
@@ -327,7 +326,7 @@ def _model_for(m, hs):
 
 # ---- datasets ----
 
-class Dataset:
+class Dataset(_Closing):
     """A folder of images (recursive) or a list file, preprocessed by a preset and overrides into
     float32 batches: iterating yields numpy arrays (N, C, H, W) or (N, H, W, C) by the preset's
     layout, copies that stay valid. Each iteration is a full pass from the first image.
@@ -382,19 +381,13 @@ class Dataset:
         if ds is not None:
             ds.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def __repr__(self):
         return "ptq.Dataset(%r, preset=%r)" % (self.images, self.preset)
 
 
 # ---- sessions ----
 
-class Session:
+class Session(_Closing):
     """A model run on float inputs (ptq_session): run({"x": array}) -> {output name: array},
     run([a, b]) or run(a) -> [arrays] (inputs in the model's order). Outputs are float32 copies,
     valid after the next run. A plan is made for each new set of input shapes."""
@@ -455,17 +448,6 @@ class Session:
         if getattr(self, "_owned", False) and getattr(self, "model", None) is not None:
             self.model.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---- calibrate ----
