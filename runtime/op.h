@@ -45,6 +45,16 @@ typedef struct {
 /* Applies act to x[0..n) in place (serial; call it per thread chunk). */
 void ptq_activation_apply(const ptq_activation *act, float *x, size_t n);
 
+/* Receives a kernel's finished output tiles while they are still in cache (the planner sets
+ * ctx->sink for ops flagged PTQ_OP_TILES whose out[0] an observer wants per tile; see
+ * ptq_plan_options.tile_sink). tile() runs on the kernel's threads, concurrently for distinct
+ * `thread` values (0 .. ctx->nthreads - 1): rows x cols floats, rows `stride` floats apart,
+ * final values (bias and fused activation applied); together the tiles of one run cover
+ * out[0] exactly once. */
+typedef struct ptq_tile_sink {
+    void (*tile)(struct ptq_tile_sink *sink, int thread, const float *y, int64_t rows, int64_t cols, int64_t stride);
+} ptq_tile_sink;
+
 typedef struct {
     const ptq_node *node;        /* attributes and names; borrowed from the graph */
     int64_t opset;               /* the model's default-domain opset */
@@ -56,10 +66,12 @@ typedef struct {
     void *scratch;               /* run: 64-byte aligned scratch of scratch_bytes */
     ptq_activation act;          /* fused activation (only for ops with PTQ_OP_FUSE_ACT) */
     int nthreads;                /* threads run may use (>= 1) */
+    ptq_tile_sink *sink;         /* NULL, or out[0]'s tiles go there (PTQ_OP_TILES ops) */
 } ptq_op_ctx;
 
 enum {
-    PTQ_OP_FUSE_ACT = 1u << 0 /* run applies ctx->act to out[0] */
+    PTQ_OP_FUSE_ACT = 1u << 0, /* run applies ctx->act to out[0] */
+    PTQ_OP_TILES = 1u << 1     /* run reports out[0]'s tiles to ctx->sink when set */
 };
 
 typedef struct {

@@ -51,6 +51,7 @@ struct ptq_plan {
     size_t scratch_bytes;
     double flops;
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
+    double prof_obs_ms;       /* in observer calls */
     int next_step;            /* ptq_plan_step's position; n_steps when idle */
 };
 
@@ -864,8 +865,10 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
             FAIL(PTQ_ERR_FORMAT, "graph output '%s' is produced by no node", g->values[v].name);
     }
     if (p->opt.fuse) { /* observed tensors are pinned: with every tensor observed nothing fuses */
-        TRY(fuse_batchnorm(p));
-        TRY(fold_affine(p));
+        if (!p->opt.keep_values) {
+            TRY(fuse_batchnorm(p));
+            TRY(fold_affine(p));
+        }
         TRY(fuse_activations(p));
         TRY(fuse_hardswish_pattern(p));
         TRY(fuse_post_affine(p));
@@ -899,7 +902,12 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         p->scratch = ptq_aligned_alloc(p->scratch_bytes);
         CHECK_ALLOC(p->scratch);
     }
-    for (int i = 0; i < p->n_steps; i++) p->steps[i].ctx.scratch = p->scratch;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        s->ctx.scratch = p->scratch;
+        if (!s->skip && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
+            s->ctx.sink = p->opt.tile_sink(g->values[s->out_vals[0]].name, s->node, p->opt.observer_user);
+    }
     if (getenv("PTQ_PROFILE")) {
         p->prof_ms = calloc((size_t)p->n_steps + 1, sizeof *p->prof_ms);
         CHECK_ALLOC(p->prof_ms);
@@ -918,7 +926,7 @@ static void print_profile(const ptq_plan *p)
 {
     double total = 0;
     for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
-    fprintf(stderr, "profile: %.1f ms in all\n", total);
+    fprintf(stderr, "profile: %.1f ms in all, observers %.1f ms more\n", total, p->prof_obs_ms);
     for (int i = 0; i < p->n_steps; i++) {
         const char *op = p->g->nodes[p->steps[i].node].op_type;
         int first = 1;
@@ -992,9 +1000,12 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
         name_node_in_error(&p->g->nodes[s->node]);
         return st;
     }
-    if (p->opt.observer)
+    if (p->opt.observer) {
+        t0 = p->prof_ms ? omp_get_wtime() : 0;
         for (int o = 0; o < s->ctx.n_out; o++)
             if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
+        if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
+    }
 done:
     if (st != PTQ_OK) p->next_step = p->n_steps;
     return st;

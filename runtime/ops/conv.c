@@ -340,6 +340,7 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
     else
         kern_sgemm(0, 0, mm, np, s->K, w, s->K, b, ldb, 0, y, s->out_vol);
     bias_act_rows(ctx, y, mm, np, s->out_vol, bias);
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, mm, np, s->out_vol);
 }
 
 /* One band of output rows of a shifted conv; t = (n * group + grp) * n_bands + band. */
@@ -386,6 +387,7 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
         for (int64_t r = 0; r < rows; r++) memcpy(ym + r * OW, c + m * ldc + r * pw, sizeof(float) * (size_t)OW);
     }
     bias_act_rows(ctx, y, s->cout_g, rows * OW, s->out_vol, bias);
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, s->cout_g, rows * OW, s->out_vol);
 }
 
 /* One output plane of a depthwise conv; t = n * c_out + oc. */
@@ -396,7 +398,9 @@ static void conv_dw_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t, 
     const float *x = (const float *)ctx->in[0]->data + (n * g->c_in + grp) * s->in_vol;
     const float *w = (const float *)ctx->in[1]->data + oc * s->kvol;
     float b = ctx->n_in > 2 && ctx->in[2] ? ((const float *)ctx->in[2]->data)[oc] : 0.0f;
-    kern_depthwise_plane_f32(g, s->band, x, w, b, &ctx->act, (float *)ctx->out[0]->data + t * s->out_vol, buf);
+    float *y = (float *)ctx->out[0]->data + t * s->out_vol;
+    kern_depthwise_plane_f32(g, s->band, x, w, b, &ctx->act, y, buf);
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, 1, s->out_vol, s->out_vol);
 }
 
 static ptq_status conv_run(ptq_op_ctx *ctx)
@@ -428,7 +432,7 @@ static ptq_status conv_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-const ptq_op_def op_conv = {conv_infer, conv_run, conv_free_state, PTQ_OP_FUSE_ACT};
+const ptq_op_def op_conv = {conv_infer, conv_run, conv_free_state, PTQ_OP_FUSE_ACT | PTQ_OP_TILES};
 
 /* ------------------------------------------------------------ ConvTranspose */
 
