@@ -19,13 +19,22 @@
 typedef struct {
     char *name;
     calib_stats *stats;
+    int pos;                  /* private: the value's place in plan order (the order of t) */
+    void *sink;               /* private: its tile sink, or NULL */
 } cli_tensor_stats;
 
 typedef struct {
     cli_tensor_stats *t;
     int n, cap, cursor, nthreads;
-    const char *const *globs; /* only tensors matching one of these (none: all) */
+    /* only tensors matching one of these; none: the activations quantize gives a Q/DQ pair
+     * with no exclusions (quant_calib_tensors), a view (Reshape, ...) of another observed once */
+    const char *const *globs;
     int n_globs;
+    /* private to cli_collect */
+    const ptq_graph *g;
+    int *want, *pos;          /* per value: quant_calib_tensors' answer; plan order */
+    calib_part **parts;       /* one per kernel thread */
+    int n_parts, bad_thread;
 } cli_collector;
 
 typedef struct {
