@@ -428,6 +428,31 @@ static void screen_logs(const double *restrict x, double *restrict out)
     }
 }
 
+/* The 128 groups of entropy candidate i from the prefix sums (bin k in group floor(128 k / i),
+ * so group j is bins [ceil(j i / 128), ceil((j + 1) i / 128))): total G, mean G / nz over its
+ * non-zero bins and whether it has any. The prefix sums at the 129 group edges
+ * are read first, so that the arithmetic vectorises without gathers. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void screen_groups(int i, const double *restrict C, const int *restrict NZ, double *restrict arg,
+                          double *restrict wt, int *restrict has)
+{
+    double Ce[NQ + 1];
+    int Ne[NQ + 1];
+    for (int j = 0; j <= NQ; j++) {
+        int e = (j * i + NQ - 1) / NQ;
+        Ce[j] = C[e];
+        Ne[j] = NZ[e];
+    }
+#pragma omp simd
+    for (int j = 0; j < NQ; j++) {
+        int nz = Ne[j + 1] - Ne[j], empty = nz == 0;
+        double G = Ce[j + 1] - Ce[j];
+        has[j] = !empty;
+        arg[j] = G / (double)(nz + empty); /* an empty group's (0) is never used */
+        wt[j] = G;
+    }
+}
+
 /* KL(P||Q) of entropy candidate i, evaluated as pytorch-quantization and scipy.stats.entropy
  * do: P = H[:i] with P[i-1] += np.sum(H[i:]); Q = each group's total spread over its bins
  * that are non-zero in H; both normalised by np.sum; sum of p ln(p / q) over p > 0 (np.sum).
@@ -504,14 +529,8 @@ static double method_entropy(const double *hist, double w)
         if (T > 0) plnp += T / S * ptq_log(T / S);
         double arg[NQ], wt[NQ], lq[NQ];
         int has[NQ];
-        for (int j = 0; j < NQ; j++) {
-            int lo = (int)(((int64_t)j * i + NQ - 1) / NQ), hi = (int)(((int64_t)(j + 1) * i + NQ - 1) / NQ);
-            int nz = NZ[hi] - NZ[lo];
-            double G = C[hi] - C[lo];
-            has[j] = nz != 0;
-            arg[j] = nz ? G / nz : 1.0;
-            wt[j] = j == NQ - 1 ? G - H[i - 1] : G;
-        }
+        screen_groups(i, C, NZ, arg, wt, has);
+        wt[NQ - 1] -= H[i - 1];
         screen_logs(arg, lq);
         for (int j = 0; j < NQ; j++) {
             if (!has[j]) continue;
@@ -539,16 +558,6 @@ static double method_entropy(const double *hist, double w)
     return best_i * w;
 }
 
-/* The first bin k whose centre (k + 0.5) w quantizes to a level >= q (q >= 1) with
- * candidate amax (i + 0.5) w: 127 (2k + 1) / (2i + 1) > q - 1/2, i.e. 254 (2k + 1) >
- * (2q - 1)(2i + 1). The ratio is never a half-integer (254 (2k + 1) is even, (2q - 1)(2i + 1)
- * odd), so round-half-even has no ties here and the level of every bin is exact. */
-static int level_start(int q, int i)
-{
-    int64_t x = (int64_t)(2 * q - 1) * (2 * i + 1);
-    return (int)((x - 254) / 508 + 1);
-}
-
 /* err of mse candidate a = (i + 0.5) w, term by term as the reference does (np.sum of
  * H * (c - q s)^2, c = (k + 0.5) w, s = a / 127, q = clamp(round_half_even(c / s))). */
 static double mse_err_direct(const double *H, int i, double w, double *v)
@@ -561,6 +570,39 @@ static double mse_err_direct(const double *H, int i, double w, double *v)
         v[k] = H[k] * (d * d);
     }
     return sum_pairwise(v, NB);
+}
+
+/* Level q's share of mse candidate i's screened error, in units of w (see method_mse):
+ * bins [level_start(q, i), level_start(q + 1, i)) clipped to NB, level 127 to NB;
+ * nonempty[q] = 0 when the level covers no bin. level_start(q, i), the first bin k whose
+ * centre (k + 0.5) w quantizes to a level >= q (q >= 1) with candidate amax (i + 0.5) w:
+ * 127 (2k + 1) / (2i + 1) > q - 1/2, i.e. 254 (2k + 1) > (2q - 1)(2i + 1), so
+ * k = ((2q - 1)(2i + 1) - 254) / 508 + 1. The ratio is never a half-integer (254 (2k + 1) is
+ * even, (2q - 1)(2i + 1) odd), so round-half-even has no ties here and every bin's level is
+ * exact. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void mse_terms(int i, const double *restrict P0, const double *restrict P1, const double *restrict P2,
+                      double *restrict term, int *restrict nonempty)
+{
+    double step = (2 * i + 1) / 254.0, E0[NQ + 1], E1[NQ + 1], E2[NQ + 1];
+    int e[NQ + 1];
+    e[0] = 0;
+    for (int q = 1; q < NQ; q++) { /* (2q - 1)(2i + 1) > 254 here (i >= 128) */
+        int k = ((2 * q - 1) * (2 * i + 1) - 254) / 508 + 1;
+        e[q] = k < NB ? k : NB;
+    }
+    e[NQ] = NB;
+    for (int q = 0; q <= NQ; q++) { /* the prefix sums at the level edges: no gathers below */
+        E0[q] = P0[e[q]];
+        E1[q] = P1[e[q]];
+        E2[q] = P2[e[q]];
+    }
+#pragma omp simd
+    for (int q = 0; q < NQ; q++) {
+        double v = q * step;
+        nonempty[q] = e[q + 1] > e[q];
+        term[q] = (E2[q + 1] - E2[q]) - 2 * v * (E1[q + 1] - E1[q]) + v * v * (E0[q + 1] - E0[q]);
+    }
 }
 
 /* mse (_compute_amax_mse): candidates are the bin centres a = (i + 0.5) w, i in 128 .. 2047;
@@ -583,16 +625,11 @@ static double method_mse(const double *H, double w)
     }
     double best = INFINITY;
     for (int i = START_BIN; i < NB; i++) {
-        double e = 0, step = (2 * i + 1) / 254.0;
-        for (int q = 0, lo = 0; q <= 127 && lo < NB; q++) {
-            int hi = q == 127 ? NB : level_start(q + 1, i);
-            if (hi > NB) hi = NB;
-            if (hi > lo) {
-                double v = q * step;
-                e += (P2[hi] - P2[lo]) - 2 * v * (P1[hi] - P1[lo]) + v * v * (P0[hi] - P0[lo]);
-            }
-            lo = hi;
-        }
+        double e = 0, term[NQ];
+        int nonempty[NQ];
+        mse_terms(i, P0, P1, P2, term, nonempty);
+        for (int q = 0; q < NQ; q++) /* in level order: the same sum as one loop */
+            if (nonempty[q]) e += term[q];
         err[i] = e;
         if (e < best) best = e;
     }
