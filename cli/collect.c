@@ -25,17 +25,45 @@ static int wanted(const cli_collector *c, const char *name)
     return 0;
 }
 
+/* Value lookup by name in O(log n): value indices sorted by name (ptq_graph_find_value is
+ * linear, and the plan asks for every value, several times, while it fuses). */
+static const ptq_graph *sort_graph;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(sort_graph->values[*(const int *)a].name, sort_graph->values[*(const int *)b].name);
+}
+
+static int *name_index(const ptq_graph *g)
+{
+    int *idx = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    if (!idx) return NULL;
+    for (int v = 0; v < g->n_values; v++) idx[v] = v;
+    sort_graph = g;
+    qsort(idx, (size_t)g->n_values, sizeof *idx, by_name);
+    return idx;
+}
+
+static int find_value(const ptq_graph *g, const int *idx, const char *name)
+{
+    int lo = 0, hi = g->n_values - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(g->values[idx[mid]].name, name);
+        if (c == 0) return idx[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
 /* The plan's filter: with --tensors the matching tensors; else the tensors that stand for
  * themselves or for views of them in quant_calib_tensors' answer. */
 static int observed_name(const char *name, void *user)
 {
     cli_collector *c = user;
     if (c->n_globs) return wanted(c, name);
-    int v = ptq_graph_find_value(c->g, name);
-    if (v < 0) return 0;
-    for (int u = 0; u < c->g->n_values; u++)
-        if (c->want[u] == v) return 1;
-    return 0;
+    int v = find_value(c->g, c->by_name, name);
+    return v >= 0 && c->source[v];
 }
 
 /* The entry of tensor `name`, created (at its value's place in plan order) when new. */
@@ -53,8 +81,8 @@ static cli_tensor_stats *entry_of(cli_collector *c, const char *name)
     }
     cli_tensor_stats *e = &c->t[c->n];
     memset(e, 0, sizeof *e);
-    int v = ptq_graph_find_value(c->g, name);
-    e->pos = v >= 0 && c->pos ? c->pos[v] : c->n;
+    int v = find_value(c->g, c->by_name, name);
+    e->pos = v >= 0 ? c->pos[v] : c->n;
     e->name = ptq_strdup(name);
     e->stats = calib_stats_create();
     if (!e->name || !e->stats) {
@@ -158,7 +186,7 @@ static ptq_status finish(cli_collector *c)
         }
     int k = 0;
     for (int i = 0; i < c->n; i++) {
-        int v = c->want ? ptq_graph_find_value(c->g, c->t[i].name) : -1;
+        int v = c->want ? find_value(c->g, c->by_name, c->t[i].name) : -1;
         if (c->want && (v < 0 || c->want[v] < 0)) {
             free(c->t[i].name);
             calib_stats_destroy(c->t[i].stats);
@@ -177,18 +205,24 @@ static ptq_status calib_tensors(const ptq_graph *g, const char *model, cli_colle
 {
     ptq_status st = PTQ_OK;
     ptq_graph *copy = NULL;
-    int *want = NULL;
+    int *want = NULL, *copy_idx = NULL;
     col->want = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    col->source = calloc((size_t)g->n_values + 1, 1);
     CHECK_ALLOC(col->want);
+    CHECK_ALLOC(col->source);
     TRY(onnx_model_load(model, &copy));
     TRY(quant_calib_tensors(copy, &want));
+    copy_idx = name_index(copy);
+    CHECK_ALLOC(copy_idx);
     for (int v = 0; v < g->n_values; v++) {
-        int c = ptq_graph_find_value(copy, g->values[v].name);
-        int r = c >= 0 && want[c] >= 0 ? ptq_graph_find_value(g, copy->values[want[c]].name) : -1;
+        int c = find_value(copy, copy_idx, g->values[v].name);
+        int r = c >= 0 && want[c] >= 0 ? find_value(g, col->by_name, copy->values[want[c]].name) : -1;
         col->want[v] = c >= 0 && want[c] >= 0 && r < 0 ? v : r; /* a source the upgrade made: v itself */
+        if (col->want[v] >= 0) col->source[col->want[v]] = 1;
     }
 done:
     if (st != PTQ_OK) ptq_error_prefix("%s: ", model);
+    free(copy_idx);
     free(want);
     ptq_graph_destroy(copy);
     return st;
@@ -220,6 +254,8 @@ void cli_collector_free(cli_collector *col)
     }
     free(col->t);
     free(col->want);
+    free(col->source);
+    free(col->by_name);
     free(col->pos);
     for (int i = 0; i < col->n_parts; i++) calib_part_destroy(col->parts[i]);
     free(col->parts);
@@ -256,6 +292,7 @@ ptq_status cli_collect(const ptq_graph *g, const char *model, cli_source *srcp, 
     popt.keep_values = 1;                /* statistics of the model's own numbers */
     popt.nthreads = o.threads;
     col->g = g;
+    if (!col->by_name && !(col->by_name = name_index(g))) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
     if (!col->pos) {
         col->pos = malloc(sizeof(int) * ((size_t)g->n_values + 1));
         if (!col->pos) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");

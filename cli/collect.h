@@ -33,6 +33,8 @@ typedef struct {
     /* private to cli_collect */
     const ptq_graph *g;
     int *want, *pos;          /* per value: quant_calib_tensors' answer; plan order */
+    uint8_t *source;          /* per value: observed (some want[] names it) */
+    int *by_name;             /* value indices sorted by name */
     calib_part **parts;       /* one per kernel thread */
     int n_parts, bad_thread;
 } cli_collector;
