@@ -136,6 +136,8 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(GEN_H)
 	$(FUZZ_CC) $(BASE) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ISA) -w -c $< -o $@
 $(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx2.o: FUZZ_ISA := -mavx2 -mfma
 $(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx512.o: FUZZ_ISA := -mavx512f -mfma
+$(FUZZ_BUILD)/obj/calib/calib_avx2.o: FUZZ_ISA := -mavx2
+$(FUZZ_BUILD)/obj/calib/calib_avx512.o: FUZZ_ISA := -mavx512f
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -fopenmp -o $@ $< $(FUZZ_LIB_OBJ) $(filter-out -fopenmp,$(LIBS))
@@ -181,3 +183,5 @@ $(BUILD)/obj/calib/%.o: OPT := -O3 -g
 # kern_sgemm's SIMD paths: these two files only, called after a cpuid check (runtime/kernels/sgemm.c)
 $(BUILD)/obj/runtime/kernels/sgemm_avx2.o: OPT := -O3 -g -mavx2 -mfma
 $(BUILD)/obj/runtime/kernels/sgemm_avx512.o: OPT := -O3 -g -mavx512f -mfma
+$(BUILD)/obj/calib/calib_avx2.o: OPT := -O2 -g -mavx2
+$(BUILD)/obj/calib/calib_avx512.o: OPT := -O2 -g -mavx512f

@@ -1,44 +1,60 @@
 #!/usr/bin/env bash
-# make bench (issues 4 and 6): on PP-OCRv4 det at 640x640 with the photos,
-#  - calibration with --method all against plain FP32 inference over the same images
-#    (`ptq run --images`: decode, preprocess and the fused executor), target <= 1.3x;
-#  - peak RSS of calibration for 16 and 160 images (the same for both, under 1 GB);
+# make bench (issues 4, 6 and 14), 2 threads, measured in the same run:
+#  - calibration with --method all against plain FP32 inference over the same 16 photos
+#    (`ptq run --images`: decode, preprocess and the fused executor) for PP-OCRv4 det at
+#    640x640, the cls and the rec model; target <= 1.3x;
+#  - peak RSS of det's calibration for 8 and 160 images (target: within 2 %, under 600 MB);
 #  - `ptq compare` with 5 methods against one `ptq quantize` on the same images, target <= 3x.
-# Wall-clock seconds, 2 threads, best of 2 runs. Written to build/bench/calibrate.md.
+# Wall-clock seconds, best of 2 runs (RSS rows: one run). Written to build/bench/calibrate.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PTQ=$BUILD/ptq
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-DET=build/models/ch_PP-OCRv4_det_infer.onnx
+M=build/models
+DET=$M/ch_PP-OCRv4_det_infer.onnx
 ls "$PWD"/build/photos/* | grep -v truncated | sort > "$OUT/all.list"
 head -n 16 "$OUT/all.list" > "$OUT/16.list"
+head -n 8 "$OUT/all.list" > "$OUT/8.list"
 for _ in 1 2 3 4 5 6 7 8 9 10; do cat "$OUT/16.list"; done > "$OUT/160.list"
 awk 'NR % 2 == 1' "$OUT/all.list" | head -n 8 > "$OUT/calib8.list"
 awk 'NR % 2 == 0' "$OUT/all.list" | head -n 4 > "$OUT/eval4.list"
 T="--threads 2"
-best() { # command... -> "seconds rss_mb" of the faster of 2 runs
+best() { # runs command... $RUNS times (default 2) -> "seconds rss_mb" of the fastest
   local b=""
-  for _ in 1 2; do
+  for _ in $(seq "${RUNS:-2}"); do
     /usr/bin/time -f "%e %M" -o "$OUT/time.txt" "$@" >/dev/null 2>&1
     read -r s kb < "$OUT/time.txt"
     if [ -z "$b" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if $s < ${b%% *} else 1)"; then b="$s $((kb / 1024))"; fi
   done
   echo "$b"
 }
-run16=$(best "$PTQ" run $DET --images "$OUT/16.list" --preset paddleocr-det --batch 8 $T)
-cal16=$(best "$PTQ" calibrate $DET --images "$OUT/16.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
-cal160=$(best "$PTQ" calibrate $DET --images "$OUT/160.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
+r() { /usr/bin/python3 -c "print(f'{$1 / $2:.2f}')"; }
+rows=""
+for spec in "det 640x640:ch_PP-OCRv4_det_infer.onnx:paddleocr-det" "cls:ch_ppocr_mobile_v2.0_cls_infer.onnx:paddleocr-cls" \
+            "rec:ch_PP-OCRv4_rec_infer.onnx:paddleocr-rec"; do
+  IFS=: read -r name file preset <<< "$spec"
+  run=$(best "$PTQ" run "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 $T)
+  cal=$(best "$PTQ" calibrate "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 --method all --cache "$OUT/c.cache" $T)
+  rows+="| PP-OCRv4 $name | ${run% *} | ${cal% *} | $(r ${cal% *} ${run% *}) | ${run#* } / ${cal#* } |"$'\n'
+done
+cal8=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/8.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
+cal160=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/160.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
 quant=$(best "$PTQ" quantize $DET --images "$OUT/calib8.list" --preset paddleocr-det --batch 4 --method entropy -o "$OUT/q.onnx" $T)
 comp=$(best "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T)
-r() { /usr/bin/python3 -c "print(f'{$1 / $2:.2f}')"; }
 {
-  echo "| PP-OCRv4 det, 640x640, 2 threads | seconds | peak RSS MB | ratio |"
+  echo "| 16 photos, batch 8, 2 threads | run --images s | calibrate --method all s | ratio (target <= 1.3) | peak RSS MB run / calibrate |"
+  echo "|---|---:|---:|---:|---:|"
+  printf "%s" "$rows"
+  echo
+  echo "| PP-OCRv4 det 640x640, calibrate --method all | 8 photos | 160 photos | 160 / 8 (target 1 +- 0.02, < 600 MB) |"
   echo "|---|---:|---:|---:|"
-  echo "| ptq run --images, 16 images (plain FP32 inference) | ${run16% *} | ${run16#* } | 1.00 |"
-  echo "| ptq calibrate --method all, 16 images | ${cal16% *} | ${cal16#* } | $(r ${cal16% *} ${run16% *}) x inference (target <= 1.3) |"
-  echo "| ptq calibrate --method all, 160 images | ${cal160% *} | ${cal160#* } | RSS $(r ${cal160#* } ${cal16#* }) x the 16-image run (target 1 +- 0.05, < 1 GB) |"
+  echo "| peak RSS MB | ${cal8#* } | ${cal160#* } | $(r ${cal160#* } ${cal8#* }) |"
+  echo "| seconds | ${cal8% *} | ${cal160% *} | |"
+  echo
+  echo "| PP-OCRv4 det 640x640, 2 threads | seconds | peak RSS MB | ratio |"
+  echo "|---|---:|---:|---:|"
   echo "| ptq quantize --method entropy, 8 images | ${quant% *} | ${quant#* } | 1.00 |"
   echo "| ptq compare, 5 methods, 8 + 4 images | ${comp% *} | ${comp#* } | $(r ${comp% *} ${quant% *}) x quantize (target <= 3) |"
 } | tee "$OUT/calibrate.md"

@@ -46,6 +46,30 @@ calib_stats *calib_stats_create(void);
 void calib_stats_destroy(calib_stats *s);
 /* Adds one batch. Out of memory for a thread's scratch leaves its slice out (count shows it). */
 void calib_stats_add(calib_stats *s, const float *x, size_t n, int nthreads);
+/* A thread's partial statistics of one tensor at a time (about 100 KB), for callers that
+ * observe a tensor in pieces from several threads (one part per thread, no locking) and merge
+ * the parts afterwards in thread order; nothing is allocated in the hot loop. The merged
+ * result depends only on the values seen, never on how they were split into parts or pieces.
+ *
+ *   calib_part_start(part[t], s);                       // each thread, before its pieces
+ *   calib_part_add_rows(part[t], y, rows, cols, stride); // any number of pieces
+ *   for (t = 0; t < nt; t++) calib_stats_take(s, part[t]); // after the tensor */
+typedef struct calib_part calib_part;
+calib_part *calib_part_create(void);
+void calib_part_destroy(calib_part *p);
+/* An empty part starts at s's range R (fewer bin merges later); no effect on the result. */
+void calib_part_start(calib_part *p, const calib_stats *s);
+void calib_part_add(calib_part *p, const float *x, size_t n);
+/* rows x cols floats, rows stride floats apart */
+void calib_part_add_rows(calib_part *p, const float *x, size_t rows, size_t cols, size_t stride);
+/* The same through one path (0 generic, 1 avx2, 2 avx512, as kern_isa); a path the CPU lacks
+ * runs generic. Every path gives the same statistics bit for bit (the unit test checks). */
+void calib_part_add_isa(calib_part *p, const float *x, size_t n, int isa);
+/* s += p; p is left empty for the next tensor. */
+void calib_stats_take(calib_stats *s, calib_part *p);
+/* calib_stats_add over nthreads threads with the caller's parts (parts[0 .. nthreads)). */
+void calib_stats_add_parts(calib_stats *s, const float *x, size_t n, calib_part *const *parts, int nthreads);
+
 /* dst += src, exactly and order-independently. */
 void calib_stats_merge(calib_stats *dst, const calib_stats *src);
 /* The analysis histogram H[CALIB_ANALYSIS_BINS] over [0, amax]. */

@@ -10,8 +10,11 @@
 
 #include "engine/runner.h"
 #include "io/npy.h"
+#include "io/onnx.h"
 #include "io/preset.h"
 #include "io/stats.h"
+#include "quant/qdq.h"
+#include "runtime/op.h"
 #include "runtime/plan.h"
 
 static int wanted(const eng_collector *c, const char *name)
@@ -22,9 +25,110 @@ static int wanted(const eng_collector *c, const char *name)
     return 0;
 }
 
-static int wanted_name(const char *name, void *user)
+/* Value lookup by name in O(log n): value indices sorted by name (ptq_graph_find_value is
+ * linear, and the plan asks for every value, several times, while it fuses). */
+static const ptq_graph *sort_graph;
+
+static int by_name(const void *a, const void *b)
 {
-    return wanted(user, name);
+    return strcmp(sort_graph->values[*(const int *)a].name, sort_graph->values[*(const int *)b].name);
+}
+
+static int *name_index(const ptq_graph *g)
+{
+    int *idx = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    if (!idx) return NULL;
+    for (int v = 0; v < g->n_values; v++) idx[v] = v;
+    sort_graph = g;
+    qsort(idx, (size_t)g->n_values, sizeof *idx, by_name);
+    return idx;
+}
+
+static int find_value(const ptq_graph *g, const int *idx, const char *name)
+{
+    int lo = 0, hi = g->n_values - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(g->values[idx[mid]].name, name);
+        if (c == 0) return idx[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* The plan's filter: with --tensors the matching tensors; else the tensors that stand for
+ * themselves or for views of them in quant_calib_tensors' answer. */
+static int observed_name(const char *name, void *user)
+{
+    eng_collector *c = user;
+    if (c->n_globs) return wanted(c, name);
+    int v = find_value(c->g, c->by_name, name);
+    return v >= 0 && c->source[v];
+}
+
+/* The entry of tensor `name`, created (at its value's place in plan order) when new. */
+static eng_tensor_stats *entry_of(eng_collector *c, const char *name)
+{
+    if (c->cursor < c->n && strcmp(c->t[c->cursor].name, name) == 0) return &c->t[c->cursor];
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->t[i].name, name) == 0) return &c->t[i];
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 256;
+        eng_tensor_stats *nt = realloc(c->t, sizeof *nt * (size_t)cap);
+        if (!nt) return NULL;
+        c->t = nt;
+        c->cap = cap;
+    }
+    eng_tensor_stats *e = &c->t[c->n];
+    memset(e, 0, sizeof *e);
+    int v = find_value(c->g, c->by_name, name);
+    e->pos = v >= 0 ? c->pos[v] : c->n;
+    e->name = ptq_strdup(name);
+    e->stats = calib_stats_create();
+    if (!e->name || !e->stats) {
+        free(e->name);
+        calib_stats_destroy(e->stats);
+        return NULL;
+    }
+    c->n++;
+    return e;
+}
+
+/* Tiles of a kernel's output go to the statistics part of the thread that computed them,
+ * while they are in cache; the observer call after the node merges the parts. */
+typedef struct {
+    ptq_tile_sink sink;
+    eng_collector *col;
+    calib_stats *stats;
+} tile_sink;
+
+static void sink_tile(ptq_tile_sink *sk, int thread, const float *y, int64_t rows, int64_t cols, int64_t stride)
+{
+    tile_sink *s = (tile_sink *)sk;
+    if (thread < 0 || thread >= s->col->n_parts) {
+        s->col->bad_thread = 1; /* reported by the observer: the counts will not add up */
+        return;
+    }
+    calib_part *p = s->col->parts[thread];
+    calib_part_start(p, s->stats);
+    calib_part_add_rows(p, y, (size_t)rows, (size_t)cols, (size_t)stride);
+}
+
+static ptq_tile_sink *make_sink(const char *name, int node, void *user)
+{
+    eng_collector *c = user;
+    (void)node;
+    eng_tensor_stats *e = entry_of(c, name);
+    if (!e) return NULL; /* out of memory: the observer reports it */
+    if (!e->sink) {
+        tile_sink *s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        s->sink.tile = sink_tile;
+        s->col = c;
+        s->stats = e->stats;
+        e->sink = s;
+    }
+    return e->sink;
 }
 
 /* The observer: calls come in the same order every batch, so a cursor finds the entry. */
@@ -32,43 +136,129 @@ static ptq_status observe(const char *name, int node, const ptq_tensor *t, void 
 {
     eng_collector *c = user;
     (void)node;
-    if (!wanted(c, name)) return PTQ_OK;
-    eng_tensor_stats *e = NULL;
-    if (c->cursor < c->n && strcmp(c->t[c->cursor].name, name) == 0) e = &c->t[c->cursor];
-    for (int i = 0; !e && i < c->n; i++)
-        if (strcmp(c->t[i].name, name) == 0) e = &c->t[i];
+    eng_tensor_stats *e = entry_of(c, name);
     if (!e) {
-        if (c->n == c->cap) {
-            int cap = c->cap ? c->cap * 2 : 256;
-            eng_tensor_stats *nt = realloc(c->t, sizeof *nt * (size_t)cap);
-            if (!nt) {
-                ptq_error("out of memory collecting statistics");
-                return PTQ_ERR_NOMEM;
-            }
-            c->t = nt;
-            c->cap = cap;
-        }
-        e = &c->t[c->n++];
-        e->name = ptq_strdup(name);
-        e->stats = calib_stats_create();
-        if (!e->name || !e->stats) {
-            ptq_error("out of memory collecting statistics");
-            return PTQ_ERR_NOMEM;
-        }
+        ptq_error("out of memory collecting statistics");
+        return PTQ_ERR_NOMEM;
     }
     c->cursor = (int)(e - c->t) + 1;
-    calib_stats_add(e->stats, t->data, ptq_tensor_numel(t), c->nthreads);
+    size_t n = ptq_tensor_numel(t);
+    uint64_t before = e->stats->count;
+    for (int i = 0; i < c->n_parts; i++) calib_stats_take(e->stats, c->parts[i]); /* in thread order */
+    uint64_t tiled = e->stats->count - before;
+    if (tiled == 0) {
+        int nt = c->nthreads < c->n_parts ? c->nthreads : c->n_parts;
+        calib_stats_add_parts(e->stats, t->data, n, c->parts, nt);
+    } else if (tiled != n || c->bad_thread) {
+        ptq_error("tensor '%s': its kernel reported %llu of its %zu values", name, (unsigned long long)tiled, n);
+        return PTQ_ERR_INTERNAL;
+    }
     return PTQ_OK;
 }
 
+static int by_pos(const void *a, const void *b)
+{
+    int x = ((const eng_tensor_stats *)a)->pos, y = ((const eng_tensor_stats *)b)->pos;
+    return (x > y) - (x < y);
+}
+
+/* After the pass: a view's statistics are its source's; sources observed only for their
+ * views are dropped; entries in plan order. */
+static ptq_status finish(eng_collector *c)
+{
+    if (c->want)
+        for (int v = 0; v < c->g->n_values; v++) {
+            int r = c->want[v];
+            if (r < 0 || r == v) continue;
+            int src = -1, have = 0;
+            for (int i = 0; i < c->n; i++) {
+                if (strcmp(c->t[i].name, c->g->values[r].name) == 0) src = i;
+                if (strcmp(c->t[i].name, c->g->values[v].name) == 0) have = 1;
+            }
+            if (src < 0 || have) continue;
+            calib_stats copy = *c->t[src].stats;
+            eng_tensor_stats *e = entry_of(c, c->g->values[v].name);
+            if (!e) {
+                ptq_error("out of memory collecting statistics");
+                return PTQ_ERR_NOMEM;
+            }
+            *e->stats = copy;
+        }
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        int v = c->want ? find_value(c->g, c->by_name, c->t[i].name) : -1;
+        if (c->want && (v < 0 || c->want[v] < 0)) {
+            free(c->t[i].name);
+            calib_stats_destroy(c->t[i].stats);
+            free(c->t[i].sink);
+            continue;
+        }
+        c->t[k++] = c->t[i];
+    }
+    c->n = k;
+    qsort(c->t, (size_t)c->n, sizeof *c->t, by_pos);
+    return PTQ_OK;
+}
+
+/* col->want for g: quant_calib_tensors on a copy of the model, mapped back by name. */
+static ptq_status calib_tensors(const ptq_graph *g, const char *model, eng_collector *col)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *copy = NULL;
+    int *want = NULL, *copy_idx = NULL;
+    col->want = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    col->source = calloc((size_t)g->n_values + 1, 1);
+    CHECK_ALLOC(col->want);
+    CHECK_ALLOC(col->source);
+    TRY(onnx_model_load(model, &copy));
+    TRY(quant_calib_tensors(copy, &want));
+    copy_idx = name_index(copy);
+    CHECK_ALLOC(copy_idx);
+    for (int v = 0; v < g->n_values; v++) {
+        int c = find_value(copy, copy_idx, g->values[v].name);
+        int r = c >= 0 && want[c] >= 0 ? find_value(g, col->by_name, copy->values[want[c]].name) : -1;
+        col->want[v] = c >= 0 && want[c] >= 0 && r < 0 ? v : r; /* a source the upgrade made: v itself */
+        if (col->want[v] >= 0) col->source[col->want[v]] = 1;
+    }
+done:
+    if (st != PTQ_OK) ptq_error_prefix("%s: ", model);
+    free(copy_idx);
+    free(want);
+    ptq_graph_destroy(copy);
+    return st;
+}
+
+/* Plan order of every value: graph inputs, then node outputs in execution order. */
+static ptq_status plan_order(const ptq_graph *g, int *pos)
+{
+    ptq_status st = PTQ_OK;
+    int *order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1)), k = 0;
+    CHECK_ALLOC(order);
+    TRY(ptq_graph_toposort(g, order));
+    for (int v = 0; v < g->n_values; v++) pos[v] = INT32_MAX;
+    for (int i = 0; i < g->n_inputs; i++) pos[g->inputs[i]] = k++;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int o = 0; o < g->nodes[order[i]].n_outputs; o++)
+            if (g->nodes[order[i]].outputs[o] >= 0) pos[g->nodes[order[i]].outputs[o]] = k++;
+done:
+    free(order);
+    return st;
+}
 
 void eng_collector_free(eng_collector *col)
 {
     for (int i = 0; i < col->n; i++) {
         free(col->t[i].name);
         calib_stats_destroy(col->t[i].stats);
+        free(col->t[i].sink);
     }
     free(col->t);
+    free(col->want);
+    free(col->source);
+    free(col->by_name);
+    free(col->pos);
+    for (int i = 0; i < col->n_parts; i++) calib_part_destroy(col->parts[i]);
+    free(col->parts);
     free(col->image_ids);
     memset(col, 0, sizeof *col);
 }
@@ -119,8 +309,26 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
     if (col->nthreads < 1) col->nthreads = o.threads > 0 ? o.threads : omp_get_max_threads();
     popt.observer = observe;
     popt.observer_user = col;
-    if (col->n_globs) popt.observe_filter = wanted_name; /* the rest may fuse */
+    popt.observe_filter = observed_name; /* the rest may fuse */
+    popt.tile_sink = make_sink;
+    popt.keep_values = 1;                /* statistics of the model's own numbers */
     popt.nthreads = o.threads;
+    col->g = g;
+    if (!col->by_name && !(col->by_name = name_index(g))) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
+    if (!col->pos) {
+        col->pos = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+        if (!col->pos) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
+        TRY(plan_order(g, col->pos));
+    }
+    if (!col->n_globs && !col->want) TRY(calib_tensors(g, model, col));
+    if (!col->parts) {
+        int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
+        if (np < col->nthreads) np = col->nthreads;
+        col->parts = calloc((size_t)np, sizeof *col->parts);
+        if (!col->parts) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
+        for (; col->n_parts < np; col->n_parts++)
+            if (!(col->parts[col->n_parts] = calib_part_create())) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
+    }
     int batch_done = 0, images = 0, skipped = 0;
     runner.popt = popt;
     if (input) {
@@ -185,6 +393,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
     srcp->images = images;
     srcp->skipped = skipped;
     srcp->batches = batch_done;
+    TRY(finish(col));
     goto done;
 fail:
 done:

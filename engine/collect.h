@@ -19,13 +19,24 @@
 typedef struct {
     char *name;
     calib_stats *stats;
+    int pos;                  /* private: the value's place in plan order (the order of t) */
+    void *sink;               /* private: its tile sink, or NULL */
 } eng_tensor_stats;
 
 typedef struct {
     eng_tensor_stats *t;
     int n, cap, cursor, nthreads;
-    const char *const *globs; /* only tensors matching one of these (none: all) */
+    /* only tensors matching one of these; none: the activations quantize gives a Q/DQ pair
+     * with no exclusions (quant_calib_tensors), a view (Reshape, ...) of another observed once */
+    const char *const *globs;
     int n_globs;
+    /* private to eng_collect */
+    const ptq_graph *g;
+    int *want, *pos;          /* per value: quant_calib_tensors' answer; plan order */
+    uint8_t *source;          /* per value: observed (some want[] names it) */
+    int *by_name;             /* value indices sorted by name */
+    calib_part **parts;       /* one per kernel thread */
+    int n_parts, bad_thread;
     uint64_t *image_ids;      /* filled by eng_collect: one id per image (io/stats.h), for --stats */
     int n_image_ids;
 } eng_collector;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/opset.h"
 #include "quant/rules.h"
 #include "runtime/graph_edit.h"
 
@@ -441,5 +442,74 @@ done:
     free(act_dq);
     free(w_dq);
     free(weights);
+    return st;
+}
+
+/* ---- what calibration observes ---- */
+
+static int any_range(const char *name, float *amax, void *user)
+{
+    (void)name;
+    (void)user;
+    *amax = 1.0f;
+    return 1;
+}
+
+/* Ops whose output holds exactly the input's values (the same multiset of floats). */
+static int is_view_op(const ptq_node *n)
+{
+    static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"};
+    if (n->domain[0]) return 0;
+    for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+        if (strcmp(n->op_type, views[i]) == 0) return 1;
+    return 0;
+}
+
+ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
+{
+    ptq_status st = PTQ_OK;
+    int n_changed, *want = NULL;
+    uint8_t *is_const = NULL;
+    edge *edges = NULL;
+    quant_options opt = quant_defaults();
+    opt.range = any_range;
+    *want_out = NULL;
+    /* the graph quant_insert_qdq sees (cmd_quantize): constants as initializers, opset 13 */
+    TRY(ptq_graph_constants_to_initializers(g, &n_changed));
+    TRY(quant_upgrade_opset(g, 13, &n_changed));
+    want = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    is_const = calloc((size_t)g->n_values + 1, 1);
+    edges = malloc(sizeof *edges * ((size_t)g->n_nodes * 4 + 1));
+    CHECK_ALLOC(want);
+    CHECK_ALLOC(is_const);
+    CHECK_ALLOC(edges);
+    TRY(constant_values(g, is_const));
+    for (int v = 0; v < g->n_values; v++) want[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        char why[160];
+        int n_edges = 0;
+        if (decide(g, i, is_const, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
+        for (int e = 0; e < n_edges; e++) {
+            if (edges[e].kind != EDGE_ACT) continue;
+            int v = g->nodes[i].inputs[edges[e].input], root = v;
+            /* through views to the tensor that first holds these values (a bounded walk) */
+            for (int hops = 0; hops < g->n_nodes; hops++) {
+                int p = g->values[root].producer;
+                if (p < 0 || !is_view_op(&g->nodes[p]) || g->nodes[p].n_inputs < 1 || g->nodes[p].n_outputs < 1 ||
+                    g->nodes[p].outputs[0] != root)
+                    break;
+                int in = g->nodes[p].inputs[0];
+                if (in < 0 || is_const[in]) break;
+                root = in;
+            }
+            want[v] = root;
+        }
+    }
+    *want_out = want;
+    want = NULL;
+done:
+    free(want);
+    free(is_const);
+    free(edges);
     return st;
 }

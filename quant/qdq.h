@@ -59,6 +59,14 @@ quant_options quant_defaults(void);
 ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report *report);
 void quant_report_free(quant_report *r);
 
+/* What calibration must observe for quant_insert_qdq with any exclusion list. Prepares g as
+ * `ptq quantize` does (constants to initializers, opset 13: pass a copy), then *want (owned,
+ * g->n_values entries of the prepared g) is -1 for a value that never gets a Q/DQ pair; for an
+ * activation that does with no exclusions, the value whose statistics stand for it: v itself,
+ * or the tensor v is a view of through Reshape, Flatten, Squeeze, Unsqueeze, Identity or
+ * Transpose (the same values), so that such a chain is observed once. */
+ptq_status quant_calib_tensors(ptq_graph *g, int **want);
+
 /* The weight rule: per-channel amax over `axis` of a float tensor; channels whose
  * amax is zero, tiny (< 2^-30) or not finite get 1.0. amax has dims[axis] entries. */
 void quant_weight_amax(const ptq_tensor *w, int axis, float *amax);

@@ -42,8 +42,35 @@ typedef struct {
     float post_mul, post_add;
 } ptq_activation;
 
+/* A per-channel (or scalar) step a Conv applies after its bias and before its activation,
+ * exactly as the op it replaces computes it: y = y * v, y + v, y - v or y / v (a following
+ * Mul, Add, Sub or Div by a constant; a BatchNormalization is Mul by a then Add of b with
+ * norm.c's coefficients). Fused only by keep_values plans (ptq_plan_options). */
+typedef enum { PTQ_CHAN_MUL = 0, PTQ_CHAN_ADD, PTQ_CHAN_SUB, PTQ_CHAN_DIV } ptq_chan_kind;
+typedef struct {
+    ptq_chan_kind kind;
+    int per_channel;    /* v has one value per output channel, else one value */
+    const float *v;     /* borrowed from the plan's constants */
+} ptq_chan_op;
+#define PTQ_MAX_CHAN_OPS 8
+
+/* BatchNormalization's coefficients (y = x * a[c] + b[c]): a = scale * (1 / sqrt(var + eps)),
+ * b = B - mean * a; shared by the op and the planner so that both give the same bits. */
+void ptq_bn_coefficients(const float *scale, const float *bias, const float *mean, const float *var, float eps,
+                         int64_t c, float *a, float *b);
+
 /* Applies act to x[0..n) in place (serial; call it per thread chunk). */
 void ptq_activation_apply(const ptq_activation *act, float *x, size_t n);
+
+/* Receives a kernel's finished output tiles while they are still in cache (the planner sets
+ * ctx->sink for ops flagged PTQ_OP_TILES whose out[0] an observer wants per tile; see
+ * ptq_plan_options.tile_sink). tile() runs on the kernel's threads, concurrently for distinct
+ * `thread` values (0 .. ctx->nthreads - 1): rows x cols floats, rows `stride` floats apart,
+ * final values (bias and fused activation applied); together the tiles of one run cover
+ * out[0] exactly once. */
+typedef struct ptq_tile_sink {
+    void (*tile)(struct ptq_tile_sink *sink, int thread, const float *y, int64_t rows, int64_t cols, int64_t stride);
+} ptq_tile_sink;
 
 typedef struct {
     const ptq_node *node;        /* attributes and names; borrowed from the graph */
@@ -56,10 +83,14 @@ typedef struct {
     void *scratch;               /* run: 64-byte aligned scratch of scratch_bytes */
     ptq_activation act;          /* fused activation (only for ops with PTQ_OP_FUSE_ACT) */
     int nthreads;                /* threads run may use (>= 1) */
+    ptq_tile_sink *sink;         /* NULL, or out[0]'s tiles go there (PTQ_OP_TILES ops) */
+    ptq_chan_op chan[PTQ_MAX_CHAN_OPS]; /* Conv only: applied in order after the bias, before act */
+    int n_chan;
 } ptq_op_ctx;
 
 enum {
-    PTQ_OP_FUSE_ACT = 1u << 0 /* run applies ctx->act to out[0] */
+    PTQ_OP_FUSE_ACT = 1u << 0, /* run applies ctx->act to out[0] */
+    PTQ_OP_TILES = 1u << 1     /* run reports out[0]'s tiles to ctx->sink when set */
 };
 
 typedef struct {

@@ -51,6 +51,7 @@ struct ptq_plan {
     size_t scratch_bytes;
     double flops;
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
+    double prof_obs_ms;       /* in observer calls */
     int next_step;            /* ptq_plan_step's position; n_steps when idle */
 };
 
@@ -615,6 +616,71 @@ done:
     return st;
 }
 
+/* keep_values plans: a Conv's single-use output followed by BatchNormalization or by Mul,
+ * Add, Sub or Div with a constant (scalar or per channel) becomes steps of the conv's
+ * epilogue (op.h: ptq_chan_op), each computed as the op computes it, so every value that
+ * remains is bit for bit the unfused model's; the activation after them can then fuse too. */
+static ptq_status fuse_channel_ops(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *conv = &p->steps[i];
+        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
+            conv->ctx.act.has_post || conv->out_vals[0] < 0)
+            continue;
+        const ptq_tensor *y0 = &p->vals[conv->out_vals[0]];
+        if (y0->dtype != PTQ_F32 || y0->rank < 2) continue;
+        int64_t cout = y0->dims[1];
+        int changed = 0;
+        while (conv->ctx.n_chan + 2 <= PTQ_MAX_CHAN_OPS) {
+            int y = conv->out_vals[0], j = -1;
+            if (pinned(p, y) || consumers(p, y, &j) != 1) break;
+            plan_step *c = &p->steps[j];
+            if (c->in_vals[0] != y && !(c->ctx.n_in == 2 && c->in_vals[1] == y)) break;
+            if (op_is(p, c, "BatchNormalization")) {
+                if (c->ctx.n_in != 5 || c->in_vals[0] != y) break;
+                int ok = 1, extra = 0;
+                for (int k = 1; k < 5; k++)
+                    ok = ok && c->in_vals[k] >= 0 && p->is_const[c->in_vals[k]] && p->vals[c->in_vals[k]].dtype == PTQ_F32 &&
+                         (int64_t)ptq_tensor_numel(&p->vals[c->in_vals[k]]) == cout;
+                for (int o = 1; o < c->ctx.n_out; o++) extra |= c->out_vals[o] >= 0;
+                if (!ok || extra || !ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) break;
+                ptq_tensor shape = {0};
+                int av, bv;
+                shape.dtype = PTQ_F32;
+                shape.rank = 1;
+                shape.dims[0] = cout;
+                TRY(add_const(p, &shape, &av));
+                TRY(add_const(p, &shape, &bv));
+                ptq_bn_coefficients(p->vals[c->in_vals[1]].data, p->vals[c->in_vals[2]].data, p->vals[c->in_vals[3]].data,
+                                    p->vals[c->in_vals[4]].data, ptq_attr_float(&p->g->nodes[c->node], "epsilon", 1e-5f),
+                                    cout, p->vals[av].data, p->vals[bv].data);
+                conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){PTQ_CHAN_MUL, 1, p->vals[av].data};
+                conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){PTQ_CHAN_ADD, 1, p->vals[bv].data};
+            } else {
+                int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
+                if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2 || c->ctx.n_out != 1) break;
+                if (c->in_vals[0] == y && c->in_vals[1] == y) break;
+                if ((is_sub || is_div) && c->in_vals[0] != y) break;
+                int other = c->in_vals[0] == y ? c->in_vals[1] : c->in_vals[0];
+                const float *k;
+                int per_channel;
+                if (!channel_const(p, other, cout, p->vals[y].rank, &k, &per_channel)) break;
+                if (!ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) break; /* the constant must not broadcast y */
+                ptq_chan_kind kind = is_mul ? PTQ_CHAN_MUL : is_add ? PTQ_CHAN_ADD : is_sub ? PTQ_CHAN_SUB : PTQ_CHAN_DIV;
+                conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){kind, per_channel, k};
+            }
+            conv->out_vals[0] = c->out_vals[0];
+            conv->out[0] = &p->vals[c->out_vals[0]];
+            c->skip = 1;
+            changed = 1;
+        }
+        if (changed) TRY(step_infer(p, conv));
+    }
+done:
+    return st;
+}
+
 static int scalar_const_is(const ptq_plan *p, int v, float want)
 {
     return v >= 0 && p->is_const[v] && p->vals[v].dtype == PTQ_F32 && ptq_tensor_numel(&p->vals[v]) == 1 &&
@@ -864,8 +930,12 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
             FAIL(PTQ_ERR_FORMAT, "graph output '%s' is produced by no node", g->values[v].name);
     }
     if (p->opt.fuse) { /* observed tensors are pinned: with every tensor observed nothing fuses */
-        TRY(fuse_batchnorm(p));
-        TRY(fold_affine(p));
+        if (!p->opt.keep_values) {
+            TRY(fuse_batchnorm(p));
+            TRY(fold_affine(p));
+        } else {
+            TRY(fuse_channel_ops(p));
+        }
         TRY(fuse_activations(p));
         TRY(fuse_hardswish_pattern(p));
         TRY(fuse_post_affine(p));
@@ -899,7 +969,12 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         p->scratch = ptq_aligned_alloc(p->scratch_bytes);
         CHECK_ALLOC(p->scratch);
     }
-    for (int i = 0; i < p->n_steps; i++) p->steps[i].ctx.scratch = p->scratch;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        s->ctx.scratch = p->scratch;
+        if (!s->skip && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
+            s->ctx.sink = p->opt.tile_sink(g->values[s->out_vals[0]].name, s->node, p->opt.observer_user);
+    }
     if (getenv("PTQ_PROFILE")) {
         p->prof_ms = calloc((size_t)p->n_steps + 1, sizeof *p->prof_ms);
         CHECK_ALLOC(p->prof_ms);
@@ -918,7 +993,7 @@ static void print_profile(const ptq_plan *p)
 {
     double total = 0;
     for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
-    fprintf(stderr, "profile: %.1f ms in all\n", total);
+    fprintf(stderr, "profile: %.1f ms in all, observers %.1f ms more\n", total, p->prof_obs_ms);
     for (int i = 0; i < p->n_steps; i++) {
         const char *op = p->g->nodes[p->steps[i].node].op_type;
         int first = 1;
@@ -992,9 +1067,12 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
         name_node_in_error(&p->g->nodes[s->node]);
         return st;
     }
-    if (p->opt.observer)
+    if (p->opt.observer) {
+        t0 = p->prof_ms ? omp_get_wtime() : 0;
         for (int o = 0; o < s->ctx.n_out; o++)
             if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
+        if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
+    }
 done:
     if (st != PTQ_OK) p->next_step = p->n_steps;
     return st;

@@ -12,7 +12,8 @@
  *
  * Observers see every float activation once, as it is produced, in plan order:
  * graph inputs first, then node outputs. The tensor is borrowed for the duration
- * of the call. Tensors an observer may see are never fused away. */
+ * of the call. Tensors an observer may see are never fused away. PTQ_PROFILE=1 prints the
+ * time per op type, and the observers' time, when the plan is destroyed. */
 #ifndef PTQ_PLAN_H
 #define PTQ_PLAN_H
 
@@ -35,6 +36,15 @@ typedef struct {
      * observer's user pointer. Tensors it does not see may be fused away, so a narrow
      * observer keeps most of the fused plan's speed. */
     int (*observe_filter)(const char *name, void *user);
+    /* Per-tile observation (NULL: none): for an observed tensor that a PTQ_OP_TILES kernel
+     * (Conv) produces, asked once at plan time; a sink it returns gets every tile of the
+     * tensor from inside the kernel's parallel loop (op.h: ptq_tile_sink), before the
+     * observer's usual call after the node. The sink must outlive the plan. */
+    struct ptq_tile_sink *(*tile_sink)(const char *name, int node, void *user);
+    /* 1: fuse only what leaves every tensor's values unchanged bit for bit (activations and
+     * scalar epilogues into the producing kernel), never BatchNormalization or affine folding
+     * into weights: a calibration plan then sees the unfused model's numbers. */
+    int keep_values;
     size_t max_arena_bytes;     /* 0: no limit; else plans whose activation arena, or one folded
                                  * constant, needs more fail */
 } ptq_plan_options;

@@ -192,7 +192,24 @@ static ptq_status set_scratch(ptq_op_ctx *ctx, size_t shared, size_t per, int nt
 
 /* The epilogue of a rows x n block of pitch ld: + the row's bias (after the product's
  * chain, as ONNX Runtime adds it; bias may be NULL), then the activation, while in cache. */
-static void bias_act_rows(const ptq_op_ctx *ctx, float *y, int64_t rows, int64_t n, int64_t ld, const float *bias)
+/* The fused per-channel steps (op.h: ptq_chan_op) on one row of channel ch. */
+static void chan_ops_row(const ptq_op_ctx *ctx, float *restrict row, int64_t n, int64_t ch)
+{
+    for (int k = 0; k < ctx->n_chan; k++) {
+        const ptq_chan_op *o = &ctx->chan[k];
+        float v = o->v[o->per_channel ? ch : 0];
+        switch (o->kind) {
+        case PTQ_CHAN_MUL: for (int64_t i = 0; i < n; i++) row[i] = row[i] * v; break;
+        case PTQ_CHAN_ADD: for (int64_t i = 0; i < n; i++) row[i] = row[i] + v; break;
+        case PTQ_CHAN_SUB: for (int64_t i = 0; i < n; i++) row[i] = row[i] - v; break;
+        default: for (int64_t i = 0; i < n; i++) row[i] = row[i] / v; break;
+        }
+    }
+}
+
+/* Bias, fused channel steps and activation on rows of channels ch0, ch0 + 1, ... */
+static void bias_act_rows(const ptq_op_ctx *ctx, float *y, int64_t rows, int64_t n, int64_t ld, const float *bias,
+                          int64_t ch0)
 {
     int act = kern_act_active(&ctx->act);
     for (int64_t r = 0; r < rows; r++) {
@@ -201,6 +218,7 @@ static void bias_act_rows(const ptq_op_ctx *ctx, float *y, int64_t rows, int64_t
             float b = bias[r];
             for (int64_t i = 0; i < n; i++) row[i] += b;
         }
+        if (ctx->n_chan) chan_ops_row(ctx, row, n, ch0 + r);
         if (act) kern_act_f32(&ctx->act, row, (size_t)n);
     }
 }
@@ -339,7 +357,8 @@ static void conv_gemm_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t
         kern_sgemm_packed(apk, 0, np, b, ldb, 0, y, s->out_vol);
     else
         kern_sgemm(0, 0, mm, np, s->K, w, s->K, b, ldb, 0, y, s->out_vol);
-    bias_act_rows(ctx, y, mm, np, s->out_vol, bias);
+    bias_act_rows(ctx, y, mm, np, s->out_vol, bias, grp * s->cout_g + m0);
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, mm, np, s->out_vol);
 }
 
 /* One band of output rows of a shifted conv; t = (n * group + grp) * n_bands + band. */
@@ -385,7 +404,8 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
         float *ym = y + m * s->out_vol;
         for (int64_t r = 0; r < rows; r++) memcpy(ym + r * OW, c + m * ldc + r * pw, sizeof(float) * (size_t)OW);
     }
-    bias_act_rows(ctx, y, s->cout_g, rows * OW, s->out_vol, bias);
+    bias_act_rows(ctx, y, s->cout_g, rows * OW, s->out_vol, bias, grp * s->cout_g);
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, s->cout_g, rows * OW, s->out_vol);
 }
 
 /* One output plane of a depthwise conv; t = n * c_out + oc. */
@@ -396,7 +416,16 @@ static void conv_dw_task(const ptq_op_ctx *ctx, const conv_state *s, int64_t t, 
     const float *x = (const float *)ctx->in[0]->data + (n * g->c_in + grp) * s->in_vol;
     const float *w = (const float *)ctx->in[1]->data + oc * s->kvol;
     float b = ctx->n_in > 2 && ctx->in[2] ? ((const float *)ctx->in[2]->data)[oc] : 0.0f;
-    kern_depthwise_plane_f32(g, s->band, x, w, b, &ctx->act, (float *)ctx->out[0]->data + t * s->out_vol, buf);
+    float *y = (float *)ctx->out[0]->data + t * s->out_vol;
+    if (ctx->n_chan) { /* the steps come between the bias and the activation */
+        ptq_activation none = {0};
+        kern_depthwise_plane_f32(g, s->band, x, w, b, &none, y, buf);
+        chan_ops_row(ctx, y, s->out_vol, oc);
+        if (kern_act_active(&ctx->act)) kern_act_f32(&ctx->act, y, (size_t)s->out_vol);
+    } else {
+        kern_depthwise_plane_f32(g, s->band, x, w, b, &ctx->act, y, buf);
+    }
+    if (ctx->sink) ctx->sink->tile(ctx->sink, omp_get_thread_num(), y, 1, s->out_vol, s->out_vol);
 }
 
 static ptq_status conv_run(ptq_op_ctx *ctx)
@@ -428,7 +457,7 @@ static ptq_status conv_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-const ptq_op_def op_conv = {conv_infer, conv_run, conv_free_state, PTQ_OP_FUSE_ACT};
+const ptq_op_def op_conv = {conv_infer, conv_run, conv_free_state, PTQ_OP_FUSE_ACT | PTQ_OP_TILES};
 
 /* ------------------------------------------------------------ ConvTranspose */
 

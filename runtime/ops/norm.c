@@ -67,8 +67,8 @@ typedef struct {
 } bn_state;
 
 /* a = scale * (1 / sqrt(var + eps)), b = B - mean * a: the form ONNX Runtime uses. */
-static void bn_coefficients(const float *scale, const float *bias, const float *mean, const float *var, float eps,
-                            int64_t c, float *a, float *b)
+void ptq_bn_coefficients(const float *scale, const float *bias, const float *mean, const float *var, float eps,
+                         int64_t c, float *a, float *b)
 {
     for (int64_t i = 0; i < c; i++) {
         float inv = 1.0f / sqrtf(var[i] + eps);
@@ -116,7 +116,7 @@ static ptq_status batch_normalization_infer(ptq_op_ctx *ctx)
     if (all_const) {
         s->a = (float *)(s + 1);
         s->b = s->a + c;
-        bn_coefficients(ctx->in[1]->data, ctx->in[2]->data, ctx->in[3]->data, ctx->in[4]->data, eps, c, s->a, s->b);
+        ptq_bn_coefficients(ctx->in[1]->data, ctx->in[2]->data, ctx->in[3]->data, ctx->in[4]->data, eps, c, s->a, s->b);
         s->precomputed = 1;
     }
     ptq_tensor *y = ctx->out[0];
@@ -134,7 +134,7 @@ static ptq_status batch_normalization_run(ptq_op_ctx *ctx)
     const float *a = s->a, *b = s->b;
     if (!s->precomputed) {
         float *sa = ctx->scratch, *sb = sa + c;
-        bn_coefficients(ctx->in[1]->data, ctx->in[2]->data, ctx->in[3]->data, ctx->in[4]->data,
+        ptq_bn_coefficients(ctx->in[1]->data, ctx->in[2]->data, ctx->in[3]->data, ctx->in[4]->data,
                         ptq_attr_float(ctx->node, "epsilon", 1e-5f), c, sa, sb);
         a = sa;
         b = sb;

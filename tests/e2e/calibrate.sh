@@ -79,7 +79,7 @@ print(g, l, r)"
 # a count sits at most wc from where direct binning puts it, so the CDFs agree to within a bin at
 # every edge, percentiles within w + 2 wc; entropy and mse move a few bins on a flat minimum.
 check "pytorch-quantization's growing histogram (first batch holds the amax): same bins and max, CDFs within a bin, thresholds close" bash -c "
-  '$PTQ' calibrate '$TMP/identity4.onnx' --input '$TMP/grow.npy' --batch 1 --method all --json '$TMP/grow.json' --stats '$TMP/grow.ptqstats' 2>/dev/null &&
+  '$PTQ' calibrate '$TMP/identity4.onnx' --input '$TMP/grow.npy' --batch 1 --method all --tensors x --json '$TMP/grow.json' --stats '$TMP/grow.ptqstats' 2>/dev/null &&
   '$PTQ' stats show '$TMP/grow.ptqstats' --hist '$TMP/grow.hist.npy' > /dev/null &&
   $PY '$ORACLE' grow '$TMP/grow0.npy' '$TMP/grow1.npy' '$TMP/grow2.npy' > '$TMP/grow.ref.json' && $PY -c \"
 import json, sys, numpy as np
@@ -115,7 +115,15 @@ check "calibrate on PP-OCRv4 det from photos: caches for every method, 1 and 2 t
      --method max,entropy --cache '$TMP/det1.cache' --threads 1 2>/dev/null &&
   cmp '$TMP/det.max.cache' '$TMP/det1.max.cache' && cmp '$TMP/det.entropy.cache' '$TMP/det1.entropy.cache' &&
   head -1 '$TMP/det.max.cache' | grep -qx 'TRT-8601-EntropyCalibration2' && head -1 '$TMP/det.entropy.cache' | grep -qx 'TRT-8601-EntropyCalibration2' &&
-  grep -q '^x: ' '$TMP/det.entropy.cache' && [ \$(wc -l < '$TMP/det.entropy.cache') -gt 300 ] && echo \$(wc -l < '$TMP/det.entropy.cache') lines"
+  grep -q '^x: ' '$TMP/det.entropy.cache' && [ \$(wc -l < '$TMP/det.entropy.cache') = 86 ] && echo \$(wc -l < '$TMP/det.entropy.cache') lines"
+# By default calibration observes the tensors quantize gives a Q/DQ pair (85 on det, with no
+# exclusions); --tensors '*' every float tensor, as TensorRT's implicit INT8 may want, and the
+# tensors both see have the same statistics bit for bit.
+check "calibrate --tensors '*': every float tensor of det; the default's 85 tensors identical in both" bash -c "
+  '$PTQ' calibrate '$MODELS/ch_PP-OCRv4_det_infer.onnx' --images '$ROOT/build/photos' --preset paddleocr-det --batch 2 --limit 4 \
+     --method max --cache '$TMP/all.cache' --tensors '*' 2>/dev/null &&
+  [ \$(wc -l < '$TMP/all.cache') -gt 300 ] && [ \$(grep -cxFf '$TMP/det.max.cache' '$TMP/all.cache') = 86 ] &&
+  echo \$(wc -l < '$TMP/all.cache') lines, the 86 of the default among them"
 check "--trt-version and --trt-algorithm set the header; an unknown algorithm is a usage error" bash -c "
   '$PTQ' calibrate '$MODELS/ch_PP-OCRv4_det_infer.onnx' --from-stats '$TMP/det.ptqstats' --method max --cache '$TMP/v10.cache' \
      --trt-version 101401 --trt-algorithm MinMaxCalibration 2>/dev/null &&

@@ -8,6 +8,7 @@
  * merges of other models, preprocessing, tensor sets and repeated shards refused
  * with the destination left as it was. Hand-computed method results on a histogram whose
  * analysis bins are the collection bins (amax 2048, R 4096: bin width 1). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -719,6 +720,75 @@ TEST(methods_hand_computed)
     calib_stats_destroy(s);
 }
 
+/* The scan-and-bin kernel's paths (generic, AVX2, AVX-512) give the same statistics bit for
+ * bit, and so does any split of the values into parts, pieces and rows (what per-tile
+ * observation inside a kernel does): specials, signed zeros, denormals, FLT_MAX, lengths that
+ * are not multiples of the vector width, and ranges that grow piece after piece. */
+TEST(isa_paths_and_pieces_bit_for_bit)
+{
+    const size_t n = 100003;
+    float *x = malloc(sizeof(float) * n);
+    rng_state = 23;
+    for (size_t i = 0; i < n; i++) {
+        double u = uniform();
+        x[i] = (float)((double)gauss(1.0) * pow(10.0, 6.0 * uniform() - 3.0) * (i > n / 2 ? 50.0 : 1.0));
+        if (u < 0.05) x[i] = 0.0f;
+        else if (u < 0.07) x[i] = -0.0f;
+        else if (u < 0.071) x[i] = 1e-42f; /* denormal */
+    }
+    x[3] = NAN;
+    x[17] = INFINITY;
+    x[4000] = -INFINITY;
+    x[n - 2] = FLT_MAX;
+    x[n - 1] = -0x1p-149f;
+    static const size_t pieces[] = {1, 7, 15, 16, 17, 2047, 2048, 2049, 5000, 100003};
+    calib_stats *ref = NULL;
+    for (int isa = 0; isa < 3; isa++)
+        for (size_t pi = 0; pi < sizeof pieces / sizeof *pieces; pi++) {
+            calib_stats *s = calib_stats_create();
+            calib_part *part[3] = {calib_part_create(), calib_part_create(), calib_part_create()};
+            /* pieces dealt round-robin to three parts, batch by batch of 30000 values */
+            for (size_t b0 = 0; b0 < n; b0 += 30000) {
+                size_t b1 = b0 + 30000 < n ? b0 + 30000 : n;
+                for (int t = 0; t < 3; t++) calib_part_start(part[t], s);
+                int t = 0;
+                for (size_t i = b0; i < b1; i += pieces[pi], t = (t + 1) % 3)
+                    calib_part_add_isa(part[t], x + i, b1 - i < pieces[pi] ? b1 - i : pieces[pi], isa);
+                for (int k = 0; k < 3; k++) calib_stats_take(s, part[k]);
+            }
+            char label[96];
+            snprintf(label, sizeof label, "isa %d, pieces of %zu", isa, pieces[pi]);
+            if (!ref) {
+                ref = calib_stats_create();
+                for (size_t b0 = 0; b0 < n; b0 += 30000) calib_stats_add(ref, x + b0, n - b0 < 30000 ? n - b0 : 30000, 1);
+            }
+            EXPECT(same_stats(s, ref, label));
+            for (int k = 0; k < 3; k++) calib_part_destroy(part[k]);
+            calib_stats_destroy(s);
+        }
+    /* rows of a strided tile, and the signed-zero order of min and max (-0 < +0) */
+    calib_stats *s = calib_stats_create();
+    calib_part *p = calib_part_create();
+    calib_part_add_rows(p, x, 3, 1000, 30000);
+    calib_stats_take(s, p);
+    calib_stats *r = calib_stats_create();
+    for (int k = 0; k < 3; k++) calib_stats_add(r, x + k * 30000, 1000, 1);
+    EXPECT(same_stats(s, r, "rows"));
+    float z[4] = {0.0f, -0.0f, 0.0f, -0.0f};
+    calib_stats *zs = calib_stats_create();
+    calib_part_add(p, z, 1);
+    calib_stats_take(zs, p);
+    calib_part_add(p, z + 1, 1);
+    calib_stats_take(zs, p);
+    EXPECT(signbit(zs->min) && !signbit(zs->max));
+    calib_part_destroy(p);
+    calib_stats_destroy(zs);
+    calib_stats_destroy(r);
+    calib_stats_destroy(s);
+    calib_stats_destroy(ref);
+    free(x);
+}
+
 int main(void)
 {
     make_tmp_dir(NULL);
@@ -732,5 +802,6 @@ int main(void)
     RUN(file_merge_equals_one_pass);
     RUN(merge_refusals);
     RUN(methods_hand_computed);
+    RUN(isa_paths_and_pieces_bit_for_bit);
     return test_summary();
 }
