@@ -107,7 +107,8 @@ PTQ_API void ptq_dataset_free(ptq_dataset *d);
 
 /* ---- calibration: statistics of every float activation -> ranges (amax per tensor) ---- */
 typedef struct {
-    const char *const *tensors;      /* only tensors matching these fnmatch globs: none = all */
+    const char *const *tensors;      /* only tensors matching these fnmatch globs ("*": every float
+                                        activation); none: those quantize gives a Q/DQ pair */
     int n_tensors;
     const char *stats_out;           /* also save the statistics (.ptqstats, mergeable): NULL */
     ptq_log log;

@@ -481,7 +481,8 @@ def calibrate(model, images=None, preset=None, methods=None, cache=None, json=No
     methods: a list, "max,entropy" or "all" (default entropy; method= is the same). cache, json:
     written as the command writes them (one file per method, OUT.<method>.cache, with several).
     stats: also save the statistics; from_stats: ranges from saved statistics, without images.
-    tensors: fnmatch globs. Returns {"images", "skipped", "tensors", "methods", "warnings",
+    tensors: fnmatch globs ("*": every float activation; default: the tensors quantize gives a
+    Q/DQ pair). Returns {"images", "skipped", "tensors", "methods", "warnings",
     "ranges": {method: {tensor: amax}}, "cache": [paths], "json": [paths]}."""
     if method is not None and methods is not None:
         raise TypeError("calibrate(): give methods or method, not both")

@@ -106,7 +106,7 @@ def test_quantize_ranges_are_the_json(quantized, calibrated, tmp):
     with open(tmp / "cli" / "q.json") as f:
         j = json.load(f)
     assert r["ranges"] == {k: float(np.float32(v["amax"])) for k, v in j["tensors"].items()}
-    assert len(r["ranges"]) > 100 and r["ranges"] == calib  # the same images: the same entropy ranges
+    assert len(r["ranges"]) >= 60 and r["ranges"] == calib  # the same images: the same entropy ranges
 
 
 def test_quantize_from_stats_equals_cli(calibrated, tmp):

@@ -62,7 +62,7 @@ g = helper.make_graph(nodes, "split", [helper.make_tensor_value_info("all", Tens
     [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, s]) for n, s in zip(names, sizes)], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + ".onnx")
 PYEOF
-  "$PTQ" calibrate "$TMP/$key.split.onnx" --input "$TMP/$key.split.npy" --method max --json "$TMP/$key.split.json" \
+  "$PTQ" calibrate "$TMP/$key.split.onnx" --input "$TMP/$key.split.npy" --method max --tensors '*' --json "$TMP/$key.split.json" \
     --threads 2 2>/dev/null || { echo "ptq calibrate failed on the Split model"; return 1; }
   $PY - "$TMP/$key.names" "$TMP/$key.split.ref.npy" "$TMP/$key.split.json" <<'PYEOF'
 import sys, json, numpy as np
