@@ -391,43 +391,14 @@ static double method_percentile(const double *H, double w, double P)
     return NB * w;
 }
 
-/* ln x of the 128 group means of one entropy candidate, vectorised: ptq_log's algorithm
- * (runtime/kernels/mathf.c) without its branches, for the positive normal doubles it gets
- * here (a group's mean count; 1.0 for an empty group), so the values are ptq_log's bit for bit
- * and the screening is unchanged. */
-#define SCREEN_LN2_HI 0x1.62e42fee00000p-1
-#define SCREEN_LN2_LO 0x1.a39ef35793c76p-33
+/* ln x of the 128 group means of one entropy candidate, vectorised: ptq_log's own branch-free
+ * core (ptq_mathf_log_normal) for the positive normal doubles it gets here (a group's mean
+ * count; 1.0 for an empty group), so the values are ptq_log's bit for bit. */
 __attribute__((target_clones("avx512f", "avx2", "default")))
 static void screen_logs(const double *restrict x, double *restrict out)
 {
 #pragma omp simd
-    for (int j = 0; j < NQ; j++) {
-        uint64_t u;
-        memcpy(&u, &x[j], 8);
-        uint64_t k = (u - 0x3fe6a09e667f3bcdu + ((uint64_t)1024 << 52)) >> 52;
-        uint64_t mb = u - (k << 52) + ((uint64_t)1024 << 52), kb = 0x4330000000000000u | k;
-        double m, kd;
-        memcpy(&m, &mb, 8);
-        memcpy(&kd, &kb, 8);
-        kd -= 0x1p52 + 1024.0; /* k - 1024, exactly */
-        double f = m - 1.0;
-        double s = f / (2.0 + f);
-        double z = s * s;
-        double r = 2.0 / 23.0;
-        r = 2.0 / 21.0 + z * r;
-        r = 2.0 / 19.0 + z * r;
-        r = 2.0 / 17.0 + z * r;
-        r = 2.0 / 15.0 + z * r;
-        r = 2.0 / 13.0 + z * r;
-        r = 2.0 / 11.0 + z * r;
-        r = 2.0 / 9.0 + z * r;
-        r = 2.0 / 7.0 + z * r;
-        r = 2.0 / 5.0 + z * r;
-        r = 2.0 / 3.0 + z * r;
-        r = z * r;
-        double hfsq = 0.5 * f * f;
-        out[j] = kd * SCREEN_LN2_HI + (f - (hfsq - (s * (hfsq + r) + kd * SCREEN_LN2_LO)));
-    }
+    for (int j = 0; j < NQ; j++) out[j] = ptq_mathf_log_normal(x[j], 0.0);
 }
 
 /* The 128 groups of entropy candidate i from the prefix sums (bin k in group floor(128 k / i),

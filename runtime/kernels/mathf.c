@@ -14,8 +14,8 @@
  * Only IEEE basic operations and bit manipulation: see mathf.h. */
 #include "runtime/kernels/mathf.h"
 
-#define LN2_HI 0x1.62e42fee00000p-1 /* ln 2 to 32 bits: n * LN2_HI is exact */
-#define LN2_LO 0x1.a39ef35793c76p-33
+#define LN2_HI PTQ_MATHF_LN2_HI
+#define LN2_LO PTQ_MATHF_LN2_LO
 #define TWO_OVER_SQRT_PI 0x1.20dd750429b6dp+0
 #define ONE_OVER_SQRT_PI 0x1.20dd750429b6dp-1
 
@@ -60,27 +60,7 @@ double ptq_log(double x)
         x *= 0x1p54;
         kadj = -54.0;
     }
-    uint64_t d = ptq_mathf_bits_d(x) - 0x3fe6a09e667f3bcdu + ((uint64_t)1024 << 52);
-    uint64_t k = d >> 52;
-    double m = ptq_mathf_from_bits_d(ptq_mathf_bits_d(x) - (k << 52) + ((uint64_t)1024 << 52));
-    double kd = (double)((int64_t)k - 1024) + kadj;
-    double f = m - 1.0;
-    double s = f / (2.0 + f);
-    double z = s * s;
-    double r = 2.0 / 23.0;
-    r = 2.0 / 21.0 + z * r;
-    r = 2.0 / 19.0 + z * r;
-    r = 2.0 / 17.0 + z * r;
-    r = 2.0 / 15.0 + z * r;
-    r = 2.0 / 13.0 + z * r;
-    r = 2.0 / 11.0 + z * r;
-    r = 2.0 / 9.0 + z * r;
-    r = 2.0 / 7.0 + z * r;
-    r = 2.0 / 5.0 + z * r;
-    r = 2.0 / 3.0 + z * r;
-    r = z * r;
-    double hfsq = 0.5 * f * f;
-    return kd * LN2_HI + (f - (hfsq - (s * (hfsq + r) + kd * LN2_LO)));
+    return ptq_mathf_log_normal(x, kadj);
 }
 
 double ptq_expm1(double x)

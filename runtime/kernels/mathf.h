@@ -130,6 +130,37 @@ static inline double ptq_mathf_expm1_core(double x)
     return (s - 1.0) + s * q;
 }
 
+/* ptq_log's algorithm for a positive, finite, normal x, written to vectorise (no branch, the
+ * exponent converted through the bits): ln(x) + kadj ln 2, where kadj (0, or -54 for a
+ * subnormal scaled by 2^54) joins the exponent before the multiplications. ptq_log and the
+ * entropy screen's SIMD loop (calib/calib.c) both call it, so they give the same bits. */
+#define PTQ_MATHF_LN2_HI 0x1.62e42fee00000p-1 /* ln 2 to 32 bits: n * LN2_HI is exact */
+#define PTQ_MATHF_LN2_LO 0x1.a39ef35793c76p-33
+static inline double ptq_mathf_log_normal(double x, double kadj)
+{
+    uint64_t u = ptq_mathf_bits_d(x);
+    uint64_t k = (u - 0x3fe6a09e667f3bcdu + ((uint64_t)1024 << 52)) >> 52;
+    double m = ptq_mathf_from_bits_d(u - (k << 52) + ((uint64_t)1024 << 52));
+    double kd = (ptq_mathf_from_bits_d(0x4330000000000000u | k) - (0x1p52 + 1024.0)) + kadj; /* k - 1024 + kadj, exactly */
+    double f = m - 1.0;
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double r = 2.0 / 23.0;
+    r = 2.0 / 21.0 + z * r;
+    r = 2.0 / 19.0 + z * r;
+    r = 2.0 / 17.0 + z * r;
+    r = 2.0 / 15.0 + z * r;
+    r = 2.0 / 13.0 + z * r;
+    r = 2.0 / 11.0 + z * r;
+    r = 2.0 / 9.0 + z * r;
+    r = 2.0 / 7.0 + z * r;
+    r = 2.0 / 5.0 + z * r;
+    r = 2.0 / 3.0 + z * r;
+    r = z * r;
+    double hfsq = 0.5 * f * f;
+    return kd * PTQ_MATHF_LN2_HI + (f - (hfsq - (s * (hfsq + r) + kd * PTQ_MATHF_LN2_LO)));
+}
+
 /* log x for a positive, finite, normal double x with |log2 x| < 500; relative error
  * below 2^-38 (absolute below 2^-40 near x = 1). */
 static inline double ptq_mathf_log_core(double x)
