@@ -553,6 +553,34 @@ static int channel_const(const ptq_plan *p, int v, int64_t cout, int out_rank, c
     return 1;
 }
 
+/* The step reading conv's output y when it is y (op) constant with Mul, Add, Sub or Div (y
+ * first for Sub and Div), the constant one value or one per channel that does not broadcast
+ * y: its index, with *kind, *k and *per_channel; else -1. */
+static int channel_affine_consumer(const ptq_plan *p, int y, int64_t cout, ptq_chan_kind *kind, const float **k,
+                                   int *per_channel)
+{
+    int j = -1;
+    if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) return -1;
+    const plan_step *c = &p->steps[j];
+    int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
+    if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2 || c->ctx.n_out != 1) return -1;
+    if (c->in_vals[0] == y && c->in_vals[1] == y) return -1;
+    if ((is_sub || is_div) && c->in_vals[0] != y) return -1;
+    int other = c->in_vals[0] == y ? c->in_vals[1] : c->in_vals[0];
+    if (!channel_const(p, other, cout, p->vals[y].rank, k, per_channel)) return -1;
+    if (!ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) return -1; /* the constant must not broadcast y */
+    *kind = is_mul ? PTQ_CHAN_MUL : is_add ? PTQ_CHAN_ADD : is_sub ? PTQ_CHAN_SUB : PTQ_CHAN_DIV;
+    return j;
+}
+
+/* conv now writes what step c wrote; c is skipped. */
+static void absorb_step(ptq_plan *p, plan_step *conv, plan_step *c)
+{
+    conv->out_vals[0] = c->out_vals[0];
+    conv->out[0] = &p->vals[c->out_vals[0]];
+    c->skip = 1;
+}
+
 /* Conv followed by Mul, Add, Sub or Div with a constant (scalar or per channel):
  * folded into the conv's weights and bias, repeatedly (learnable affine blocks). */
 static ptq_status fold_affine(ptq_plan *p)
@@ -568,18 +596,13 @@ static ptq_status fold_affine(ptq_plan *p)
         int64_t cout = p->vals[wv].dims[0];
         int copied = 0, changed = 0;
         for (;;) {
-            int y = conv->out_vals[0], j = -1;
-            if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) break;
-            plan_step *c = &p->steps[j];
-            int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
-            if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2) break;
-            int other = c->in_vals[0] == y ? c->in_vals[1] : c->in_vals[0];
-            if ((is_sub || is_div) && c->in_vals[0] != y) break;
-            if (c->in_vals[0] == y && c->in_vals[1] == y) break;
+            ptq_chan_kind kind;
             const float *k;
             int per_channel;
-            if (!channel_const(p, other, cout, p->vals[y].rank, &k, &per_channel)) break;
-            if (!ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) break; /* the constant must not broadcast y */
+            int j = channel_affine_consumer(p, conv->out_vals[0], cout, &kind, &k, &per_channel);
+            if (j < 0) break;
+            plan_step *c = &p->steps[j];
+            int is_mul = kind == PTQ_CHAN_MUL, is_add = kind == PTQ_CHAN_ADD, is_div = kind == PTQ_CHAN_DIV;
             if (!copied) { /* private copies of W and B before changing them */
                 ptq_tensor bshape = {0};
                 int nw, nb;
@@ -605,9 +628,7 @@ static ptq_status fold_affine(ptq_plan *p)
                     b[ch] = is_add ? b[ch] + a : b[ch] - a;
                 }
             }
-            conv->out_vals[0] = c->out_vals[0];
-            conv->out[0] = &p->vals[c->out_vals[0]];
-            c->skip = 1;
+            absorb_step(p, conv, c);
             changed = 1;
         }
         if (changed) TRY(step_infer(p, conv));
@@ -658,21 +679,13 @@ static ptq_status fuse_channel_ops(ptq_plan *p)
                 conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){PTQ_CHAN_MUL, 1, p->vals[av].data};
                 conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){PTQ_CHAN_ADD, 1, p->vals[bv].data};
             } else {
-                int is_mul = op_is(p, c, "Mul"), is_add = op_is(p, c, "Add"), is_sub = op_is(p, c, "Sub"), is_div = op_is(p, c, "Div");
-                if (!(is_mul || is_add || is_sub || is_div) || c->ctx.n_in != 2 || c->ctx.n_out != 1) break;
-                if (c->in_vals[0] == y && c->in_vals[1] == y) break;
-                if ((is_sub || is_div) && c->in_vals[0] != y) break;
-                int other = c->in_vals[0] == y ? c->in_vals[1] : c->in_vals[0];
+                ptq_chan_kind kind;
                 const float *k;
                 int per_channel;
-                if (!channel_const(p, other, cout, p->vals[y].rank, &k, &per_channel)) break;
-                if (!ptq_shape_equal(&p->vals[c->out_vals[0]], &p->vals[y])) break; /* the constant must not broadcast y */
-                ptq_chan_kind kind = is_mul ? PTQ_CHAN_MUL : is_add ? PTQ_CHAN_ADD : is_sub ? PTQ_CHAN_SUB : PTQ_CHAN_DIV;
+                if (channel_affine_consumer(p, y, cout, &kind, &k, &per_channel) != j) break;
                 conv->ctx.chan[conv->ctx.n_chan++] = (ptq_chan_op){kind, per_channel, k};
             }
-            conv->out_vals[0] = c->out_vals[0];
-            conv->out[0] = &p->vals[c->out_vals[0]];
-            c->skip = 1;
+            absorb_step(p, conv, c);
             changed = 1;
         }
         if (changed) TRY(step_infer(p, conv));
