@@ -62,15 +62,7 @@ size_t calib_scan_bins_avx2(const float *x, size_t n, float inv, calib_scan *r, 
         s.zeros += z[j];
         s.nonfinite += nb[j];
     }
-    if (i < n) {
-        calib_scan t;
-        k += calib_scan_bins_generic(x + i, n - i, inv, &t, idx + k);
-        s.kmin = t.kmin < s.kmin ? t.kmin : s.kmin;
-        s.kmax = t.kmax > s.kmax ? t.kmax : s.kmax;
-        s.amax = t.amax > s.amax ? t.amax : s.amax;
-        s.zeros += t.zeros;
-        s.nonfinite += t.nonfinite;
-    }
+    k += calib_scan_tail(x, i, n, inv, &s, idx + k);
     *r = s;
     return k;
 }

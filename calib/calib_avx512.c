@@ -31,15 +31,7 @@ size_t calib_scan_bins_avx512(const float *x, size_t n, float inv, calib_scan *r
     }
     calib_scan s = {_mm512_reduce_min_epu32(kmin), _mm512_reduce_max_epu32(kmax), _mm512_reduce_max_epu32(amax),
                     (uint32_t)_mm512_reduce_add_epi32(zeros), (uint32_t)_mm512_reduce_add_epi32(bad)};
-    if (i < n) {
-        calib_scan t;
-        k += calib_scan_bins_generic(x + i, n - i, inv, &t, idx + k);
-        s.kmin = t.kmin < s.kmin ? t.kmin : s.kmin;
-        s.kmax = t.kmax > s.kmax ? t.kmax : s.kmax;
-        s.amax = t.amax > s.amax ? t.amax : s.amax;
-        s.zeros += t.zeros;
-        s.nonfinite += t.nonfinite;
-    }
+    k += calib_scan_tail(x, i, n, inv, &s, idx + k);
     *r = s;
     return k;
 }

@@ -32,4 +32,19 @@ size_t calib_scan_bins_generic(const float *x, size_t n, float inv, calib_scan *
 size_t calib_scan_bins_avx2(const float *x, size_t n, float inv, calib_scan *r, uint32_t *idx);
 size_t calib_scan_bins_avx512(const float *x, size_t n, float inv, calib_scan *r, uint32_t *idx);
 
+/* The SIMD paths' tail: x[i..n) by the generic path, its scan merged into *s; returns how
+ * many bins it stored at idx. */
+static inline size_t calib_scan_tail(const float *x, size_t i, size_t n, float inv, calib_scan *s, uint32_t *idx)
+{
+    if (i >= n) return 0;
+    calib_scan t;
+    size_t k = calib_scan_bins_generic(x + i, n - i, inv, &t, idx);
+    s->kmin = t.kmin < s->kmin ? t.kmin : s->kmin;
+    s->kmax = t.kmax > s->kmax ? t.kmax : s->kmax;
+    s->amax = t.amax > s->amax ? t.amax : s->amax;
+    s->zeros += t.zeros;
+    s->nonfinite += t.nonfinite;
+    return k;
+}
+
 #endif
