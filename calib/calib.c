@@ -391,53 +391,65 @@ static double method_percentile(const double *H, double w, double P)
     return NB * w;
 }
 
-/* ln x of the 128 group means of one entropy candidate, vectorised: ptq_log's own branch-free
- * core (ptq_mathf_log_normal) for the positive normal doubles it gets here (a group's mean
- * count; 1.0 for an empty group), so the values are ptq_log's bit for bit. */
+/* The screening sums of every entropy candidate i in START_BIN .. NB, in one vectorised pass
+ * (see method_entropy): with the 128 groups of candidate i (bin k in group floor(128 k / i),
+ * so group j is bins [ceil(j i / 128), ceil((j + 1) i / 128))), each group's total G_j over
+ * its nz_j non-zero bins, raw[i] = sum over the non-empty groups of G'_j ln(G_j / nz_j)
+ * (G'_127 leaves out H[i-1]) and lastq[i] = ln(G_127 / nz_127) (0 when that group is empty).
+ * The means' logs are ptq_log's branch-free core (ptq_mathf_log_normal) on G_j * (1 / nz_j);
+ * slow[i] is set where a mean falls outside its fast path (not a positive normal double),
+ * and the caller evaluates that candidate with ptq_log (entropy_screen_one). The prefix sums at
+ * the 129 group edges are read first, so that the arithmetic vectorises without gathers.
+ * Candidates with slow[i] == SCREEN_SKIP on entry (+inf KL) are left alone. */
+enum { SCREEN_SKIP = 2 };
+
 __attribute__((target_clones("avx512f", "avx2", "default")))
-static void screen_logs(const double *restrict x, double *restrict out)
+static void entropy_screen(const double *restrict C, const int *restrict NZ, const double *restrict H,
+                           double *restrict raw, double *restrict lastq, unsigned char *restrict slow)
 {
+    for (int i = START_BIN; i <= NB; i++) {
+        if (slow[i] == SCREEN_SKIP) continue;
+        double Ce[NQ + 1], arg[NQ], lq[NQ];
+        int Ne[NQ + 1], has[NQ];
+        for (int j = 0; j <= NQ; j++) {
+            int e = (j * i + NQ - 1) / NQ;
+            Ce[j] = C[e];
+            Ne[j] = NZ[e];
+        }
+        double sum = 0.0;
+        int bad = 0;
 #pragma omp simd
-    for (int j = 0; j < NQ; j++) out[j] = ptq_mathf_log_normal(x[j], 0.0);
+        for (int j = 0; j < NQ; j++) {
+            int nz = Ne[j + 1] - Ne[j], empty = nz == 0;
+            has[j] = !empty;
+            arg[j] = (Ce[j + 1] - Ce[j]) / (double)(nz + empty); /* an empty group's (0) is never used */
+        }
+#pragma omp simd reduction(+ : bad)
+        for (int j = 0; j < NQ; j++) bad += has[j] & ((arg[j] < 0x1p-1022) | (arg[j] > DBL_MAX));
+#pragma omp simd
+        for (int j = 0; j < NQ; j++) lq[j] = ptq_mathf_log_normal(arg[j], 0.0);
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < NQ; j++) sum += has[j] ? (Ce[j + 1] - Ce[j]) * lq[j] : 0.0;
+        raw[i] = sum - (has[NQ - 1] ? H[i - 1] * lq[NQ - 1] : 0.0);
+        lastq[i] = has[NQ - 1] ? lq[NQ - 1] : 0.0;
+        slow[i] = bad != 0;
+    }
 }
 
-/* The 128 groups of entropy candidate i from the prefix sums (bin k in group floor(128 k / i),
- * so group j is bins [ceil(j i / 128), ceil((j + 1) i / 128))): total G, mean G / nz over its
- * non-zero bins and whether it has any. The prefix sums at the 129 group edges
- * are read first, so that the arithmetic vectorises without gathers. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void screen_groups(int i, const double *restrict C, const int *restrict NZ, double *restrict arg,
-                          double *restrict wt, int *restrict has)
+/* entropy_screen's sums for one candidate, with ptq_log (any positive double). */
+static void entropy_screen_one(int i, const double *C, const int *NZ, const double *H, double *raw, double *lastq)
 {
-    double Ce[NQ + 1];
-    int Ne[NQ + 1];
-    for (int j = 0; j <= NQ; j++) {
-        int e = (j * i + NQ - 1) / NQ;
-        Ce[j] = C[e];
-        Ne[j] = NZ[e];
-    }
-#pragma omp simd
+    double sum = 0.0;
+    *lastq = 0.0;
     for (int j = 0; j < NQ; j++) {
-        int nz = Ne[j + 1] - Ne[j], empty = nz == 0;
-        double G = Ce[j + 1] - Ce[j];
-        has[j] = !empty;
-        arg[j] = G / (double)(nz + empty); /* an empty group's (0) is never used */
-        wt[j] = G;
+        int e0 = (j * i + NQ - 1) / NQ, e1 = ((j + 1) * i + NQ - 1) / NQ, nz = NZ[e1] - NZ[e0];
+        double G = C[e1] - C[e0];
+        if (!nz) continue;
+        double lq = ptq_log(G / nz);
+        sum += (j == NQ - 1 ? G - H[i - 1] : G) * lq;
+        if (j == NQ - 1) *lastq = lq;
     }
-}
-
-/* sum of a[j] (* b[j] when b) over the j with use[j], in vector lanes (any order: a screening
- * sum, see SCREEN_ATOL). */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static double screen_dot(const double *restrict a, const double *restrict b, const int *restrict use)
-{
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (int j = 0; j < NQ; j++) {
-        double t = b ? a[j] * b[j] : a[j];
-        s += use[j] ? t : 0.0;
-    }
-    return s;
+    *raw = sum;
 }
 
 /* KL(P||Q) of entropy candidate i, evaluated as pytorch-quantization and scipy.stats.entropy
@@ -507,23 +519,19 @@ static double method_entropy(const double *hist, double w)
         free(kl);
         return NB * w;
     }
+    double *raw = scratch, *lastq = raw + NB + 1, lnS = ptq_log(S);
+    unsigned char slow[NB + 1];
+    for (int i = START_BIN; i <= NB; i++) slow[i] = last_nz >= i && H[i - 1] == 0 ? SCREEN_SKIP : 0;
+    entropy_screen(C, NZ, H, raw, lastq, slow);
     for (int i = START_BIN; i <= NB; i++) {
         int has_tail = last_nz >= i;
         kl[i] = INFINITY;
-        if (has_tail && H[i - 1] == 0) continue;
+        if (slow[i] == SCREEN_SKIP) continue;
+        if (slow[i]) entropy_screen_one(i, C, NZ, H, &raw[i], &lastq[i]);
         double Ci = C[i], T = H[i - 1] + (has_tail ? S - Ci : 0.0);
-        double plnp = L[i - 1] / S - C[i - 1] / S * ptq_log(S), plnq = 0, lastq = 0;
+        double plnp = L[i - 1] / S - C[i - 1] / S * lnS, plnq = raw[i];
         if (T > 0) plnp += T / S * ptq_log(T / S);
-        double arg[NQ], wt[NQ], lq[NQ];
-        int has[NQ];
-        screen_groups(i, C, NZ, arg, wt, has);
-        wt[NQ - 1] -= H[i - 1];
-        screen_logs(arg, lq);
-        for (int j = 0; j < NQ; j++)
-            if (has[j] && !(arg[j] >= 0x1p-1022 && arg[j] <= DBL_MAX)) lq[j] = ptq_log(arg[j]); /* outside the fast path */
-        plnq = screen_dot(wt, lq, has);
-        if (has[NQ - 1]) lastq = lq[NQ - 1];
-        if (T > 0) plnq += T * lastq;
+        if (T > 0) plnq += T * lastq[i];
         plnq = plnq / S - ptq_log(Ci);
         kl[i] = plnp - plnq;
         if (kl[i] < best) best = kl[i];
@@ -557,36 +565,40 @@ static double mse_err_direct(const double *H, int i, double w, double *v)
     return sum_pairwise(v, NB);
 }
 
-/* Level q's share of mse candidate i's screened error, in units of w (see method_mse):
- * bins [level_start(q, i), level_start(q + 1, i)) clipped to NB, level 127 to NB;
- * nonempty[q] = 0 when the level covers no bin. level_start(q, i), the first bin k whose
- * centre (k + 0.5) w quantizes to a level >= q (q >= 1) with candidate amax (i + 0.5) w:
- * 127 (2k + 1) / (2i + 1) > q - 1/2, i.e. 254 (2k + 1) > (2q - 1)(2i + 1), so
- * k = ((2q - 1)(2i + 1) - 254) / 508 + 1. The ratio is never a half-integer (254 (2k + 1) is
- * even, (2q - 1)(2i + 1) odd), so round-half-even has no ties here and every bin's level is
- * exact. */
+/* The screened error of every mse candidate i in START_BIN .. NB - 1, in units of w (see
+ * method_mse), in one vectorised pass: a sum over the 128 levels q of level q's share, from
+ * the prefix sums at the level edges. Level q covers bins [level_start(q, i),
+ * level_start(q + 1, i)) clipped to NB, level 127 up to NB; a level that covers no bin adds
+ * exactly 0. level_start(q, i), the first bin k whose centre (k + 0.5) w quantizes to a level
+ * >= q (q >= 1) with candidate amax (i + 0.5) w: 127 (2k + 1) / (2i + 1) > q - 1/2, i.e.
+ * 254 (2k + 1) > (2q - 1)(2i + 1), so k = ((2q - 1)(2i + 1) - 254) / 508 + 1. The ratio is
+ * never a half-integer (254 (2k + 1) is even, (2q - 1)(2i + 1) odd), so round-half-even has
+ * no ties here and every bin's level is exact. */
 __attribute__((target_clones("avx512f", "avx2", "default")))
-static void mse_terms(int i, const double *restrict P0, const double *restrict P1, const double *restrict P2,
-                      double *restrict term, int *restrict nonempty)
+static void mse_screen(const double *restrict P0, const double *restrict P1, const double *restrict P2,
+                       double *restrict err)
 {
-    double step = (2 * i + 1) / 254.0, E0[NQ + 1], E1[NQ + 1], E2[NQ + 1];
-    int e[NQ + 1];
-    e[0] = 0;
-    for (int q = 1; q < NQ; q++) { /* (2q - 1)(2i + 1) > 254 here (i >= 128) */
-        int k = ((2 * q - 1) * (2 * i + 1) - 254) / 508 + 1;
-        e[q] = k < NB ? k : NB;
-    }
-    e[NQ] = NB;
-    for (int q = 0; q <= NQ; q++) { /* the prefix sums at the level edges: no gathers below */
-        E0[q] = P0[e[q]];
-        E1[q] = P1[e[q]];
-        E2[q] = P2[e[q]];
-    }
+    for (int i = START_BIN; i < NB; i++) {
+        double step = (2 * i + 1) / 254.0, E0[NQ + 1], E1[NQ + 1], E2[NQ + 1], sum = 0.0;
+        int e[NQ + 1];
+        e[0] = 0;
+        e[NQ] = NB;
 #pragma omp simd
-    for (int q = 0; q < NQ; q++) {
-        double v = q * step;
-        nonempty[q] = e[q + 1] > e[q];
-        term[q] = (E2[q + 1] - E2[q]) - 2 * v * (E1[q + 1] - E1[q]) + v * v * (E0[q + 1] - E0[q]);
+        for (int q = 1; q < NQ; q++) { /* (2q - 1)(2i + 1) > 254 here (i >= 128) */
+            int k = ((2 * q - 1) * (2 * i + 1) - 254) / 508 + 1;
+            e[q] = k < NB ? k : NB;
+        }
+        for (int q = 0; q <= NQ; q++) { /* the prefix sums at the level edges: no gathers below */
+            E0[q] = P0[e[q]];
+            E1[q] = P1[e[q]];
+            E2[q] = P2[e[q]];
+        }
+#pragma omp simd reduction(+ : sum)
+        for (int q = 0; q < NQ; q++) {
+            double v = q * step;
+            sum += (E2[q + 1] - E2[q]) - 2 * v * (E1[q + 1] - E1[q]) + v * v * (E0[q + 1] - E0[q]);
+        }
+        err[i] = sum;
     }
 }
 
@@ -609,14 +621,9 @@ static double method_mse(const double *H, double w)
         P2[k + 1] = P2[k] + H[k] * c * c;
     }
     double best = INFINITY;
-    for (int i = START_BIN; i < NB; i++) {
-        double e = 0, term[NQ];
-        int nonempty[NQ];
-        mse_terms(i, P0, P1, P2, term, nonempty);
-        e = screen_dot(term, NULL, nonempty);
-        err[i] = e;
-        if (e < best) best = e;
-    }
+    mse_screen(P0, P1, P2, err);
+    for (int i = START_BIN; i < NB; i++)
+        if (err[i] < best) best = err[i];
     double cut = best + SCREEN_RTOL * fabs(best) + SCREEN_ATOL * P2[NB], best_direct = INFINITY;
     int best_i = NB - 1;
     for (int i = START_BIN; i < NB; i++) {

@@ -75,6 +75,9 @@ void calib_stats_merge(calib_stats *dst, const calib_stats *src);
 /* The analysis histogram H[CALIB_ANALYSIS_BINS] over [0, amax]. */
 void calib_analysis_hist(const calib_stats *s, double *H);
 
+/* The most methods one list may name (calib_methods_parse's cap in ptq's callers). */
+enum { CALIB_MAX_METHODS = 16 };
+
 /* "max", "percentile" (99.99), "percentile:P", "entropy", "mse". 0 on success. */
 int calib_method_parse(const char *s, calib_method *m);
 /* "max", "percentile-99.99", "entropy", "mse": for file names. */

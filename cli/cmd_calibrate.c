@@ -23,7 +23,7 @@
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
-#define MAX_METHODS 16
+#define MAX_METHODS CALIB_MAX_METHODS
 #define MAX_GLOBS 64
 
 static void usage(FILE *fp)

@@ -23,7 +23,7 @@
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
-#define MAX_METHODS 16
+#define MAX_METHODS CALIB_MAX_METHODS
 
 /* Seconds since t0. */
 static double since(const struct timespec *t0)

@@ -320,6 +320,10 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         if (!col->pos) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
         TRY(plan_order(g, col->pos));
     }
+    if (!input) { /* decoding starts now, while the placement rules and the plan are worked out */
+        TRY(eng_check_input_dims(g, model, &cfg));
+        TRY(pp_dataset_open(&o, &cfg, &d));
+    }
     if (!col->n_globs && !col->want) TRY(calib_tensors(g, model, col));
     if (!col->parts) {
         int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
@@ -364,8 +368,6 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         }
         if ((st = keep_image_ids(col, NULL, srcp->list_hash, images)) != PTQ_OK) goto fail;
     } else {
-        if ((st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK || (st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK)
-            goto fail;
         for (;;) {
             const float *x;
             int n;

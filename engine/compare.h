@@ -147,7 +147,7 @@ char *cmp_layer_precisions(const cmp_exclusion *x);
  *   eng_compare_result_free(&res);
  */
 
-enum { ENG_COMPARE_MAX_METHODS = 16, ENG_COMPARE_MAX_ROWS = 3 };
+enum { ENG_COMPARE_MAX_METHODS = CALIB_MAX_METHODS, ENG_COMPARE_MAX_ROWS = 3 };
 
 typedef struct {
     const char *model;          /* the FP32 model's path (QDQ variants are loaded from it) */

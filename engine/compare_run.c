@@ -53,10 +53,12 @@ ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res
     res->n_methods = job->n_methods;
     for (int m = 0; m < job->n_methods; m++) calib_method_name(&job->methods[m], res->tags[m], sizeof res->tags[m]);
     for (int m = 0; m < job->n_methods; m++) {
-        quant_report rep = {0};
         res->ranges[m] = calloc((size_t)res->col.n + 1, sizeof *res->ranges[m]);
         if (!res->ranges[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
-        eng_method_ranges(&res->col, &job->methods[m], res->ranges[m], NULL, NULL);
+    }
+    eng_methods_ranges(&res->col, job->methods, job->n_methods, res->ranges, NULL, NULL);
+    for (int m = 0; m < job->n_methods; m++) {
+        quant_report rep = {0};
         st = cmp_build_qdq(&res->ev, res->ranges[m], res->col.n, &job->qo, &res->variants[m], &rep);
         if (m == 0)
             for (int i = 0; i < rep.n_unmatched; i++)

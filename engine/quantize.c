@@ -13,22 +13,32 @@
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
+void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
+                        io_cache_entry *const *entries, int *warn)
+{
+    int64_t n = (int64_t)n_methods * col->n;
+    /* one loop over every (method, tensor): the searches of entropy and mse, which cost the
+     * most, spread over the threads with the rest (each item is independent: the same result
+     * at any thread count) */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t k = 0; k < n; k++) {
+        int m = (int)(k / col->n), i = (int)(k % col->n), w = 0;
+        float a = calib_amax(col->t[i].stats, &methods[m], &w);
+        if (ranges && ranges[m]) {
+            ranges[m][i].name = col->t[i].name;
+            ranges[m][i].amax = a;
+        }
+        if (entries && entries[m]) {
+            entries[m][i].name = col->t[i].name;
+            entries[m][i].scale = a / 127.0f;
+        }
+        if (warn && m == 0) warn[i] = w;
+    }
+}
+
 void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn)
 {
-#pragma omp parallel for schedule(dynamic, 1) /* tensors are independent: same result at any thread count */
-    for (int i = 0; i < col->n; i++) {
-        int w = 0;
-        float a = calib_amax(col->t[i].stats, m, &w);
-        if (ranges) {
-            ranges[i].name = col->t[i].name;
-            ranges[i].amax = a;
-        }
-        if (entries) {
-            entries[i].name = col->t[i].name;
-            entries[i].scale = a / 127.0f;
-        }
-        if (warn) warn[i] = w;
-    }
+    eng_methods_ranges(col, m, 1, &ranges, &entries, warn);
 }
 
 void eng_per_method_path(const char *path, const char *tag, char *buf, size_t cap)
@@ -42,34 +52,42 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
                                const char *json, long trt_version, const char *trt_algorithm, const pp_log *log, int *warned)
 {
     ptq_status st = PTQ_OK;
-    io_range *ranges = calloc((size_t)col->n + 1, sizeof *ranges);
-    io_cache_entry *entries = calloc((size_t)col->n + 1, sizeof *entries);
+    io_range *ranges[CALIB_MAX_METHODS] = {0};
+    io_cache_entry *entries[CALIB_MAX_METHODS] = {0};
     int *warn = calloc((size_t)col->n + 1, sizeof(int));
     *warned = 0;
-    if (!ranges || !entries || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (n_methods > CALIB_MAX_METHODS) FAIL(PTQ_ERR_ARG, "at most %d methods", CALIB_MAX_METHODS);
+    CHECK_ALLOC(warn);
+    for (int m = 0; m < n_methods; m++) {
+        ranges[m] = calloc((size_t)col->n + 1, sizeof *ranges[m]);
+        entries[m] = calloc((size_t)col->n + 1, sizeof *entries[m]);
+        if (!ranges[m] || !entries[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    }
+    eng_methods_ranges(col, methods, n_methods, ranges, entries, warn);
+    for (int i = 0; i < col->n; i++)
+        if (warn[i]) {
+            (*warned)++;
+            pp_log_message(log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", col->t[i].name);
+        }
     for (int m = 0; m < n_methods; m++) {
         char tag[64], path[4200];
         calib_method_name(&methods[m], tag, sizeof tag);
-        eng_method_ranges(col, &methods[m], ranges, entries, warn);
-        for (int i = 0; i < col->n && m == 0; i++)
-            if (warn[i]) {
-                (*warned)++;
-                pp_log_message(log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", col->t[i].name);
-            }
         if (cache) {
             if (n_methods > 1) eng_per_method_path(cache, tag, path, sizeof path);
             else snprintf(path, sizeof path, "%s", cache);
-            TRY(io_cache_write(path, trt_version, io_cache_algorithm(trt_algorithm), entries, col->n));
+            TRY(io_cache_write(path, trt_version, io_cache_algorithm(trt_algorithm), entries[m], col->n));
         }
         if (json) {
             if (n_methods > 1) eng_per_method_path(json, tag, path, sizeof path);
             else snprintf(path, sizeof path, "%s", json);
-            TRY(io_ranges_write_json(path, tag, ranges, col->n));
+            TRY(io_ranges_write_json(path, tag, ranges[m], col->n));
         }
     }
 done:
-    free(ranges);
-    free(entries);
+    for (int m = 0; m < CALIB_MAX_METHODS; m++) {
+        free(ranges[m]);
+        free(entries[m]);
+    }
     free(warn);
     return st;
 }

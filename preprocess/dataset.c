@@ -87,7 +87,7 @@ pp_dataset_options pp_dataset_defaults(void)
     memset(&o, 0, sizeof o);
     o.exif = 1;
     o.batch = 1;
-    o.prefetch = 2;
+    o.prefetch = 1;
     return o;
 }
 

@@ -65,6 +65,7 @@ void ptq_graph_destroy(ptq_graph *g)
     for (int i = 0; i < g->n_values; i++) value_clear(&g->values[i]);
     for (int i = 0; i < g->n_nodes; i++) ptq_node_clear(&g->nodes[i]);
     free(g->values);
+    free(g->name_slots);
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
@@ -87,23 +88,47 @@ void ptq_graph_destroy(ptq_graph *g)
     free(g);
 }
 
+/* FNV-1a 32 of a name: the start of its probe in name_slots */
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the index (linear probing): where its value is, or the empty slot
+ * where it would go. Values are only ever added, never renamed or removed, so the index
+ * stays true. */
+static int *name_slot(const ptq_graph *g, const char *name)
+{
+    uint32_t mask = (uint32_t)g->cap_values * 2 - 1;
+    for (uint32_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+        int *slot = &g->name_slots[i];
+        if (*slot == 0 || strcmp(g->values[*slot - 1].name, name) == 0) return slot;
+    }
+}
+
 int ptq_graph_find_value(const ptq_graph *g, const char *name)
 {
-    for (int i = 0; i < g->n_values; i++)
-        if (strcmp(g->values[i].name, name) == 0) return i;
-    return -1;
+    if (!g->name_slots) return -1;
+    return *name_slot(g, name) - 1;
 }
 
 ptq_status ptq_graph_add_value(ptq_graph *g, const char *name, int *out)
 {
     ptq_status st = PTQ_OK;
     if (ptq_graph_find_value(g, name) >= 0) FAIL(PTQ_ERR_FORMAT, "tensor name '%s' is defined twice", name);
-    if (g->n_values == g->cap_values) {
+    if (g->n_values == g->cap_values) { /* cap_values stays a power of two: the index is twice as big */
         int cap = g->cap_values ? g->cap_values * 2 : 64;
         ptq_value *nv = realloc(g->values, (size_t)cap * sizeof *nv);
         CHECK_ALLOC(nv);
         g->values = nv;
+        int *slots = calloc((size_t)cap * 2, sizeof *slots);
+        CHECK_ALLOC(slots);
+        free(g->name_slots);
+        g->name_slots = slots;
         g->cap_values = cap;
+        for (int i = 0; i < g->n_values; i++) *name_slot(g, g->values[i].name) = i + 1;
     }
     ptq_value *v = &g->values[g->n_values];
     memset(v, 0, sizeof *v);
@@ -111,6 +136,7 @@ ptq_status ptq_graph_add_value(ptq_graph *g, const char *name, int *out)
     CHECK_ALLOC(v->name);
     v->t.rank = -1;
     v->producer = -1;
+    *name_slot(g, v->name) = g->n_values + 1;
     *out = g->n_values++;
 done:
     return st;

@@ -113,6 +113,8 @@ typedef struct {
 typedef struct {
     ptq_value *values;
     int n_values, cap_values;
+    int *name_slots;           /* open-addressing index of values by name (ptq_graph_find_value):
+                                  value index + 1, 0 = empty; cap_values * 2 slots */
     ptq_node *nodes;
     int n_nodes, cap_nodes;
     int *inputs, n_inputs;     /* graph.input order (values of kind INPUT, or initializers listed as input) */
