@@ -341,11 +341,16 @@ struct cmp_cache {
     cached_batch *b;
     int n_b, cap, n_out, complete, overflow, kind, images;
     size_t bytes, budget;
+    ptq_arena_pool *pool;   /* the evaluation plans' arenas, reused from one variant to the next */
 };
 
 cmp_cache *cmp_cache_create(size_t budget)
 {
     cmp_cache *c = calloc(1, sizeof *c);
+    if (c && !(c->pool = ptq_arena_pool_create())) {
+        free(c);
+        return NULL;
+    }
     if (c) c->budget = budget;
     return c;
 }
@@ -368,6 +373,7 @@ void cmp_cache_destroy(cmp_cache *c)
 {
     if (!c) return;
     cache_clear(c);
+    ptq_arena_pool_destroy(c->pool);
     free(c);
 }
 
@@ -461,6 +467,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     CHECK_ALLOC(accs);
     ref.popt = ptq_plan_defaults();
     ref.popt.nthreads = ev->nthreads;
+    ref.popt.pool = cache ? cache->pool : NULL;
     for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt};
     if (cache && cache->complete) { /* decoded and run in FP32 before */
         struct timespec c0, c1;
@@ -552,9 +559,41 @@ typedef struct {
     float scale;
     sums acc, iso;                   /* accumulated, isolated */
     float *copy;                     /* the QDQ side, when it came first */
-    size_t copy_n;
+    size_t copy_n, copy_cap;
     int order;                       /* FP32 execution order, -1 unseen */
 } layer_acc;
+
+/* Copies of the QDQ side go back to a list of spare buffers when compared, and the next copy
+ * takes the smallest spare that fits: memory the kernel has mapped already, not fresh pages
+ * for every tensor of every batch. */
+typedef struct {
+    float **buf;
+    size_t *cap;
+    int n;
+} spares;
+
+static void spare_put(spares *s, float *p, size_t cap)
+{
+    if (!p) return;
+    s->buf[s->n] = p;
+    s->cap[s->n++] = cap;
+}
+
+static float *spare_take(spares *s, size_t n, size_t *cap)
+{
+    int best = -1;
+    for (int i = 0; i < s->n; i++)
+        if (s->cap[i] >= n && (best < 0 || s->cap[i] < s->cap[best])) best = i;
+    if (best < 0) {
+        *cap = n;
+        return malloc(n * sizeof(float));
+    }
+    float *p = s->buf[best];
+    *cap = s->cap[best];
+    s->buf[best] = s->buf[--s->n];
+    s->cap[best] = s->cap[s->n];
+    return p;
+}
 
 typedef struct {
     layer_acc *l;
@@ -566,6 +605,7 @@ typedef struct {
     ptq_plan *qplan;
     int q_finished;
     int pending;                     /* layer the QDQ plan is being stepped to, or -1 */
+    spares spare;                    /* one slot per layer: a layer holds a copy or a spare */
     const float *fp32;               /* that layer's FP32 data */
 } lockstep;
 
@@ -602,8 +642,8 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
         sums_add(&l->acc, ls->fp32, t->data, n);
         return PTQ_OK;
     }
-    free(l->copy);
-    l->copy = malloc(n * sizeof(float));
+    spare_put(&ls->spare, l->copy, l->copy_cap);
+    l->copy = spare_take(&ls->spare, n, &l->copy_cap);
     if (!l->copy) {
         ptq_error("out of memory comparing layers");
         return PTQ_ERR_NOMEM;
@@ -663,7 +703,7 @@ static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, 
     isolated_sums(a, n, l->scale, &l->iso);
     if (l->copy) {
         if (l->copy_n == n) sums_add(&l->acc, a, l->copy, n);
-        free(l->copy);
+        spare_put(&ls->spare, l->copy, l->copy_cap);
         l->copy = NULL;
         return PTQ_OK;
     }
@@ -686,6 +726,10 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
     ls.tensor_slot = malloc(sizeof(int) * ((size_t)ev->g->n_values + 1));
     ls.dq_slot = malloc(sizeof(int) * ((size_t)gq->n_nodes + 1));
+    ls.spare.buf = malloc(sizeof(float *) * ((size_t)gq->n_nodes + 1));
+    ls.spare.cap = malloc(sizeof(size_t) * ((size_t)gq->n_nodes + 1));
+    CHECK_ALLOC(ls.spare.buf);
+    CHECK_ALLOC(ls.spare.cap);
     ls.by_tensor = ptq_name_index_build(ev->g);
     ls.by_qvalue = ptq_name_index_build(gq);
     CHECK_ALLOC(ls.by_qvalue);
@@ -718,6 +762,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     }
     ra.popt = ptq_plan_defaults();
     ra.popt.nthreads = ev->nthreads;
+    ra.popt.pool = ev->cache ? ev->cache->pool : NULL;
     ra.popt.observer = observe_fp32;
     ra.popt.observe_filter = wants_fp32;
     ra.popt.observer_user = &ls;
@@ -739,7 +784,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
         TRY(ptq_plan_begin(rb.plan, &t, 1));
         TRY(ptq_plan_run(ra.plan, &t, 1));
         for (int k = 0; k < ls.n; k++) { /* the QDQ side of a tensor FP32 never showed */
-            free(ls.l[k].copy);
+            spare_put(&ls.spare, ls.l[k].copy, ls.l[k].copy_cap);
             ls.l[k].copy = NULL;
         }
     }
@@ -781,6 +826,9 @@ done:
     eng_runner_free(&ra);
     eng_runner_free(&rb);
     for (int k = 0; ls.l && k < ls.n; k++) free(ls.l[k].copy);
+    for (int k = 0; k < ls.spare.n; k++) free(ls.spare.buf[k]);
+    free(ls.spare.buf);
+    free(ls.spare.cap);
     free(ls.l);
     free(ls.tensor_slot);
     free(ls.dq_slot);

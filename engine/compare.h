@@ -30,7 +30,9 @@
 
 /* The evaluation images decoded and their FP32 outputs, kept in memory up to a budget so
  * that repeated evaluations (the exclusion search) skip decoding and the FP32 run. Past
- * the budget it keeps nothing and every evaluation streams from the images again. */
+ * the budget it keeps nothing and every evaluation streams from the images again. It also
+ * holds the arena pool (runtime/plan.h) of the evaluations' plans: a variant's plan reuses
+ * the memory of the one before. */
 typedef struct cmp_cache cmp_cache;
 cmp_cache *cmp_cache_create(size_t budget_bytes);
 void cmp_cache_destroy(cmp_cache *c); /* NULL-safe */

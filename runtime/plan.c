@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct ptq_plan {
     plan_step *steps;
     int n_steps;
     uint8_t *arena;
-    size_t arena_bytes;
+    size_t arena_bytes, arena_cap; /* what the plan uses, what the arena holds */
     void *scratch;
     size_t scratch_bytes;
     double flops;
@@ -112,6 +113,79 @@ static void step_clear(plan_step *s)
     free(s->out_vals);
 }
 
+/* ---- arena pool ---- */
+
+enum { POOL_SLOTS = 4 };
+
+struct ptq_arena_pool {
+    pthread_mutex_t mu;
+    void *mem[POOL_SLOTS];
+    size_t cap[POOL_SLOTS];
+};
+
+ptq_arena_pool *ptq_arena_pool_create(void)
+{
+    ptq_arena_pool *pool = calloc(1, sizeof *pool);
+    if (pool && pthread_mutex_init(&pool->mu, NULL) != 0) {
+        free(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+void ptq_arena_pool_destroy(ptq_arena_pool *pool)
+{
+    if (!pool) return;
+    for (int i = 0; i < POOL_SLOTS; i++) ptq_aligned_free(pool->mem[i]);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool);
+}
+
+/* An arena of at least `bytes` (*cap: its size): the smallest pooled one that fits and is
+ * at most twice the need, else a new one. */
+static void *arena_take(ptq_arena_pool *pool, size_t bytes, size_t *cap)
+{
+    void *m = NULL;
+    *cap = bytes;
+    if (pool) {
+        pthread_mutex_lock(&pool->mu);
+        int best = -1;
+        for (int i = 0; i < POOL_SLOTS; i++)
+            if (pool->mem[i] && pool->cap[i] >= bytes && pool->cap[i] / 2 <= bytes &&
+                (best < 0 || pool->cap[i] < pool->cap[best]))
+                best = i;
+        if (best >= 0) {
+            m = pool->mem[best];
+            *cap = pool->cap[best];
+            pool->mem[best] = NULL;
+        }
+        pthread_mutex_unlock(&pool->mu);
+    }
+    return m ? m : ptq_aligned_alloc(bytes);
+}
+
+/* Gives an arena back: into a free slot, or in place of a smaller pooled one (freed). */
+static void arena_put(ptq_arena_pool *pool, void *m, size_t cap)
+{
+    if (pool && m) {
+        pthread_mutex_lock(&pool->mu);
+        int slot = -1;
+        for (int i = 0; i < POOL_SLOTS && slot < 0; i++)
+            if (!pool->mem[i]) slot = i;
+        if (slot < 0)
+            for (int i = 0; i < POOL_SLOTS; i++)
+                if (pool->cap[i] < cap && (slot < 0 || pool->cap[i] < pool->cap[slot])) slot = i;
+        if (slot >= 0) {
+            void *old = pool->mem[slot];
+            pool->mem[slot] = m;
+            pool->cap[slot] = cap;
+            m = old;
+        }
+        pthread_mutex_unlock(&pool->mu);
+    }
+    ptq_aligned_free(m);
+}
+
 void ptq_plan_destroy(ptq_plan *p)
 {
     if (!p) return;
@@ -127,7 +201,7 @@ void ptq_plan_destroy(ptq_plan *p)
     free(p->last_use);
     free(p->input_vals);
     free(p->output_vals);
-    ptq_aligned_free(p->arena);
+    arena_put(p->opt.pool, p->arena, p->arena_cap);
     ptq_aligned_free(p->scratch);
     free(p);
 }
@@ -968,7 +1042,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     if (p->opt.max_arena_bytes && p->arena_bytes > p->opt.max_arena_bytes)
         FAIL(PTQ_ERR_NOMEM, "the plan needs %.1f MiB of activation memory, over the limit of %.1f MiB",
              (double)p->arena_bytes / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
-    p->arena = ptq_aligned_alloc(p->arena_bytes ? p->arena_bytes : 64);
+    p->arena = arena_take(p->opt.pool, p->arena_bytes ? p->arena_bytes : 64, &p->arena_cap);
     CHECK_ALLOC(p->arena);
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];

@@ -24,6 +24,16 @@
 #include "status.h"
 #include "tensor.h"
 
+/* A pool of activation arenas that plans created with it take their arena from and give it
+ * back to when destroyed, so that a program running many plans one after the other (the
+ * QDQ variants of compare and auto-exclusion, a plan per input shape) reuses memory the
+ * kernel has already mapped instead of faulting in fresh pages for every plan. It keeps at
+ * most 4 free arenas (the largest); an arena is taken when it is big enough and not more
+ * than twice the plan's need. Thread-safe; destroy it after every plan made with it. */
+typedef struct ptq_arena_pool ptq_arena_pool;
+ptq_arena_pool *ptq_arena_pool_create(void);
+void ptq_arena_pool_destroy(ptq_arena_pool *pool); /* NULL-safe; frees the free arenas */
+
 /* name: the tensor's ONNX name; node: producing node index in the graph, -1 for a graph input. */
 typedef ptq_status (*ptq_observer_fn)(const char *name, int node, const ptq_tensor *t, void *user);
 
@@ -47,6 +57,8 @@ typedef struct {
     int keep_values;
     size_t max_arena_bytes;     /* 0: no limit; else plans whose activation arena, or one folded
                                  * constant, needs more fail */
+    ptq_arena_pool *pool;       /* NULL: the plan allocates its own arena; else from this pool
+                                 * (which must outlive the plan) */
 } ptq_plan_options;
 
 /* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
