@@ -131,4 +131,8 @@ void ptq_op_free_state(void *state);
 /* Checks the input count is within [lo, hi] and required inputs are present. */
 ptq_status ptq_op_check_inputs(const ptq_op_ctx *ctx, int lo, int hi);
 
+/* QuantizeLinear followed by a DequantizeLinear of the same scale, zero point and axis, as one
+ * float step (the planner's fusion; runtime/ops/quantize.c): the pair's output bit for bit. */
+extern const ptq_op_def ptq_op_quantize_dequantize;
+
 #endif

@@ -862,6 +862,49 @@ done:
     return st;
 }
 
+/* Constant inputs a and b of two steps (-1: absent) hold the same values. */
+static int same_const(const ptq_plan *p, int a, int b)
+{
+    if (a < 0 || b < 0) return a == b;
+    const ptq_tensor *x = &p->vals[a], *y = &p->vals[b];
+    return p->is_const[a] && p->is_const[b] && x->dtype == y->dtype && ptq_tensor_numel(x) == ptq_tensor_numel(y) &&
+           memcmp(x->data, y->data, ptq_tensor_nbytes(x)) == 0;
+}
+
+static int64_t axis_attr(const ptq_plan *p, const plan_step *s)
+{
+    const ptq_attr *a = ptq_node_attr(&p->g->nodes[s->node], "axis");
+    return a && a->type == PTQ_ATTR_INT ? a->i : 1;
+}
+
+/* QuantizeLinear of a float tensor read only by a DequantizeLinear with the same scale,
+ * zero point and axis: one step that writes the DequantizeLinear's output, bit for bit
+ * (ptq_op_quantize_dequantize), without the int8 tensor in between. */
+static ptq_status fuse_qdq_pairs(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *q = &p->steps[i];
+        if (q->skip || !op_is(p, q, "QuantizeLinear") || q->ctx.n_in < 2 || !q->ctx.in[0] || q->ctx.in[0]->dtype != PTQ_F32)
+            continue;
+        int y = q->out_vals[0], j = -1;
+        if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
+        plan_step *d = &p->steps[j];
+        int qz = q->ctx.n_in > 2 ? q->in_vals[2] : -1, dz = d->ctx.n_in > 2 ? d->in_vals[2] : -1;
+        if (!op_is(p, d, "DequantizeLinear") || d->in_vals[0] != y || d->ctx.n_in < 2 ||
+            !same_const(p, q->in_vals[1], d->in_vals[1]) || !same_const(p, qz, dz) || q->in_vals[1] < 0 ||
+            (ptq_tensor_numel(&p->vals[q->in_vals[1]]) > 1 && axis_attr(p, q) != axis_attr(p, d)))
+            continue;
+        q->def = &ptq_op_quantize_dequantize;
+        q->out_vals[0] = d->out_vals[0];
+        q->out[0] = &p->vals[d->out_vals[0]];
+        d->skip = 1;
+        TRY(step_infer(p, q));
+    }
+done:
+    return st;
+}
+
 typedef struct {
     size_t off, size;
 } block;
@@ -1026,6 +1069,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
         TRY(fuse_activations(p));
         TRY(fuse_hardswish_pattern(p));
         TRY(fuse_post_affine(p));
+        TRY(fuse_qdq_pairs(p));
     }
 
     /* liveness: last step reading each value */
@@ -1110,7 +1154,8 @@ static ptq_status observe(ptq_plan *p, int v, int node)
 {
     const ptq_tensor *t = &p->vals[v];
     if (!observes(p, v)) return PTQ_OK;
-    return p->opt.observer(p->g->values[v].name, node, t, p->opt.observer_user);
+    (void)node; /* the value's own producer, also when a fused step made it */
+    return p->opt.observer(p->g->values[v].name, p->g->values[v].producer, t, p->opt.observer_user);
 }
 
 ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)

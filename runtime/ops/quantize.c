@@ -215,3 +215,48 @@ static ptq_status dequantize_run(ptq_op_ctx *ctx)
 }
 
 const ptq_op_def op_dequantize_linear = {dequantize_infer, dequantize_run, NULL, 0};
+
+/* ------------------------------------------------------------ QuantizeLinear -> DequantizeLinear */
+
+/* The planner's fusion (plan.c, fuse_qdq_pairs) of a float QuantizeLinear whose only reader is
+ * a DequantizeLinear with the same scale, zero point and axis: y = (q - zp) * scale with q
+ * computed as QuantizeLinear does, all in float. q and q - zp are small integers (exact), so y
+ * is the pair's output bit for bit, and the int8 tensor is never written. Inputs: the
+ * QuantizeLinear's (x, scale[, zero point]). */
+static void fake_range(const ptq_op_ctx *ctx, const qdq_layout *L, size_t s, size_t e)
+{
+    const ptq_tensor *zpt = ctx->n_in > 2 ? ctx->in[2] : NULL;
+    const float *x = ctx->in[0]->data, *scale = ctx->in[1]->data;
+    float *y = ctx->out[0]->data;
+    int s8 = zpt && zpt->dtype == PTQ_I8;
+    float lo = s8 ? -128.0f : 0.0f, hi = s8 ? 127.0f : 255.0f;
+    QDQ_WALK(L, s, e, {
+        float zp = zpt ? (s8 ? (float)((const int8_t *)zpt->data)[c] : (float)((const uint8_t *)zpt->data)[c]) : 0.0f;
+        const float sc = scale[c];
+        quant_seg(x + off, len, sc, zp, lo, hi, y + off);
+        for (size_t i = 0; i < len; i++) y[off + i] = (y[off + i] - zp) * sc;
+    });
+}
+
+static ptq_status fake_infer(ptq_op_ctx *ctx)
+{
+    qdq_layout L;
+    ptq_status st = qdq_check(ctx, PTQ_UNDEFINED, &L);
+    if (st != PTQ_OK) return st;
+    if (ctx->in[0]->dtype != PTQ_F32)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input has dtype %s, supported: float32", ptq_dtype_name(ctx->in[0]->dtype));
+    ctx->out[0]->dtype = PTQ_F32;
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status fake_run(ptq_op_ctx *ctx)
+{
+    qdq_layout L;
+    ptq_status st = qdq_check(ctx, PTQ_UNDEFINED, &L);
+    if (st != PTQ_OK || L.total == 0) return st;
+    run_split(ctx, &L, fake_range);
+    return PTQ_OK;
+}
+
+const ptq_op_def ptq_op_quantize_dequantize = {fake_infer, fake_run, NULL, 0};

@@ -278,6 +278,111 @@ TEST(fusion_matches_unfused_and_observer_sees_all)
     ptq_graph_destroy(g);
 }
 
+/* QuantizeLinear -> DequantizeLinear -> Relu, once with the pair's scale and zero point
+ * shared and once with a DequantizeLinear of another scale: the fused plan (one float step
+ * for the pair) gives the unfused plan's bytes, the observer sees the dequantized tensor
+ * with DequantizeLinear as its producer, and a plan from an arena pool reuses the arena of
+ * the one destroyed before it. */
+static ptq_graph *qdq_graph(float dq_scale, int with_zp)
+{
+    ptq_graph *g = new_graph();
+    int64_t xd[2] = {3, 1000}, one[1] = {1};
+    float sc = 0.02f;
+    input(g, "x", 2, xd);
+    init_f32(g, "qs", 1, one, &sc);
+    init_f32(g, "ds", 1, one, &dq_scale);
+    if (with_zp) { /* int8 zero points of -3: the clamp range is [-128, 127] */
+        for (int k = 0; k < 2; k++) {
+            int v = val(g, k ? "dz" : "qz");
+            ptq_value *z = &g->values[v];
+            z->kind = PTQ_VALUE_INITIALIZER;
+            z->t.dtype = PTQ_I8;
+            z->t.rank = 1;
+            z->t.dims[0] = 1;
+            ptq_tensor_alloc(&z->t);
+            *(int8_t *)z->t.data = -3;
+            g->initializers = realloc(g->initializers, sizeof(int) * (size_t)(g->n_initializers + 1));
+            g->initializers[g->n_initializers++] = v;
+        }
+    }
+    int ins[3] = {val(g, "x"), val(g, "qs"), with_zp ? val(g, "qz") : -1}, q_out = val(g, "q"), n;
+    ptq_graph_add_node(g, "quant", "QuantizeLinear", "", ins, with_zp ? 3 : 2, &q_out, 1, &n);
+    int dins[3] = {val(g, "q"), val(g, "ds"), with_zp ? val(g, "dz") : -1}, d_out = val(g, "dq");
+    ptq_graph_add_node(g, "dequant", "DequantizeLinear", "", dins, with_zp ? 3 : 2, &d_out, 1, &n);
+    node(g, "r1", "Relu", "dq", NULL, "y");
+    output(g, "y");
+    return g;
+}
+
+typedef struct {
+    int producer;
+    int calls;
+} dq_seen;
+
+static ptq_status see_dq(const char *name, int nd, const ptq_tensor *t, void *user)
+{
+    dq_seen *s = user;
+    (void)t;
+    if (!strcmp(name, "dq")) {
+        s->producer = nd;
+        s->calls++;
+    }
+    return PTQ_OK;
+}
+
+static int only_dq(const char *name, void *user)
+{
+    (void)user;
+    return !strcmp(name, "dq");
+}
+
+TEST(quantize_dequantize_pairs_fuse_bit_for_bit)
+{
+    static const char *const ops[] = {"Relu", "QuantizeLinear", "DequantizeLinear"};
+    if (!have_ops(ops, 3)) SKIP("Relu or Q/DQ kernels not linked");
+    ptq_tensor x = {.dtype = PTQ_F32, .rank = 2, .dims = {3, 1000}};
+    ptq_tensor_alloc(&x);
+    float *xv = x.data;
+    for (int i = 0; i < 3000; i++) xv[i] = (float)((i * 7919) % 8001 - 500) / 900.0f; /* past the clamp too */
+    xv[5] = NAN;                                                                     /* NaN quantizes to the zero point */
+    ptq_arena_pool *pool = ptq_arena_pool_create();
+    EXPECT(pool != NULL);
+    for (int c = 0; c < 4; c++) {
+        int with_zp = c & 1;
+        ptq_graph *g = qdq_graph(c < 2 ? 0.02f : 0.03f, with_zp);
+        ptq_plan_options fused = ptq_plan_defaults(), plain = ptq_plan_defaults();
+        plain.fuse = 0;
+        dq_seen seen = {-2, 0};
+        fused.observer = see_dq;
+        fused.observe_filter = only_dq;
+        fused.observer_user = &seen;
+        fused.pool = pool;
+        ptq_plan *pf = NULL, *pp = NULL;
+        EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &fused, &pf), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &plain, &pp), PTQ_OK);
+        if (pf && pp) {
+            EXPECT_EQ_INT(ptq_plan_run(pf, &x, 1), PTQ_OK);
+            EXPECT_EQ_INT(ptq_plan_run(pp, &x, 1), PTQ_OK);
+            const ptq_tensor *yf = ptq_plan_output(pf, 0, NULL), *yp = ptq_plan_output(pp, 0, NULL);
+            EXPECT(memcmp(yf->data, yp->data, ptq_tensor_nbytes(yp)) == 0);
+            /* fused (same scale): no int8 tensor in the arena */
+            if (c < 2) EXPECT(ptq_plan_arena_bytes(pf) < ptq_plan_arena_bytes(pp));
+            else EXPECT_EQ_INT(ptq_plan_arena_bytes(pf), ptq_plan_arena_bytes(pp));
+            EXPECT_EQ_INT(seen.calls, 1);
+            EXPECT_EQ_INT(seen.producer, g->values[val(g, "dq")].producer);
+            const float *y = yp->data;
+            int clamped = 0;
+            for (int i = 0; i < 3000; i++) clamped += y[i] == (with_zp ? 130.0f : 255.0f) * (c < 2 ? 0.02f : 0.03f);
+            EXPECT(clamped > 0);
+        }
+        ptq_plan_destroy(pf);
+        ptq_plan_destroy(pp);
+        ptq_graph_destroy(g);
+    }
+    ptq_arena_pool_destroy(pool);
+    ptq_tensor_free(&x);
+}
+
 /* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds at plan time: the plan
  * then runs only the Reshape on the activation. */
 TEST(shape_subgraphs_fold)
@@ -351,6 +456,7 @@ int main(void)
     RUN(symbolic_dims_must_be_bound);
     RUN(arena_reuses_dead_buffers);
     RUN(fusion_matches_unfused_and_observer_sees_all);
+    RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
     RUN(shape_subgraphs_fold);
     return test_summary();
 }
