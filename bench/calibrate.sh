@@ -5,7 +5,7 @@
 #    640x640, the cls and the rec model; target <= 1.3x;
 #  - peak RSS of det's calibration for 8 and 160 images (target: within 2 %, under 600 MB);
 #  - `ptq compare` with 5 methods against one `ptq quantize` on the same images, target <= 2x (issue 14).
-# Wall-clock seconds, best of 2 runs (RSS rows: one run). Written to build/bench/calibrate.md.
+# Wall-clock seconds (ms resolution), best of 3 runs (RSS rows: one run). Written to build/bench/calibrate.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -21,11 +21,14 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do cat "$OUT/16.list"; done > "$OUT/160.list"
 awk 'NR % 2 == 1' "$OUT/all.list" | head -n 8 > "$OUT/calib8.list"
 awk 'NR % 2 == 0' "$OUT/all.list" | head -n 4 > "$OUT/eval4.list"
 T="--threads 2"
-best() { # runs command... $RUNS times (default 2) -> "seconds rss_mb" of the fastest
-  local b=""
-  for _ in $(seq "${RUNS:-2}"); do
-    /usr/bin/time -f "%e %M" -o "$OUT/time.txt" "$@" >/dev/null 2>&1
-    read -r s kb < "$OUT/time.txt"
+best() { # runs command... $RUNS times (default 3) -> "seconds rss_mb" of the fastest (ms resolution)
+  local b="" t0 t1 s
+  for _ in $(seq "${RUNS:-3}"); do
+    t0=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$OUT/time.txt" "$@" >/dev/null 2>&1
+    t1=$(date +%s%N)
+    s=$(/usr/bin/python3 -c "print(f'{($t1 - $t0) / 1e9:.3f}')")
+    read -r kb < "$OUT/time.txt"
     if [ -z "$b" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if $s < ${b%% *} else 1)"; then b="$s $((kb / 1024))"; fi
   done
   echo "$b"
@@ -43,6 +46,21 @@ cal8=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/8.list" --preset paddleo
 cal160=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/160.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
 quant=$(best "$PTQ" quantize $DET --images "$OUT/calib8.list" --preset paddleocr-det --batch 4 --method entropy -o "$OUT/q.onnx" $T)
 comp=$(best "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T)
+# where compare's time goes (its own progress lines): calibration pass, evaluating the 5 QDQ models
+# and the FP32 reference on the 4 images, layer-wise errors of the best method (FP32 and QDQ in lockstep)
+"$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T \
+  2>&1 >/dev/null | tr -d '\r' > "$OUT/compare.log"
+phases=$(/usr/bin/python3 - "$OUT/compare.log" <<'PYEOF'
+import re, sys
+t = open(sys.argv[1]).read()
+cal = float(re.search(r"calibration pass ([0-9.]+) s", t).group(1))
+ev = float(re.search(r"([0-9.]+) s; evaluating", t).group(1))
+lw = float(re.search(r"([0-9.]+) s; layer-wise", t).group(1))
+tot = float(re.search(r"; ([0-9.]+) s, peak RSS", t).group(1))
+print(f"calibration {cal:.1f} s, evaluation {lw - ev:.1f} s, layer-wise {tot - lw:.1f} s")
+PYEOF
+)
+run4=$(best "$PTQ" run $DET --images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T)
 {
   echo "| 16 photos, batch 8, 2 threads | run --images s | calibrate --method all s | ratio (target <= 1.3) | peak RSS MB run / calibrate |"
   echo "|---|---:|---:|---:|---:|"
@@ -57,4 +75,6 @@ comp=$(best "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/
   echo "|---|---:|---:|---:|"
   echo "| ptq quantize --method entropy, 8 images | ${quant% *} | ${quant#* } | 1.00 |"
   echo "| ptq compare, 5 methods, 8 + 4 images | ${comp% *} | ${comp#* } | $(r ${comp% *} ${quant% *}) x quantize (target <= 2) |"
+  echo "| (compare: $phases) | | | |"
+  echo "| ptq run --images, the 4 evaluation images | ${run4% *} | ${run4#* } | compare runs them 8 times (FP32, 5 QDQ, layer-wise FP32 + QDQ) |"
 } | tee "$OUT/calibrate.md"
