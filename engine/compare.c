@@ -657,7 +657,7 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
  * (quant_round_s8: round half to even, saturate to [-128, 127], NaN to 0; then q * scale
  * in float). Written out here so that it vectorises; blocks of 1024 keep float partial
  * sums short before they are added in double. */
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void isolated_sums(const float *a, size_t n, float scale, sums *m)
 {
     double s_ab = 0, s_aa = 0, s_bb = 0, s_dd = 0;

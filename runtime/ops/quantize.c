@@ -103,8 +103,9 @@ static void run_split(const ptq_op_ctx *ctx, const qdq_layout *L, qdq_range_fn r
 
 /* ------------------------------------------------------------ QuantizeLinear */
 
-/* avx2 clone: rintf becomes one vroundps (the default build has no SSE4.1 and calls libm) */
-__attribute__((target_clones("avx2", "default")))
+/* avx512f and avx2 clones: rintf becomes one vrndscaleps / vroundps (the default build has no
+ * SSE4.1 and calls libm); the division and rounding are IEEE's in every clone: the same bits */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void quant_seg(const float *restrict x, size_t n, float scale, float zp, float lo, float hi, float *restrict tmp)
 {
     for (size_t i = 0; i < n; i++) {
