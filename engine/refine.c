@@ -266,7 +266,7 @@ static ptq_status pass_observe(const char *name, int node, const ptq_tensor *t, 
  * the full batch and the last one). With two graphs (g2 non-NULL), each batch runs through
  * g first and then g2, so ps2's observer can use what ps saw of the same images. */
 static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pass *ps2, const eng_source *src,
-                           int nthreads, int *images)
+                           int nthreads, ptq_arena_pool *pool, int *images)
 {
     ptq_status st = PTQ_OK;
     ptq_plan *plan[2][2] = {{NULL, NULL}, {NULL, NULL}};
@@ -290,6 +290,7 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
             if (!plan[slot][k]) {
                 ptq_plan_options po = ptq_plan_defaults();
                 po.nthreads = nthreads;
+                po.pool = pool; /* every pass's plans reuse the arenas of the pass before */
                 po.observer = pass_observe;
                 po.observer_user = pk;
                 po.observe_filter = pass_wants;
@@ -367,6 +368,7 @@ typedef struct {
     int per_image;                 /* sampled positions per image and layer */
     uint64_t seed;
     int nthreads;
+    ptq_arena_pool *pool;
 } ctx;
 
 static ptq_status copy_fp(pass *ps, const char *name, const ptq_tensor *t)
@@ -676,8 +678,8 @@ static ptq_status group_pass(const ptq_graph *qdq, const ptq_graph *fp32, ctx *c
     double tp = now();
     pass pf = {.names = &c->fp_name, .n_names = 1, .stop = c->fp_name, .fn = copy_fp, .user = c};
     pass pq = {.names = &c->q_name, .n_names = 1, .stop = c->q_name, .fn = observe_group, .user = c};
-    if (c->samples) TRY(run_pass(fp32, &pf, qdq, &pq, src, c->nthreads, NULL));
-    else TRY(run_pass(qdq, &pq, NULL, NULL, src, c->nthreads, NULL));
+    if (c->samples) TRY(run_pass(fp32, &pf, qdq, &pq, src, c->nthreads, c->pool, NULL));
+    else TRY(run_pass(qdq, &pq, NULL, NULL, src, c->nthreads, c->pool, NULL));
     rep->passes++;
     rep->seconds_passes += now() - tp;
 done:
@@ -732,8 +734,9 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
     const char **names = calloc((size_t)qdq->n_nodes + 1, sizeof *names);
     int *group = calloc((size_t)qdq->n_nodes + 1, sizeof *group);
     int nl = 0, nn = 0;
-    ctx c = {.seed = opt->seed, .nthreads = opt->nthreads};
+    ctx c = {.seed = opt->seed, .nthreads = opt->nthreads, .pool = ptq_arena_pool_create()};
     memset(rep, 0, sizeof *rep);
+    CHECK_ALLOC(c.pool);
     CHECK_ALLOC(L);
     CHECK_ALLOC(names);
     CHECK_ALLOC(group);
@@ -758,7 +761,7 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
     /* the FP32 patch sums of every layer and the number of images, in one pass */
     pass pf = {.names = names, .n_names = nn, .fn = observe_group, .user = &c};
     double tp = now();
-    if (nn) TRY(run_pass(fp32, &pf, NULL, NULL, src, opt->nthreads, &rep->images));
+    if (nn) TRY(run_pass(fp32, &pf, NULL, NULL, src, opt->nthreads, c.pool, &rep->images));
     rep->passes += nn > 0;
     rep->seconds_passes += now() - tp;
     int per_image = rep->images ? (opt->positions + rep->images - 1) / rep->images : opt->positions;
@@ -840,6 +843,7 @@ done:
         free(L[i].xqs);
     }
     ptq_aligned_free(c.fp.data);
+    ptq_arena_pool_destroy(c.pool); /* after every plan of the passes */
     free(L);
     free(names);
     free(group);
