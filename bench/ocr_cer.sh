@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # make bench (issue 13 item 3): what INT8 costs PaddleOCR's end-to-end reading. ptq quantizes
 # PP-OCRv4 det and rec per calibration method (max, percentile 99.99, entropy, mse; rendered text
-# images, the calibration half of bench/quality.sh's split: odd-numbered source photos), then
-# tests/oracle/ocr_pipeline.py (PaddleOCR's det + rec pipeline, ONNX Runtime running the FP32 and
-# the QDQ models) reads the evaluation half of build/textphotos/det plus build/photos/text.png
-# and page.png. CER is against the FP32 pipeline's own reading (not a ground truth): det+rec
-# INT8, det INT8 with rec FP32, rec INT8 on FP32 det's boxes. Written to build/bench/ocr_cer.md.
+# images, the calibration half of bench/quality.sh's split: odd-numbered source photos, 2 renders
+# each), then tests/oracle/ocr_pipeline.py (PaddleOCR's det + rec pipeline, ONNX Runtime running
+# the FP32 and the QDQ models) reads the evaluation half: the even-numbered photos in
+# $TEXT_VARIANTS (default 8) renders each (build/textphotos8; its first 2 are build/textphotos'
+# own) plus build/photos/text.png and page.png. CER is against the FP32 pipeline's own reading
+# (not a ground truth): det+rec INT8, det INT8 with rec FP32, rec INT8 on FP32 det's boxes; and
+# the noise floor: FP32 rec on FP32 det's boxes with each corner moved by up to one pixel.
+# Written to build/bench/ocr_cer.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -28,7 +31,12 @@ for k in det rec; do
     { n = $0; sub(/.*\//, "", n); sub(sub_re, "", n); print (n in calib ? "C" : "E") "\t" $0 }' "$W/calib.photos" - > "$W/$k.split"
   awk -F'\t' '$1 == "C" {print $2}' "$W/$k.split" > "$W/$k.calib"
 done
-{ awk -F'\t' '$1 == "E" {print $2}' "$W/det.split"; echo "$PWD/build/photos/text.png"; echo "$PWD/build/photos/page.png"; } > "$W/eval"
+NV=${TEXT_VARIANTS:-8}
+TEST=$PWD/build/textphotos$NV
+[ -f "$TEST/.done" ] || { $PY tests/oracle/textimages.py build/photos "$TEST" --variants "$NV" >/dev/null && touch "$TEST/.done"; }
+{ ls "$TEST"/det/*.png | sort | awk 'NR == FNR { calib[$1] = 1; next }
+    { n = $0; sub(/.*\//, "", n); sub(/_[0-9]+\.png$/, "", n); if (!(n in calib)) print }' "$W/calib.photos" -
+  echo "$PWD/build/photos/text.png"; echo "$PWD/build/photos/page.png"; } > "$W/eval"
 
 DET=$M/ch_PP-OCRv4_det_infer.onnx
 REC=$M/ch_PP-OCRv4_rec_infer.onnx
@@ -47,6 +55,12 @@ t1=$(date +%s)
 
 $OCR --det "$DET" --rec "$REC" --images "$W/eval" --out "$W/fp32.json" 2>/dev/null
 cer() { $PY tests/oracle/ocr_pipeline.py cer --ref "$W/fp32.json" --hyp "$1" | awk '{printf "%.4f (%s lines identical)", $2, $11}'; }
+floor=""
+for seed in 1 2 3; do # the noise floor: FP32 rec on FP32 boxes moved by up to a pixel
+  $PY tests/oracle/ocr_pipeline.py jitter --ref "$W/fp32.json" --out "$W/jitter$seed.boxes.json" --seed $seed
+  $OCR --boxes-from "$W/jitter$seed.boxes.json" --rec "$REC" --images "$W/eval" --out "$W/jitter$seed.json" 2>/dev/null
+  floor="$floor${floor:+, }$(cer "$W/jitter$seed.json")"
+done
 {
   echo "| method | CER det+rec INT8 | CER det INT8 only | CER rec INT8 only |"
   echo "|---|---:|---:|---:|"
@@ -57,6 +71,7 @@ cer() { $PY tests/oracle/ocr_pipeline.py cer --ref "$W/fp32.json" --hyp "$1" | a
     $OCR --boxes-from "$W/fp32.json" --rec "$W/rec.$n.qdq.onnx" --images "$W/eval" --out "$W/rec.$n.json" 2>/dev/null
     echo "| $meth | $(cer "$W/both.$n.json") | $(cer "$W/det.$n.json") | $(cer "$W/rec.$n.json") |"
   done
+  echo "| FP32, every box corner moved by up to 1 px (3 seeds) | | | $floor |"
 } > "$W/table.md"
 t2=$(date +%s)
 nimg=$(wc -l < "$W/eval")

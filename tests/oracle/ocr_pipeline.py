@@ -32,6 +32,9 @@ usage:
   ocr_pipeline.py --det DET.onnx --rec REC.onnx --keys KEYS --images LIST_OR_DIR_OR_IMAGE --out R.json
                   [--boxes-from R0.json] [--drop-score 0.5] [--threads 2] [--print]
       --boxes-from: take the boxes of an earlier result instead of running det (DET not run).
+  ocr_pipeline.py jitter --ref A.json --out J.json [--px 1] [--seed 1]
+      A's boxes with each corner moved by up to px pixels (seeded): the CER of FP32 rec on them
+      (--boxes-from J.json) is what a one-pixel box difference costs, the CER's noise floor.
   ocr_pipeline.py cer --ref A.json --hyp B.json
       character error rate of B against A: summed Levenshtein distance between the texts of
       each image (lines joined by '\\n' in reading order) over the reference's character
@@ -44,6 +47,7 @@ import argparse
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -336,7 +340,28 @@ def cer(ref_path, hyp_path):
     return edits / max(chars, 1), same / max(lines, 1), edits, chars, lines, missing
 
 
+def jitter(ref, out, px, seed):
+    """ref's boxes with every corner moved by a whole number of pixels in [-px, px] on each axis
+    (Python's random with this seed): run rec on them (--boxes-from) to see what a box that
+    differs by a pixel or two costs the FP32 pipeline itself, the noise floor of a CER."""
+    r = json.load(open(ref))
+    rng = random.Random(seed)
+    for img in r["images"]:
+        for line in img["lines"]:
+            line["box"] = [[x + rng.randint(-px, px), y + rng.randint(-px, px)] for x, y in line["box"]]
+    json.dump(r, open(out, "w"))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "jitter":
+        ap = argparse.ArgumentParser(prog="ocr_pipeline.py jitter")
+        ap.add_argument("--ref", required=True)
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--px", type=int, default=1)
+        ap.add_argument("--seed", type=int, default=1)
+        a = ap.parse_args(sys.argv[2:])
+        jitter(a.ref, a.out, a.px, a.seed)
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "cer":
         ap = argparse.ArgumentParser(prog="ocr_pipeline.py cer")
         ap.add_argument("--ref", required=True)
