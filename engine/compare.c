@@ -197,10 +197,10 @@ static void sums_add_lanes(sums *m, const float *a, const float *b, size_t n)
 {
     double ab[LANES] = {0}, aa[LANES] = {0}, bb[LANES] = {0}, dd[LANES] = {0}, mx[LANES] = {0};
     int nan = 0;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
+    for (size_t i = 0; i < n; i += LANES) { /* past the end, both sides are 0: nothing added */
+        int k = n - i < LANES ? (int)(n - i) : LANES;
         for (int l = 0; l < LANES; l++) {
-            double x = a[i + l], y = b[i + l], d = x - y, ad = fabs(d);
+            double x = l < k ? (double)a[i + l] : 0.0, y = l < k ? (double)b[i + l] : 0.0, d = x - y, ad = fabs(d);
             ab[l] += x * y;
             aa[l] += x * x;
             bb[l] += y * y;
@@ -208,14 +208,6 @@ static void sums_add_lanes(sums *m, const float *a, const float *b, size_t n)
             mx[l] = ad > mx[l] ? ad : mx[l];
             nan |= d != d;
         }
-    for (int l = 0; i < n; i++, l++) {
-        double x = a[i], y = b[i], d = x - y, ad = fabs(d);
-        ab[l] += x * y;
-        aa[l] += x * x;
-        bb[l] += y * y;
-        dd[l] += d * d;
-        mx[l] = ad > mx[l] ? ad : mx[l];
-        nan |= d != d;
     }
     for (int l = 0; l < LANES; l++) {
         m->ab += ab[l];

@@ -101,6 +101,17 @@ static void run_split(const ptq_op_ctx *ctx, const qdq_layout *L, qdq_range_fn r
     }
 }
 
+/* Checks the inputs (zero point of dtype zp_dt, see qdq_check) and runs range over every
+ * element. */
+static ptq_status qdq_run(ptq_op_ctx *ctx, ptq_dtype zp_dt, qdq_range_fn range)
+{
+    qdq_layout L;
+    ptq_status st = qdq_check(ctx, zp_dt, &L);
+    if (st != PTQ_OK || L.total == 0) return st;
+    run_split(ctx, &L, range);
+    return PTQ_OK;
+}
+
 /* ------------------------------------------------------------ QuantizeLinear */
 
 /* avx512f and avx2 clones: rintf becomes one vrndscaleps / vroundps (the default build has no
@@ -158,11 +169,7 @@ static ptq_status quantize_infer(ptq_op_ctx *ctx)
 
 static ptq_status quantize_run(ptq_op_ctx *ctx)
 {
-    qdq_layout L;
-    ptq_status st = qdq_check(ctx, PTQ_UNDEFINED, &L);
-    if (st != PTQ_OK || L.total == 0) return st;
-    run_split(ctx, &L, quant_range);
-    return PTQ_OK;
+    return qdq_run(ctx, PTQ_UNDEFINED, quant_range);
 }
 
 const ptq_op_def op_quantize_linear = {quantize_infer, quantize_run, NULL, 0};
@@ -208,11 +215,7 @@ static ptq_status dequantize_infer(ptq_op_ctx *ctx)
 
 static ptq_status dequantize_run(ptq_op_ctx *ctx)
 {
-    qdq_layout L;
-    ptq_status st = qdq_check(ctx, ctx->in[0]->dtype, &L);
-    if (st != PTQ_OK || L.total == 0) return st;
-    run_split(ctx, &L, dequant_range);
-    return PTQ_OK;
+    return qdq_run(ctx, ctx->in[0]->dtype, dequant_range);
 }
 
 const ptq_op_def op_dequantize_linear = {dequantize_infer, dequantize_run, NULL, 0};
@@ -253,11 +256,7 @@ static ptq_status fake_infer(ptq_op_ctx *ctx)
 
 static ptq_status fake_run(ptq_op_ctx *ctx)
 {
-    qdq_layout L;
-    ptq_status st = qdq_check(ctx, PTQ_UNDEFINED, &L);
-    if (st != PTQ_OK || L.total == 0) return st;
-    run_split(ctx, &L, fake_range);
-    return PTQ_OK;
+    return qdq_run(ctx, PTQ_UNDEFINED, fake_range);
 }
 
 const ptq_op_def ptq_op_quantize_dequantize = {fake_infer, fake_run, NULL, 0};
