@@ -313,6 +313,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
     popt.tile_sink = make_sink;
     popt.keep_values = 1;                /* statistics of the model's own numbers */
     popt.nthreads = o.threads;
+    popt.pool = col->pool;
     col->g = g;
     if (!col->by_name && !(col->by_name = name_index(g))) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
     if (!col->pos) {

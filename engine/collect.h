@@ -15,6 +15,7 @@
 #include "calib/calib.h"
 #include "preprocess/dataset.h"
 #include "runtime/graph.h"
+#include "runtime/plan.h"
 
 typedef struct {
     char *name;
@@ -30,6 +31,7 @@ typedef struct {
      * with no exclusions (quant_calib_tensors), a view (Reshape, ...) of another observed once */
     const char *const *globs;
     int n_globs;
+    ptq_arena_pool *pool;     /* NULL, or the pass's plans take their arenas from it (borrowed) */
     /* private to eng_collect */
     const ptq_graph *g;
     int *want, *pos;          /* per value: quant_calib_tensors' answer; plan order */

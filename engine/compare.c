@@ -388,6 +388,11 @@ cmp_cache *cmp_cache_create(size_t budget)
     return c;
 }
 
+ptq_arena_pool *cmp_cache_pool(cmp_cache *c)
+{
+    return c ? c->pool : NULL;
+}
+
 static void cache_clear(cmp_cache *c)
 {
     for (int i = 0; i < c->n_b; i++) {

@@ -36,6 +36,9 @@
 typedef struct cmp_cache cmp_cache;
 cmp_cache *cmp_cache_create(size_t budget_bytes);
 void cmp_cache_destroy(cmp_cache *c); /* NULL-safe */
+/* The cache's arena pool, for other plans run before the evaluations (compare's calibration
+ * pass): their arenas are then the evaluations' first. */
+ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
 
 /* The metric that drives decisions (the best method, the exclusion search's target);
  * every metric that applies is reported anyway. All are "higher is better".

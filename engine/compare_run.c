@@ -36,14 +36,19 @@ eng_compare_job eng_compare_job_defaults(void)
 
 ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result *res)
 {
+    ptq_status st = PTQ_OK;
     if (!job->src->o.log.progress && !job->src->o.log.message) job->src->o.log = job->log;
-    return eng_collect(job->g, job->model, job->src, &res->col);
+    if (!res->cache && !(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    res->col.pool = cmp_cache_pool(res->cache); /* the pass's arenas serve the evaluations next */
+    st = eng_collect(job->g, job->model, job->src, &res->col);
+done:
+    return st;
 }
 
 ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
-    if (!(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->cache && !(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
     res->ev = (cmp_eval){.g = job->g, .model = job->model, .o = job->src->o, .cfg = job->eval_cfg, .labels = job->labels,
                          .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric};
     res->ev.o.images = job->eval_images;
