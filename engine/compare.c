@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,13 +603,21 @@ typedef struct {
 } layer_acc;
 
 /* Copies of the QDQ side go back to a list of spare buffers when compared, and the next copy
- * takes the smallest spare that fits: memory the kernel has mapped already, not fresh pages
- * for every tensor of every batch. */
+ * takes the smallest spare that fits, else a new buffer cut from a slab (the largest free arena
+ * of the evaluations' pool, when there is one), else malloc: memory the kernel has mapped
+ * already, not fresh pages for every tensor of every batch. */
 typedef struct {
     float **buf;
     size_t *cap;
     int n;
+    char *slab;          /* borrowed from the pool; buffers cut from it are not freed alone */
+    size_t slab_cap, slab_used;
 } spares;
+
+static int from_slab(const spares *s, const float *p)
+{
+    return s->slab && (const char *)p >= s->slab && (const char *)p < s->slab + s->slab_cap;
+}
 
 static void spare_put(spares *s, float *p, size_t cap)
 {
@@ -623,7 +632,12 @@ static float *spare_take(spares *s, size_t n, size_t *cap)
     for (int i = 0; i < s->n; i++)
         if (s->cap[i] >= n && (best < 0 || s->cap[i] < s->cap[best])) best = i;
     if (best < 0) {
+        size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
         *cap = n;
+        if (s->slab && s->slab_cap - s->slab_used >= bytes) {
+            s->slab_used += bytes;
+            return (float *)(void *)(s->slab + s->slab_used - bytes);
+        }
         return malloc(n * sizeof(float));
     }
     float *p = s->buf[best];
@@ -644,6 +658,7 @@ typedef struct {
     int q_finished;
     int pending;                     /* layer the QDQ plan is being stepped to, or -1 */
     spares spare;                    /* one slot per layer: a layer holds a copy or a spare */
+    int nthreads;
     const float *fp32;               /* that layer's FP32 data */
 } lockstep;
 
@@ -664,6 +679,8 @@ static int wants_qdq(const char *name, void *user)
     return node >= 0 && ls->dq_slot[node] >= 0;
 }
 
+static ptq_status layer_sums(const float *a, const float *b, size_t n, float scale, int nthreads, sums *m);
+
 /* QDQ side: a dequantized tensor. Compared at once when the FP32 side is waiting for it,
  * copied when it came first. */
 static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, void *user)
@@ -677,8 +694,7 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
     size_t n = ptq_tensor_numel(t);
     if (k == ls->pending) {
         ls->pending = -1;
-        sums_add_lanes(&l->acc, ls->fp32, t->data, n);
-        return PTQ_OK;
+        return layer_sums(ls->fp32, t->data, n, 0.0f, ls->nthreads, &l->acc);
     }
     spare_put(&ls->spare, l->copy, l->copy_cap);
     l->copy = spare_take(&ls->spare, n, &l->copy_cap);
@@ -723,6 +739,36 @@ static void isolated_sums(const float *a, size_t n, float scale, sums *m)
     }
 }
 
+/* The layer-wise sums of a (and b, or DQ(Q(a)) with `scale` when b is NULL) over blocks of
+ * 2^16 elements, the blocks in parallel and their sums added in block order: the same bits at
+ * any thread count. */
+#define SUM_BLOCK ((size_t)1 << 16)
+static ptq_status layer_sums(const float *a, const float *b, size_t n, float scale, int nthreads, sums *m)
+{
+    size_t nb = (n + SUM_BLOCK - 1) / SUM_BLOCK;
+    sums *part = calloc(nb + 1, sizeof *part);
+    if (!part) {
+        ptq_error("out of memory comparing layers");
+        return PTQ_ERR_NOMEM;
+    }
+    int nt = nthreads > 1 && nb > 1 ? nthreads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (size_t k = 0; k < nb; k++) {
+        size_t off = k * SUM_BLOCK, len = n - off < SUM_BLOCK ? n - off : SUM_BLOCK;
+        if (b) sums_add_lanes(&part[k], a + off, b + off, len);
+        else isolated_sums(a + off, len, scale, &part[k]);
+    }
+    for (size_t k = 0; k < nb; k++) {
+        m->ab += part[k].ab;
+        m->aa += part[k].aa;
+        m->bb += part[k].bb;
+        m->dd += part[k].dd;
+        if (part[k].max_abs > m->max_abs) m->max_abs = part[k].max_abs;
+    }
+    free(part);
+    return PTQ_OK;
+}
+
 /* FP32 side: a tensor the QDQ model quantizes. Isolated error at once; accumulated
  * against the copy, or by stepping the QDQ plan until it dequantizes the same tensor. */
 static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, void *user)
@@ -737,9 +783,9 @@ static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, 
     const float *a = t->data;
     size_t n = ptq_tensor_numel(t);
     if (l->order < 0) l->order = ls->seen++;
-    isolated_sums(a, n, l->scale, &l->iso);
+    TRY(layer_sums(a, NULL, n, l->scale, ls->nthreads, &l->iso));
     if (l->copy) {
-        if (l->copy_n == n) sums_add_lanes(&l->acc, a, l->copy, n);
+        if (l->copy_n == n) TRY(layer_sums(a, l->copy, n, 0.0f, ls->nthreads, &l->acc));
         spare_put(&ls->spare, l->copy, l->copy_cap);
         l->copy = NULL;
         return PTQ_OK;
@@ -763,6 +809,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
     ls.tensor_slot = malloc(sizeof(int) * ((size_t)ev->g->n_values + 1));
     ls.dq_slot = malloc(sizeof(int) * ((size_t)gq->n_nodes + 1));
+    if (ev->cache) ls.spare.slab = ptq_arena_pool_take_largest(ev->cache->pool, &ls.spare.slab_cap);
     ls.spare.buf = malloc(sizeof(float *) * ((size_t)gq->n_nodes + 1));
     ls.spare.cap = malloc(sizeof(size_t) * ((size_t)gq->n_nodes + 1));
     CHECK_ALLOC(ls.spare.buf);
@@ -799,6 +846,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     }
     ra.popt = ptq_plan_defaults();
     ra.popt.nthreads = ev->nthreads;
+    ls.nthreads = ev->nthreads > 0 ? ev->nthreads : omp_get_max_threads();
     ra.popt.pool = ev->cache ? ev->cache->pool : NULL;
     ra.popt.observer = observe_fp32;
     ra.popt.observe_filter = wants_fp32;
@@ -862,8 +910,11 @@ done:
     pp_dataset_close(d);
     eng_runner_free(&ra);
     eng_runner_free(&rb);
-    for (int k = 0; ls.l && k < ls.n; k++) free(ls.l[k].copy);
-    for (int k = 0; k < ls.spare.n; k++) free(ls.spare.buf[k]);
+    for (int k = 0; ls.l && k < ls.n; k++)
+        if (!from_slab(&ls.spare, ls.l[k].copy)) free(ls.l[k].copy);
+    for (int k = 0; k < ls.spare.n; k++)
+        if (!from_slab(&ls.spare, ls.spare.buf[k])) free(ls.spare.buf[k]);
+    if (ls.spare.slab) ptq_arena_pool_put(ev->cache->pool, ls.spare.slab, ls.spare.slab_cap);
     free(ls.spare.buf);
     free(ls.spare.cap);
     free(ls.l);

@@ -33,6 +33,10 @@
 typedef struct ptq_arena_pool ptq_arena_pool;
 ptq_arena_pool *ptq_arena_pool_create(void);
 void ptq_arena_pool_destroy(ptq_arena_pool *pool); /* NULL-safe; frees the free arenas */
+/* The pool's largest free arena for another use (*cap: its bytes), or NULL when it has none;
+ * give it back with ptq_arena_pool_put. */
+void *ptq_arena_pool_take_largest(ptq_arena_pool *pool, size_t *cap);
+void ptq_arena_pool_put(ptq_arena_pool *pool, void *mem, size_t cap);
 
 /* name: the tensor's ONNX name; node: producing node index in the graph, -1 for a graph input. */
 typedef ptq_status (*ptq_observer_fn)(const char *name, int node, const ptq_tensor *t, void *user);
