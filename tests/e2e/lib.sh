@@ -2,6 +2,7 @@
 #   check "name" command...   runs the command; counts a pass or a failure (output shown on failure)
 #   skip "name" "why"         counts a check that does not apply here (tests/run.sh sums them)
 #   finish                    prints "N passed, N failed[, N skipped]" and exits non-zero on failure
+#   refused "part" command... the command fails with one line on stderr (warnings aside) containing part
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -34,3 +35,12 @@ finish() {
 
 # ptq's name sanitising for output files
 sanitise() { echo "$1" | sed 's/[^A-Za-z0-9._-]/_/g'; }
+
+refused() { # expected-message-part, command...: non-zero exit, one line on stderr containing the part
+  local want=$1; shift
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then echo "accepted: $*"; return 1; fi
+  [ "$(echo "$err" | grep -v ': warning: ' | wc -l)" = 1 ] || { echo "not one line: $err"; return 1; }
+  echo "$err" | grep -qF -- "$want" || { echo "message lacks '$want': $err"; return 1; }
+  echo "$err" | grep -v ': warning: '
+}

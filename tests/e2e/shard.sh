@@ -50,14 +50,6 @@ same_caches() { # a b: every method's cache and JSON identical
   done
   echo "6 caches and 6 JSON files identical"
 }
-refused() { # expected-message-part, command...: non-zero exit, one line on stderr containing the part
-  local want=$1; shift
-  local err
-  if err=$("$@" 2>&1 >/dev/null); then echo "accepted: $*"; return 1; fi
-  [ "$(echo "$err" | grep -v ': warning: ' | wc -l)" = 1 ] || { echo "not one line: $err"; return 1; }
-  echo "$err" | grep -qF -- "$want" || { echo "message lacks '$want': $err"; return 1; }
-  echo "$err" | grep -v ': warning: '
-}
 
 one_pass() {
   cal one --images "$PHOTOS" $PP --stats "$TMP/one.ptqstats" &&
