@@ -1173,11 +1173,12 @@ static void print_profile(const ptq_plan *p)
     }
 }
 
-static ptq_status observe(ptq_plan *p, int v, int node)
+/* The observer's call for value v, with v's own producer (also when a fused step made it;
+ * -1 for a graph input). */
+static ptq_status observe(ptq_plan *p, int v)
 {
     const ptq_tensor *t = &p->vals[v];
     if (!observes(p, v)) return PTQ_OK;
-    (void)node; /* the value's own producer, also when a fused step made it */
     return p->opt.observer(p->g->values[v].name, p->g->values[v].producer, t, p->opt.observer_user);
 }
 
@@ -1200,7 +1201,7 @@ ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
         t->data = inputs[i].data;
     }
     if (p->opt.observer)
-        for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i], -1));
+        for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i]));
     p->next_step = 0;
 done:
     return st;
@@ -1225,7 +1226,7 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
     if (p->opt.observer) {
         t0 = p->prof_ms ? omp_get_wtime() : 0;
         for (int o = 0; o < s->ctx.n_out; o++)
-            if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o], s->node));
+            if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o]));
         if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
     }
 done:

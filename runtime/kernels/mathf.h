@@ -130,6 +130,17 @@ static inline double ptq_mathf_expm1_core(double x)
     return (s - 1.0) + s * q;
 }
 
+/* The range reduction of both logarithms: x = 2^e m with m in [sqrt(1/2), sqrt(2)); *f = m - 1,
+ * returns e exactly. bias (a power of two above |e|) keeps k = e + bias non-negative, so the
+ * shifts are logical and vectorise without 64-bit arithmetic shifts. */
+static inline double ptq_mathf_log_reduce(double x, uint64_t bias, double *f)
+{
+    uint64_t u = ptq_mathf_bits_d(x);
+    uint64_t k = (u - 0x3fe6a09e667f3bcdu + (bias << 52)) >> 52;
+    *f = ptq_mathf_from_bits_d(u - (k << 52) + (bias << 52)) - 1.0;
+    return ptq_mathf_from_bits_d(0x4330000000000000u | k) - (0x1p52 + (double)bias);
+}
+
 /* ptq_log's algorithm for a positive, finite, normal x, written to vectorise (no branch, the
  * exponent converted through the bits): ln(x) + kadj ln 2, where kadj (0, or -54 for a
  * subnormal scaled by 2^54) joins the exponent before the multiplications. ptq_log and the
@@ -138,11 +149,7 @@ static inline double ptq_mathf_expm1_core(double x)
 #define PTQ_MATHF_LN2_LO 0x1.a39ef35793c76p-33
 static inline double ptq_mathf_log_normal(double x, double kadj)
 {
-    uint64_t u = ptq_mathf_bits_d(x);
-    uint64_t k = (u - 0x3fe6a09e667f3bcdu + ((uint64_t)1024 << 52)) >> 52;
-    double m = ptq_mathf_from_bits_d(u - (k << 52) + ((uint64_t)1024 << 52));
-    double kd = (ptq_mathf_from_bits_d(0x4330000000000000u | k) - (0x1p52 + 1024.0)) + kadj; /* k - 1024 + kadj, exactly */
-    double f = m - 1.0;
+    double f, kd = ptq_mathf_log_reduce(x, 1024, &f) + kadj; /* e + kadj, exactly */
     double s = f / (2.0 + f);
     double z = s * s;
     double r = 2.0 / 23.0;
@@ -165,13 +172,7 @@ static inline double ptq_mathf_log_normal(double x, double kadj)
  * below 2^-38 (absolute below 2^-40 near x = 1). */
 static inline double ptq_mathf_log_core(double x)
 {
-    /* k = floor(log2(x / sqrt(1/2))), kept non-negative by an offset of 512 so the
-     * shifts are logical and vectorise without 64-bit arithmetic shifts */
-    uint64_t d = ptq_mathf_bits_d(x) - 0x3fe6a09e667f3bcdu + ((uint64_t)512 << 52);
-    uint64_t k = d >> 52;
-    double m = ptq_mathf_from_bits_d(ptq_mathf_bits_d(x) - (k << 52) + ((uint64_t)512 << 52));
-    double kd = ptq_mathf_from_bits_d(0x4330000000000000u | k) - (0x1p52 + 512.0);
-    double f = m - 1.0;
+    double f, kd = ptq_mathf_log_reduce(x, 512, &f);
     double s = f / (2.0 + f);
     double z = s * s;
     double r = 2.0 / 13.0;
