@@ -638,30 +638,37 @@ static double method_mse(const double *H, double w)
     return (best_i + 0.5) * w;
 }
 
+void calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax_out, int *warn)
+{
+    double amax = s->amax, w = amax / CALIB_ANALYSIS_BINS, *H = NULL;
+    int bad = !(amax >= 0x1p-30) || !isfinite(amax) || s->range == 0.0;
+    for (int i = 0; i < n; i++) {
+        double r = amax;
+        if (!bad && m[i].kind != CALIB_MAX) {
+            if (!H) { /* resampled once for every method that reads it */
+                if (!(H = malloc(sizeof(double) * CALIB_ANALYSIS_BINS))) {
+                    amax_out[i] = (float)amax;
+                    warn[i] = 0;
+                    continue;
+                }
+                calib_analysis_hist(s, H);
+            }
+            if (m[i].kind == CALIB_PERCENTILE) r = method_percentile(H, w, m[i].percentile);
+            else if (m[i].kind == CALIB_ENTROPY) r = method_entropy(H, w);
+            else r = method_mse(H, w);
+        }
+        float f = (float)r;
+        warn[i] = bad || !(f >= 0x1p-30f) || !isfinite(f);
+        amax_out[i] = warn[i] ? 1.0f : f;
+    }
+    free(H);
+}
+
 float calib_amax(const calib_stats *s, const calib_method *m, int *warn)
 {
-    double amax = s->amax, r = amax;
-    *warn = 0;
-    if (!(amax >= 0x1p-30) || !isfinite(amax) || s->range == 0.0) {
-        *warn = 1;
-        return 1.0f;
-    }
-    if (m->kind != CALIB_MAX) {
-        double *H = malloc(sizeof(double) * CALIB_ANALYSIS_BINS);
-        if (!H) return (float)amax;
-        calib_analysis_hist(s, H);
-        double w = amax / CALIB_ANALYSIS_BINS;
-        if (m->kind == CALIB_PERCENTILE) r = method_percentile(H, w, m->percentile);
-        else if (m->kind == CALIB_ENTROPY) r = method_entropy(H, w);
-        else r = method_mse(H, w);
-        free(H);
-    }
-    float f = (float)r;
-    if (!(f >= 0x1p-30f) || !isfinite(f)) {
-        *warn = 1;
-        return 1.0f;
-    }
-    return f;
+    float a;
+    calib_amaxes(s, m, 1, &a, warn);
+    return a;
 }
 
 int calib_method_parse(const char *s, calib_method *m)

@@ -88,5 +88,8 @@ int calib_methods_parse(const char *s, calib_method *out, int cap, int *n);
 /* The method's amax; 1.0 (and *warn = 1) when the tensor was all zeros, never finite or
  * its amax fell below 2^-30 (spec §1). */
 float calib_amax(const calib_stats *s, const calib_method *m, int *warn);
+/* calib_amax of n methods at once (amax[i], warn[i] for m[i]): the analysis histogram is
+ * resampled once for all of them. */
+void calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax, int *warn);
 
 #endif

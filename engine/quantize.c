@@ -16,23 +16,24 @@
 void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
                         io_cache_entry *const *entries, int *warn)
 {
-    int64_t n = (int64_t)n_methods * col->n;
-    /* one loop over every (method, tensor): the searches of entropy and mse, which cost the
-     * most, spread over the threads with the rest (each item is independent: the same result
-     * at any thread count) */
+    /* tensors are independent (the same result at any thread count); each resamples its
+     * analysis histogram once for all the methods */
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t k = 0; k < n; k++) {
-        int m = (int)(k / col->n), i = (int)(k % col->n), w = 0;
-        float a = calib_amax(col->t[i].stats, &methods[m], &w);
-        if (ranges && ranges[m]) {
-            ranges[m][i].name = col->t[i].name;
-            ranges[m][i].amax = a;
+    for (int i = 0; i < col->n; i++) {
+        float a[CALIB_MAX_METHODS];
+        int w[CALIB_MAX_METHODS];
+        calib_amaxes(col->t[i].stats, methods, n_methods, a, w);
+        for (int m = 0; m < n_methods; m++) {
+            if (ranges && ranges[m]) {
+                ranges[m][i].name = col->t[i].name;
+                ranges[m][i].amax = a[m];
+            }
+            if (entries && entries[m]) {
+                entries[m][i].name = col->t[i].name;
+                entries[m][i].scale = a[m] / 127.0f;
+            }
         }
-        if (entries && entries[m]) {
-            entries[m][i].name = col->t[i].name;
-            entries[m][i].scale = a / 127.0f;
-        }
-        if (warn && m == 0) warn[i] = w;
+        if (warn) warn[i] = w[0];
     }
 }
 
