@@ -495,6 +495,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     pp_dataset *d = NULL;
     cmp_cache *cache = ev->cache;
     eng_runner ref = {.g = ev->g, .model = ev->model};
+    eng_memory mem = {0};
     eng_runner *rs = calloc((size_t)n + 1, sizeof *rs);
     acc *accs = calloc((size_t)n + 1, sizeof *accs);
     float **fp32 = NULL;
@@ -507,7 +508,11 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     ref.popt = ptq_plan_defaults();
     ref.popt.nthreads = ev->nthreads;
     ref.popt.pool = cache ? cache->pool : NULL;
-    for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt};
+    /* one activation block for all: the reference's outputs are copied before the variants
+     * run, and each variant is scored right after its run */
+    mem.pool = ref.popt.pool;
+    ref.shared = &mem;
+    for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
     if (cache && cache->complete) { /* decoded and run in FP32 before */
         struct timespec c0, c1;
         int done_images = 0;
@@ -581,6 +586,7 @@ done:
     pp_dataset_close(d);
     eng_runner_free(&ref);
     for (int k = 0; rs && k < n; k++) eng_runner_free(&rs[k]);
+    eng_memory_free(&mem);
     for (int o = 0; fp32 && o < n_out; o++) free(fp32[o]);
     free(fp32);
     free(cap);

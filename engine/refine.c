@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/runner.h"
 #include "quant/adaround.h"
 #include "quant/qdq.h"
 #include "runtime/graph_edit.h"
@@ -270,6 +271,7 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
 {
     ptq_status st = PTQ_OK;
     ptq_plan *plan[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    eng_memory mem = {.pool = pool}; /* one block for all: g's observer copies what g2's needs */
     ptq_tensor shape[2] = {{0}, {0}};
     int in_v = data_input(g), opened = 0, done = 0;
     if (in_v < 0) FAIL(PTQ_ERR_FORMAT, "the model has no data input");
@@ -284,13 +286,14 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
             const ptq_graph *gk = k ? g2 : g;
             pass *pk = k ? ps2 : ps;
             if (plan[slot][k] && !ptq_shape_equal(&shape[slot], &t)) {
+                if (mem.bound == plan[slot][k]) mem.bound = NULL;
                 ptq_plan_destroy(plan[slot][k]);
                 plan[slot][k] = NULL;
             }
             if (!plan[slot][k]) {
                 ptq_plan_options po = ptq_plan_defaults();
                 po.nthreads = nthreads;
-                po.pool = pool; /* every pass's plans reuse the arenas of the pass before */
+                po.bound_memory = 1;
                 po.observer = pass_observe;
                 po.observer_user = pk;
                 po.observe_filter = pass_wants;
@@ -300,6 +303,7 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
             }
             pk->first = done;
             pk->stopped = 0;
+            TRY(eng_memory_bind(&mem, plan[slot][k]));
             TRY(ptq_plan_begin(plan[slot][k], &t, 1));
             for (int fin = 0; !fin && !pk->stopped;) TRY(ptq_plan_step(plan[slot][k], &fin));
         }
@@ -311,6 +315,7 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
 done:
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++) ptq_plan_destroy(plan[i][k]);
+    eng_memory_free(&mem); /* back to the pool: the next pass reuses it */
     if (opened) src->close(src->user);
     return st;
 }

@@ -113,20 +113,26 @@ ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x)
     r->plan = NULL;
     for (int i = 0; i < ENG_RUNNER_PLANS && !e; i++)
         if (r->slots[i].used && !memcmp(r->slots[i].dims, dims, sizeof dims)) e = &r->slots[i];
+    eng_memory *m = r->shared ? r->shared : &r->own;
     if (!e) { /* an empty slot, else the least recently used plan gives its place */
         e = &r->slots[0];
         for (int i = 1; i < ENG_RUNNER_PLANS; i++)
             if (r->slots[i].used < e->used) e = &r->slots[i];
+        if (m->bound == e->plan) m->bound = NULL;
         ptq_plan_destroy(e->plan);
         memset(e, 0, sizeof *e);
         int in = eng_graph_input(r->g);
         if (in < 0) FAIL(PTQ_ERR_FORMAT, "the model has no input");
         ptq_input_shape s = {.name = r->g->values[in].name, .rank = x->rank};
         memcpy(s.dims, x->dims, sizeof s.dims);
-        TRY(eng_plan_images(r->g, r->model, &s, &r->popt, &e->plan));
+        ptq_plan_options popt = r->popt;
+        popt.bound_memory = 1;
+        TRY(eng_plan_images(r->g, r->model, &s, &popt, &e->plan));
         memcpy(e->dims, dims, sizeof dims);
     }
     e->used = ++r->tick;
+    if (!m->mem && !r->shared) m->pool = r->popt.pool;
+    TRY(eng_memory_bind(m, e->plan));
     r->plan = e->plan;
 done:
     return st;
@@ -138,11 +144,46 @@ ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x)
     return st == PTQ_OK ? ptq_plan_run(r->plan, x, 1) : st;
 }
 
+ptq_status eng_memory_bind(eng_memory *m, ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    size_t need = ptq_plan_memory_bytes(p);
+    if (need > m->cap) { /* a bigger block: every plan bound to the old one is rebound on use */
+        ptq_aligned_free(m->mem); /* too small here: not kept in the pool either */
+        m->mem = NULL;
+        m->cap = 0;
+        m->bound = NULL;
+        if (!(m->mem = ptq_arena_pool_take(m->pool, need, &m->cap))) {
+            m->cap = 0;
+            FAIL(PTQ_ERR_NOMEM, "out of memory: %.1f MiB of activations", (double)need / 1048576.0);
+        }
+    }
+    if (m->bound != p) {
+        ptq_plan_bind_memory(p, m->mem);
+        m->bound = p;
+    }
+done:
+    return st;
+}
+
+void eng_memory_free(eng_memory *m)
+{
+    ptq_arena_pool_put(m->pool, m->mem, m->cap);
+    m->mem = NULL;
+    m->cap = 0;
+    m->bound = NULL;
+}
+
 void eng_runner_free(eng_runner *r)
 {
-    for (int i = 0; i < ENG_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
+    eng_memory *m = r->shared ? r->shared : &r->own;
+    for (int i = 0; i < ENG_RUNNER_PLANS; i++) {
+        if (m->bound && m->bound == r->slots[i].plan) m->bound = NULL;
+        ptq_plan_destroy(r->slots[i].plan);
+    }
     memset(r->slots, 0, sizeof r->slots);
     r->plan = NULL;
+    eng_memory_free(&r->own);
 }
 
 ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const pp_config *cfg, int fuse, int *images,

@@ -8,7 +8,8 @@
  *   const ptq_tensor *y = ptq_plan_output(r.plan, 0, NULL);
  *   eng_runner_free(&r);
  *
- * The graph is borrowed and must outlive the runner; it must have one data input. */
+ * The graph is borrowed and must outlive the runner; it must have one data input. Outputs
+ * are valid until the runner (or another one sharing its eng_memory) runs again. */
 #ifndef PTQ_ENGINE_RUNNER_H
 #define PTQ_ENGINE_RUNNER_H
 
@@ -18,6 +19,24 @@
 #include "runtime/plan.h"
 
 enum { ENG_RUNNER_PLANS = 4 };
+
+/* The activation memory of runner plans (plan.h, bound_memory): one block, grown to the
+ * largest plan bound so far and rebound on each change of plan, so that a runner holding
+ * plans of several shapes keeps one arena, not one per plan. Several runners may share one
+ * when each one's outputs are read before another runs (compare's evaluation: the FP32
+ * reference and every QDQ variant). */
+typedef struct {
+    void *mem;
+    size_t cap;
+    const ptq_plan *bound; /* the plan bound last, NULL if none */
+    ptq_arena_pool *pool;  /* where the block comes from and goes back to (NULL: the heap) */
+} eng_memory;
+
+/* Binds p (made with bound_memory) to the block, first growing the block to p's need. */
+ptq_status eng_memory_bind(eng_memory *m, ptq_plan *p);
+/* Gives the block back (to its pool); the struct can be used again. Before destroying a
+ * plan bound last, set m->bound to NULL. */
+void eng_memory_free(eng_memory *m);
 
 typedef struct {
     ptq_plan *plan;       /* owned */
@@ -32,6 +51,8 @@ typedef struct {
     ptq_plan *plan;     /* the plan of the last ready/run (one of slots); NULL until the first batch */
     eng_runner_slot slots[ENG_RUNNER_PLANS];
     unsigned long tick;
+    eng_memory *shared; /* NULL: the runner's own block (from popt.pool) */
+    eng_memory own;
 } eng_runner;
 
 /* The graph's first input that is not an initializer, or -1. */

@@ -48,6 +48,7 @@ struct ptq_plan {
     int n_steps;
     uint8_t *arena;
     size_t arena_bytes, arena_cap; /* what the plan uses, what the arena holds */
+    size_t *offsets;          /* each arena value's offset (opt.bound_memory: kept for binding) */
     void *scratch;
     size_t scratch_bytes;
     double flops;
@@ -101,6 +102,34 @@ ptq_status ptq_graph_check_ops(const ptq_graph *g)
 }
 
 static void print_profile(const ptq_plan *p);
+
+/* Points every arena value at its offset in `arena` and every step at `scratch`. */
+static void bind(ptq_plan *p, uint8_t *arena, void *scratch)
+{
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        s->ctx.scratch = scratch;
+        if (s->skip) continue;
+        for (int o = 0; o < s->ctx.n_out; o++)
+            if (s->out_vals[o] >= 0) p->vals[s->out_vals[o]].data = arena + p->offsets[s->out_vals[o]];
+    }
+    p->arena = arena;
+    p->scratch = scratch;
+}
+
+#define ALIGN64(n) (((n) + 63) & ~(size_t)63)
+
+size_t ptq_plan_memory_bytes(const ptq_plan *p)
+{
+    size_t n = ALIGN64(p->arena_bytes) + p->scratch_bytes;
+    return n ? n : 64;
+}
+
+void ptq_plan_bind_memory(ptq_plan *p, void *mem)
+{
+    uint8_t *m = mem;
+    bind(p, m, p->scratch_bytes ? m + ALIGN64(p->arena_bytes) : NULL);
+}
 
 static void step_clear(plan_step *s)
 {
@@ -204,6 +233,11 @@ void *ptq_arena_pool_take_largest(ptq_arena_pool *pool, size_t *cap)
     return m;
 }
 
+void *ptq_arena_pool_take(ptq_arena_pool *pool, size_t bytes, size_t *cap)
+{
+    return arena_take(pool, bytes, cap);
+}
+
 void ptq_arena_pool_put(ptq_arena_pool *pool, void *mem, size_t cap)
 {
     arena_put(pool, mem, cap);
@@ -224,8 +258,11 @@ void ptq_plan_destroy(ptq_plan *p)
     free(p->last_use);
     free(p->input_vals);
     free(p->output_vals);
-    arena_put(p->opt.pool, p->arena, p->arena_cap);
-    ptq_aligned_free(p->scratch);
+    free(p->offsets);
+    if (!p->opt.bound_memory) {
+        arena_put(p->opt.pool, p->arena, p->arena_cap);
+        ptq_aligned_free(p->scratch);
+    }
     free(p);
 }
 
@@ -1109,23 +1146,26 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     if (p->opt.max_arena_bytes && p->arena_bytes > p->opt.max_arena_bytes)
         FAIL(PTQ_ERR_NOMEM, "the plan needs %.1f MiB of activation memory, over the limit of %.1f MiB",
              (double)p->arena_bytes / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
-    p->arena = arena_take(p->opt.pool, p->arena_bytes ? p->arena_bytes : 64, &p->arena_cap);
-    CHECK_ALLOC(p->arena);
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int o = 0; o < s->ctx.n_out; o++)
-            if (s->out_vals[o] >= 0) p->vals[s->out_vals[o]].data = p->arena + offsets[s->out_vals[o]];
         if (s->ctx.scratch_bytes > p->scratch_bytes) p->scratch_bytes = s->ctx.scratch_bytes;
         p->flops += step_flops(p, s);
     }
-    if (p->scratch_bytes) {
-        p->scratch = ptq_aligned_alloc(p->scratch_bytes);
-        CHECK_ALLOC(p->scratch);
+    p->offsets = offsets;
+    offsets = NULL;
+    if (!p->opt.bound_memory) {
+        p->arena = arena_take(p->opt.pool, p->arena_bytes ? p->arena_bytes : 64, &p->arena_cap);
+        CHECK_ALLOC(p->arena);
+        void *scratch = NULL;
+        if (p->scratch_bytes) {
+            scratch = ptq_aligned_alloc(p->scratch_bytes);
+            CHECK_ALLOC(scratch);
+        }
+        bind(p, p->arena, scratch);
     }
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        s->ctx.scratch = p->scratch;
         if (!s->skip && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
             s->ctx.sink = p->opt.tile_sink(g->values[s->out_vals[0]].name, s->node, p->opt.observer_user);
     }
@@ -1186,6 +1226,7 @@ ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
 {
     ptq_status st = PTQ_OK;
     p->next_step = p->n_steps;
+    if (!p->arena) FAIL(PTQ_ERR_ARG, "the plan has no memory bound (ptq_plan_bind_memory)");
     if (n_inputs != p->n_inputs) FAIL(PTQ_ERR_ARG, "%d inputs given, the model has %d", n_inputs, p->n_inputs);
     for (int i = 0; i < n_inputs; i++) {
         ptq_tensor *t = &p->vals[p->input_vals[i]];

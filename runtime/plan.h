@@ -36,6 +36,9 @@ void ptq_arena_pool_destroy(ptq_arena_pool *pool); /* NULL-safe; frees the free 
 /* The pool's largest free arena for another use (*cap: its bytes), or NULL when it has none;
  * give it back with ptq_arena_pool_put. */
 void *ptq_arena_pool_take_largest(ptq_arena_pool *pool, size_t *cap);
+/* A block of at least `bytes` (*cap: its size) from the pool (NULL pool: a new one); give it
+ * back with ptq_arena_pool_put (which frees it when the pool is NULL). */
+void *ptq_arena_pool_take(ptq_arena_pool *pool, size_t bytes, size_t *cap);
 void ptq_arena_pool_put(ptq_arena_pool *pool, void *mem, size_t cap);
 
 /* name: the tensor's ONNX name; node: producing node index in the graph, -1 for a graph input. */
@@ -63,6 +66,10 @@ typedef struct {
                                  * constant, needs more fail */
     ptq_arena_pool *pool;       /* NULL: the plan allocates its own arena; else from this pool
                                  * (which must outlive the plan) */
+    /* 1: the plan allocates no activation memory: before running, ptq_plan_bind_memory gives
+     * it a block of ptq_plan_memory_bytes, which plans of different shapes may share (one at a
+     * time: binding another plan to the block ends the previous one's outputs). */
+    int bound_memory;
 } ptq_plan_options;
 
 /* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
@@ -108,6 +115,12 @@ const ptq_tensor *ptq_plan_value(const ptq_plan *p, int value_index);
 /* Peak bytes of the activation arena (+ scratch), and constants folded at plan time. */
 size_t ptq_plan_arena_bytes(const ptq_plan *p);
 size_t ptq_plan_scratch_bytes(const ptq_plan *p);
+/* Bytes of the block a plan made with bound_memory needs (arena, then scratch). */
+size_t ptq_plan_memory_bytes(const ptq_plan *p);
+/* Gives the plan `mem` (64-byte aligned, ptq_plan_memory_bytes at least, outliving its use)
+ * for its activations and scratch; it may be rebound, to the same block or another, between
+ * runs. Running a bound_memory plan never bound fails. */
+void ptq_plan_bind_memory(ptq_plan *p, void *mem);
 /* FLOPs of one run (multiply-add = 2) of Conv, ConvTranspose, Gemm, MatMul. */
 double ptq_plan_flops(const ptq_plan *p);
 

@@ -117,4 +117,27 @@ assert r['n_eval'] == 4 and m['cosine'] > 0.9 and m['mask_iou'] > 0.5, m
 print(f\"det at its own sizes: cosine {m['cosine']:.4f}, mask-iou {m['mask_iou']:.3f}\")"
 }
 check "quantize and compare det with paddleocr-det-dynamic (statistics record the preprocessing)" det_dynamic
+
+# Memory follows the largest batch, not the number of shapes or images: the runner's plans
+# (one per shape, up to 4 kept) share one activation block (engine/runner.h, eng_memory).
+# det at its own sizes, --batch 2: the 40 rendered photos (10 sizes, up to 960x960) peak
+# within 1.5x the 4 of them made from a 1024x1024 photo (960x960) alone (2.9x when each
+# cached plan kept its own arena), and the 40 listed twice (the same batches, twice as
+# many) within 5 % of the 40.
+det_memory() {
+  ls -d "$ROOT"/build/textphotos/det/*.png | LC_ALL=C sort > "$TMP/all.det"
+  grep retina "$TMP/all.det" > "$TMP/big.det"
+  cat "$TMP/all.det" "$TMP/all.det" > "$TMP/twice.det"
+  local n rss=()
+  for n in big all twice; do
+    "$PTQ" calibrate "$DET" --images "$TMP/$n.det" --preset paddleocr-det-dynamic --batch 2 --threads 2 --method max \
+      --cache "$TMP/mem.cache" 2>"$TMP/mem.$n.err" || { tail -n 2 "$TMP/mem.$n.err"; return 1; }
+    rss+=("$(sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p' "$TMP/mem.$n.err")")
+  done
+  $PY -c "
+a, b, c = ${rss[0]}, ${rss[1]}, ${rss[2]}
+assert b <= 1.5 * a and c <= 1.05 * b, (a, b, c)
+print(f'peak RSS: 4 images at 960x960 {a} MB, 40 of 10 sizes {b} MB ({b / a:.2f}x), 80 {c} MB ({c / b:.2f}x)')"
+}
+check "det-dynamic calibration: peak memory set by the largest batch, flat in shapes and images" det_memory
 finish

@@ -383,6 +383,67 @@ TEST(quantize_dequantize_pairs_fuse_bit_for_bit)
     ptq_tensor_free(&x);
 }
 
+/* Plans made with bound_memory share one block (engine/runner.c: a plan per input shape,
+ * one arena): two shapes of a Conv + Relu graph (the conv needs scratch), run in turn on
+ * one block grown to the larger need, give the bits of plans with their own arenas; a
+ * plan never bound refuses to run. */
+TEST(plans_of_two_shapes_share_one_bound_block)
+{
+    static const char *const ops[] = {"Conv", "Relu"};
+    if (!have_ops(ops, 2)) SKIP("Conv or Relu kernel not linked");
+    ptq_graph *g = new_graph();
+    int64_t xd[4] = {-1, 3, -1, -1}, wd[4] = {4, 3, 3, 3};
+    float w[108];
+    for (int i = 0; i < 108; i++) w[i] = (float)((i * 29) % 13 - 6) / 9.0f;
+    input(g, "x", 4, xd);
+    init_f32(g, "w", 4, wd, w);
+    int c = node(g, "conv", "Conv", "x", "w", "c");
+    int64_t pads[4] = {1, 1, 1, 1};
+    attr_ints(g, c, "pads", pads, 4);
+    node(g, "relu", "Relu", "c", NULL, "y");
+    output(g, "y");
+    ptq_input_shape shapes[2] = {{.name = "x", .rank = 4, .dims = {2, 3, 9, 11}}, {.name = "x", .rank = 4, .dims = {1, 3, 20, 17}}};
+    ptq_tensor x[2];
+    ptq_plan *own[2] = {NULL, NULL}, *bound[2] = {NULL, NULL};
+    ptq_plan_options po = ptq_plan_defaults(), pb = ptq_plan_defaults();
+    pb.bound_memory = 1;
+    pb.fuse = po.fuse = 0; /* Conv's im2col path: scratch in the block too */
+    size_t need = 0;
+    for (int k = 0; k < 2; k++) {
+        x[k] = (ptq_tensor){.dtype = PTQ_F32, .rank = 4};
+        memcpy(x[k].dims, shapes[k].dims, sizeof x[k].dims);
+        ptq_tensor_alloc(&x[k]);
+        float *xv = x[k].data;
+        for (size_t i = 0; i < ptq_tensor_numel(&x[k]); i++) xv[i] = (float)((i * 7 + k) % 17) / 5.0f - 1.5f;
+        EXPECT_EQ_INT(ptq_plan_create(g, &shapes[k], 1, &po, &own[k]), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_create(g, &shapes[k], 1, &pb, &bound[k]), PTQ_OK);
+        if (bound[k] && ptq_plan_memory_bytes(bound[k]) > need) need = ptq_plan_memory_bytes(bound[k]);
+    }
+    if (own[0] && own[1] && bound[0] && bound[1]) {
+        EXPECT(ptq_plan_memory_bytes(bound[1]) >= ptq_plan_arena_bytes(bound[1]) + ptq_plan_scratch_bytes(bound[1]));
+        EXPECT(ptq_plan_run(bound[0], &x[0], 1) != PTQ_OK); /* no block yet */
+        void *block = ptq_aligned_alloc(need);
+        EXPECT(block != NULL);
+        for (int round = 0; round < 4 && block; round++) {
+            int k = round % 2;
+            EXPECT_EQ_INT(ptq_plan_run(own[k], &x[k], 1), PTQ_OK);
+            ptq_plan_bind_memory(bound[k], block);
+            EXPECT_EQ_INT(ptq_plan_run(bound[k], &x[k], 1), PTQ_OK);
+            const ptq_tensor *a = ptq_plan_output(own[k], 0, NULL), *b = ptq_plan_output(bound[k], 0, NULL);
+            EXPECT(ptq_shape_equal(a, b));
+            EXPECT(memcmp(a->data, b->data, ptq_tensor_nbytes(a)) == 0);
+            EXPECT((const char *)b->data >= (const char *)block && (const char *)b->data < (const char *)block + need);
+        }
+        ptq_aligned_free(block);
+    }
+    for (int k = 0; k < 2; k++) {
+        ptq_plan_destroy(own[k]);
+        ptq_plan_destroy(bound[k]);
+        ptq_tensor_free(&x[k]);
+    }
+    ptq_graph_destroy(g);
+}
+
 /* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds at plan time: the plan
  * then runs only the Reshape on the activation. */
 TEST(shape_subgraphs_fold)
@@ -457,6 +518,7 @@ int main(void)
     RUN(arena_reuses_dead_buffers);
     RUN(fusion_matches_unfused_and_observer_sees_all);
     RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
+    RUN(plans_of_two_shapes_share_one_bound_block);
     RUN(shape_subgraphs_fold);
     return test_summary();
 }
