@@ -810,12 +810,12 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     pp_dataset *d = NULL;
     lockstep ls = {.gq = gq, .pending = -1};
     eng_runner ra = {.g = ev->g}, rb = {.g = gq};
+    int slab_tried = 0;
     *out = NULL;
     *n_out = 0;
     ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
     ls.tensor_slot = malloc(sizeof(int) * ((size_t)ev->g->n_values + 1));
     ls.dq_slot = malloc(sizeof(int) * ((size_t)gq->n_nodes + 1));
-    if (ev->cache) ls.spare.slab = ptq_arena_pool_take_largest(ev->cache->pool, &ls.spare.slab_cap);
     ls.spare.buf = malloc(sizeof(float *) * ((size_t)gq->n_nodes + 1));
     ls.spare.cap = malloc(sizeof(size_t) * ((size_t)gq->n_nodes + 1));
     CHECK_ALLOC(ls.spare.buf);
@@ -870,6 +870,11 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
         ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(eng_runner_ready(&ra, &t));
         TRY(eng_runner_ready(&rb, &t));
+        if (ev->cache && !slab_tried++) { /* after both plans took their blocks */
+            ls.spare.slab = ptq_arena_pool_take_largest(ev->cache->pool, &ls.spare.slab_cap);
+            if (!ls.spare.slab) /* as big as the QDQ plan's activations: room for its early copies */
+                ls.spare.slab = ptq_arena_pool_take(ev->cache->pool, ptq_plan_arena_bytes(rb.plan), &ls.spare.slab_cap);
+        }
         ls.qplan = rb.plan;
         ls.q_finished = 0;
         TRY(ptq_plan_begin(rb.plan, &t, 1));

