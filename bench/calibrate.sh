@@ -5,7 +5,8 @@
 #    640x640, the cls and the rec model; target <= 1.3x;
 #  - peak RSS of det's calibration for 8 and 160 images (target: within 2 %, under 600 MB);
 #  - `ptq compare` with 5 methods against one `ptq quantize` on the same images, target <= 2x (issue 14).
-# Wall-clock seconds (ms resolution), best of 3 runs (RSS rows: one run). Written to build/bench/calibrate.md.
+# Wall-clock seconds (ms resolution), the fastest of 5 runs of each command of a pair, run alternately
+# (quantize/compare: 3; RSS rows: one run). Written to build/bench/calibrate.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -21,31 +22,51 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do cat "$OUT/16.list"; done > "$OUT/160.list"
 awk 'NR % 2 == 1' "$OUT/all.list" | head -n 8 > "$OUT/calib8.list"
 awk 'NR % 2 == 0' "$OUT/all.list" | head -n 4 > "$OUT/eval4.list"
 T="--threads 2"
-best() { # runs command... $RUNS times (default 3) -> "seconds rss_mb" of the fastest (ms resolution)
-  local b="" t0 t1 s
+once() { # runs command... once -> "seconds rss_mb" (ms resolution)
+  local t0 t1 kb
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%M" -o "$OUT/time.txt" "$@" >/dev/null 2>&1
+  t1=$(date +%s%N)
+  read -r kb < "$OUT/time.txt"
+  echo "$(( (t1 - t0) / 1000000 )) $((kb / 1024))"
+}
+ms() { /usr/bin/python3 -c "print(f'{$1 / 1000:.3f}')"; }
+best() { # runs command... $RUNS times (default 3) -> "seconds rss_mb" of the fastest
+  local b="" x
   for _ in $(seq "${RUNS:-3}"); do
-    t0=$(date +%s%N)
-    /usr/bin/time -f "%M" -o "$OUT/time.txt" "$@" >/dev/null 2>&1
-    t1=$(date +%s%N)
-    s=$(/usr/bin/python3 -c "print(f'{($t1 - $t0) / 1e9:.3f}')")
-    read -r kb < "$OUT/time.txt"
-    if [ -z "$b" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if $s < ${b%% *} else 1)"; then b="$s $((kb / 1024))"; fi
+    x=$(once "$@")
+    if [ -z "$b" ] || [ "${x% *}" -lt "${b% *}" ]; then b=$x; fi
   done
-  echo "$b"
+  echo "$(ms "${b% *}") ${b#* }"
+}
+# A and B (two commands separated by ---) run alternately $RUNS times (default 5), so that a
+# load change on a shared machine hits both alike -> "A_seconds A_rss B_seconds B_rss" (fastest of each)
+pair() {
+  local a=() b=() x ba="" bb="" side=a
+  for x in "$@"; do
+    if [ "$x" = --- ]; then side=b; elif [ $side = a ]; then a+=("$x"); else b+=("$x"); fi
+  done
+  for _ in $(seq "${RUNS:-5}"); do
+    x=$(once "${a[@]}"); if [ -z "$ba" ] || [ "${x% *}" -lt "${ba% *}" ]; then ba=$x; fi
+    x=$(once "${b[@]}"); if [ -z "$bb" ] || [ "${x% *}" -lt "${bb% *}" ]; then bb=$x; fi
+  done
+  echo "$(ms "${ba% *}") ${ba#* } $(ms "${bb% *}") ${bb#* }"
 }
 r() { /usr/bin/python3 -c "print(f'{$1 / $2:.2f}')"; }
 rows=""
 for spec in "det 640x640:ch_PP-OCRv4_det_infer.onnx:paddleocr-det" "cls:ch_ppocr_mobile_v2.0_cls_infer.onnx:paddleocr-cls" \
             "rec:ch_PP-OCRv4_rec_infer.onnx:paddleocr-rec"; do
   IFS=: read -r name file preset <<< "$spec"
-  run=$(best "$PTQ" run "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 $T)
-  cal=$(best "$PTQ" calibrate "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 --method all --cache "$OUT/c.cache" $T)
+  read -r rs rm cs cm < <(pair "$PTQ" run "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 $T --- \
+    "$PTQ" calibrate "$M/$file" --images "$OUT/16.list" --preset "$preset" --batch 8 --method all --cache "$OUT/c.cache" $T)
+  run="$rs $rm" cal="$cs $cm"
   rows+="| PP-OCRv4 $name | ${run% *} | ${cal% *} | $(r ${cal% *} ${run% *}) | ${run#* } / ${cal#* } |"$'\n'
 done
 cal8=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/8.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
 cal160=$(RUNS=1 best "$PTQ" calibrate $DET --images "$OUT/160.list" --preset paddleocr-det --batch 8 --method all --cache "$OUT/c.cache" $T)
-quant=$(best "$PTQ" quantize $DET --images "$OUT/calib8.list" --preset paddleocr-det --batch 4 --method entropy -o "$OUT/q.onnx" $T)
-comp=$(best "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T)
+read -r qs qm cs cm < <(RUNS=3 pair "$PTQ" quantize $DET --images "$OUT/calib8.list" --preset paddleocr-det --batch 4 --method entropy -o "$OUT/q.onnx" $T --- \
+  "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T)
+quant="$qs $qm" comp="$cs $cm"
 # where compare's time goes (its own progress lines): calibration pass, evaluating the 5 QDQ models
 # and the FP32 reference on the 4 images, layer-wise errors of the best method (FP32 and QDQ in lockstep)
 "$PTQ" compare $DET --images "$OUT/calib8.list" --eval-images "$OUT/eval4.list" --preset paddleocr-det --batch 4 $T \
