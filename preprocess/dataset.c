@@ -166,6 +166,8 @@ static ptq_status read_list(const char *list, strvec *out)
     size_t len;
     char base[4096];
     const char *slash = strrchr(list, '/');
+    struct stat sb;
+    if (stat(list, &sb) == 0 && !S_ISREG(sb.st_mode)) slash = NULL; /* a pipe: relative to the current directory */
     snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - list) : 1, slash ? list : ".");
     TRY(io_read_file(list, &buf, &len, (size_t)1 << 30));
     for (char *line = strtok((char *)buf, "\r\n"); line; line = strtok(NULL, "\r\n")) {

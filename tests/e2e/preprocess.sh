@@ -193,6 +193,15 @@ check "dynamic sizes: the same tensors at 1 and 3 threads" bash -c "
   rm -rf '$TMP'/db[13] && for t in 1 3; do
     '$PTQ' preprocess --images '$D' --preset paddleocr-rec-dynamic --threads \$t --dump '$TMP'/db\$t 2>/dev/null || exit 1
   done && diff -r '$TMP/db1' '$TMP/db3' && echo identical"
+# A list may come from a pipe: relative paths then resolve against the current directory.
+piped_list() {
+  ( cd "$PHOTOS" && ls *.png | LC_ALL=C sort > "$TMP/rel.txt" &&
+    "$PTQ" preprocess --images <(cat "$TMP/rel.txt") --preset paddleocr-cls --dump "$TMP/pipe.npy" 2>"$TMP/pipe.err" ) || return 1
+  ls "$PHOTOS"/*.png | LC_ALL=C sort | "$PTQ" preprocess --images /dev/stdin --preset paddleocr-cls --dump "$TMP/stdin.npy" 2>/dev/null &&
+    cmp "$TMP/pipe.npy" "$TMP/stdin.npy" && grep -q "$(wc -l < "$TMP/rel.txt") images used, 0 skipped" "$TMP/pipe.err" &&
+    echo "$(wc -l < "$TMP/rel.txt") images from <(...) with relative paths and from /dev/stdin: the same tensors"
+}
+check "an image list from a pipe (process substitution, /dev/stdin)" piped_list
 check "bad dynamic keys are one-line errors" bash -c "
   ! '$PTQ' preprocess --images '$D' --preset paddleocr-rec-dynamic --max-width 100 --dump '$TMP/x' 2>'$TMP/mw.err' &&
   grep -q 'max_width 100: only for mode height-pad, from width 320' '$TMP/mw.err' &&
