@@ -36,9 +36,10 @@ for k in det rec cls; do
   [ -f "$W/$k.fp32.npy" ] || "$PTQ" run "$M/${MODEL[$k]}.onnx" --input "$W/$k.eval.npy" --output "$W/$k.fp32.npy" --threads 2 >/dev/null
 done
 
-# "name|flags[|det preset]": det calibrates at each image's own size (paddleocr-det-dynamic: the
-# longer side at most 960, sides multiples of 32, as the pipeline runs it) unless a preset is given
-CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction"}
+# "name|flags[|det preset[|rec preset]]": det calibrates at each image's own size (paddleocr-det-dynamic: the
+# longer side at most 960, sides multiples of 32, as the pipeline runs it) unless a preset is given;
+# rec at paddleocr-rec unless a second preset is given
+CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction;output-mse + AdaRound, rec at the lines' widths|--method output-mse --adaround|paddleocr-det-dynamic|paddleocr-rec-dynamic"}
 metrics() { # KIND QDQ_OUT.npy
   $PY - "$1" "$W/$1.fp32.npy" "$2" <<'PY'
 import sys, numpy as np
@@ -57,14 +58,15 @@ PY
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   IFS=';' read -ra CS <<< "$CONFIGS"
   for c in "${CS[@]}"; do
-    name=${c%%|*}; flags=${c#*|}; detp=paddleocr-det-dynamic
+    name=${c%%|*}; flags=${c#*|}; detp=paddleocr-det-dynamic recp=paddleocr-rec
     case $flags in *"|"*) detp=${flags#*|}; flags=${flags%%|*} ;; esac
+    case $detp in *"|"*) recp=${detp#*|}; detp=${detp%%|*} ;; esac
     tag=$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
     row="| $name"
     declare -A SECS=()
     for k in det rec cls; do
       calib=$W/$k.calib; [ $k = cls ] || calib=$OUT/ocr/$k.calib
-      preset=paddleocr-$k; [ $k = det ] && preset=$detp
+      preset=paddleocr-$k; [ $k = det ] && preset=$detp; [ $k = rec ] && preset=$recp
       s0=$(date +%s.%N)
       # shellcheck disable=SC2086
       "$PTQ" quantize "$M/${MODEL[$k]}.onnx" --images "$calib" --preset "$preset" $flags --threads 2 \
