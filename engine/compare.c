@@ -574,6 +574,12 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         TRY(score_batch(rs, n, &t, fp32, n_out, lab, kind, &ev->metric, accs));
         images += nb;
     }
+    if (images == 0) {
+        int used, skipped;
+        pp_dataset_counts(d, &used, &skipped);
+        FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
+             skipped);
+    }
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;

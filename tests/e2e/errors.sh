@@ -61,6 +61,16 @@ check "no image readable: a warning per image, one error, no model" bash -c "
   '$PTQ' quantize '$DET' --preset paddleocr-det --images '$TMP/unreadable.list' -o '$TMP/unreadable.onnx' 2>'$TMP/unreadable.err'
   rc=\$?; cat '$TMP/unreadable.err'; [ \$rc = 1 ] && [ \$(grep -c 'warning: skipped' '$TMP/unreadable.err') = 2 ] &&
   tail -n 1 '$TMP/unreadable.err' | grep -q 'unreadable.list: none of its 2 images could be read' && [ ! -e '$TMP/unreadable.onnx' ]"
+# the same for the evaluation images of compare and of quantize --auto-exclude (it used to go
+# on with NaN metrics and say the target was not reached "with all 0 quantized tensors")
+CLS=$ROOT/build/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
+check "no evaluation image readable: one error naming the list, no model" bash -c "
+  '$PTQ' quantize '$CLS' --preset paddleocr-cls --images '$ROOT/build/photos' --limit 4 --auto-exclude \
+    --eval-images '$TMP/unreadable.list' --metric top1 --target 0.99 -o '$TMP/unreadable.onnx' 2>'$TMP/ev1.err'
+  a=\$?; '$PTQ' compare '$CLS' --preset paddleocr-cls --images '$ROOT/build/photos' --limit 4 \
+    --eval-images '$TMP/unreadable.list' 2>'$TMP/ev2.err'
+  b=\$?; tail -n 1 '$TMP/ev1.err'; [ \$a = 1 ] && [ \$b = 1 ] && [ ! -e '$TMP/unreadable.onnx' ] &&
+  for f in ev1 ev2; do tail -n 1 '$TMP/'\$f.err | grep -q 'unreadable.list: none of its 2 evaluation images could be read' || exit 1; done"
 # the wrong preset: a fixed dim contradicted is refused before anything runs; a plan that fails
 # at the preprocessed shape names that shape, where it came from and the declared dims
 expect_error "preset contradicts a fixed dim" \
