@@ -408,6 +408,13 @@ static void cache_clear(cmp_cache *c)
     c->bytes = 0;
 }
 
+void cmp_cache_drop(cmp_cache *c)
+{
+    if (!c) return;
+    cache_clear(c);
+    c->complete = 0;
+}
+
 void cmp_cache_destroy(cmp_cache *c)
 {
     if (!c) return;

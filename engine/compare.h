@@ -36,6 +36,8 @@
 typedef struct cmp_cache cmp_cache;
 cmp_cache *cmp_cache_create(size_t budget_bytes);
 void cmp_cache_destroy(cmp_cache *c); /* NULL-safe */
+/* Frees the cached images and outputs (not the pool): later evaluations stream again. NULL-safe. */
+void cmp_cache_drop(cmp_cache *c);
 /* The cache's arena pool, for other plans run before the evaluations (compare's calibration
  * pass): their arenas are then the evaluations' first. */
 ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
