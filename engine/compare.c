@@ -622,8 +622,8 @@ typedef struct {
 } layer_acc;
 
 /* Copies of the QDQ side go back to a list of spare buffers when compared, and the next copy
- * takes the smallest spare that fits, else a new buffer cut from a slab (the largest free arena
- * of the evaluations' pool, when there is one), else malloc: memory the kernel has mapped
+ * takes the smallest spare that fits, else a new buffer cut from a slab (a block of the
+ * evaluations' pool the size of the QDQ plan's activations), else malloc: memory the kernel has mapped
  * already, not fresh pages for every tensor of every batch. */
 typedef struct {
     float **buf;
@@ -823,7 +823,6 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     pp_dataset *d = NULL;
     lockstep ls = {.gq = gq, .pending = -1};
     eng_runner ra = {.g = ev->g}, rb = {.g = gq};
-    int slab_tried = 0;
     *out = NULL;
     *n_out = 0;
     ls.l = calloc((size_t)gq->n_nodes + 1, sizeof *ls.l);
@@ -883,11 +882,9 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
         ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(eng_runner_ready(&ra, &t));
         TRY(eng_runner_ready(&rb, &t));
-        if (ev->cache && !slab_tried++) { /* after both plans took their blocks */
-            ls.spare.slab = ptq_arena_pool_take_largest(ev->cache->pool, &ls.spare.slab_cap);
-            if (!ls.spare.slab) /* as big as the QDQ plan's activations: room for its early copies */
-                ls.spare.slab = ptq_arena_pool_take(ev->cache->pool, ptq_plan_arena_bytes(rb.plan), &ls.spare.slab_cap);
-        }
+        if (ev->cache && !ls.spare.slab) /* after both plans took their blocks; the QDQ plan's
+                                            * activations' size: room for its early copies */
+            ls.spare.slab = ptq_arena_pool_take(ev->cache->pool, ptq_plan_arena_bytes(rb.plan), &ls.spare.slab_cap);
         ls.qplan = rb.plan;
         ls.q_finished = 0;
         TRY(ptq_plan_begin(rb.plan, &t, 1));

@@ -176,13 +176,19 @@ done:
     return st;
 }
 
+/* Whether the job asks for an exclusion search (a target). */
+static int wants_exclusion(const eng_compare_job *job)
+{
+    return !isnan(job->target.cosine) || !isnan(job->target.top1_drop) || !isnan(job->target.metric);
+}
+
 ptq_status eng_compare_layers(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
     char label[1200];
     /* the layer-wise pass streams the images; without an exclusion search after it nothing
      * reads the evaluation cache again, so its memory goes before the two plans' blocks come */
-    if (isnan(job->target.cosine) && isnan(job->target.top1_drop) && isnan(job->target.metric)) cmp_cache_drop(res->cache);
+    if (!wants_exclusion(job)) cmp_cache_drop(res->cache);
     snprintf(label, sizeof label, "layer-wise errors of %s", res->tags[res->layers_m]);
     cmp_eval ev = res->ev;
     ev.o.label = label;
@@ -199,7 +205,7 @@ ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result 
     ptq_status st = PTQ_OK;
     res->target = job->target;
     res->target.kind = job->metric; /* the search and the target use the job's metric (not top1 chosen for a classifier) */
-    res->want_target = !isnan(res->target.cosine) || !isnan(res->target.top1_drop) || !isnan(res->target.metric);
+    res->want_target = wants_exclusion(job);
     if (!res->want_target) return PTQ_OK;
     cmp_eval ev = res->ev;
     ev.o.label = "FP32 baseline";

@@ -286,7 +286,6 @@ static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pa
             const ptq_graph *gk = k ? g2 : g;
             pass *pk = k ? ps2 : ps;
             if (plan[slot][k] && !ptq_shape_equal(&shape[slot], &t)) {
-                if (mem.bound == plan[slot][k]) mem.bound = NULL;
                 ptq_plan_destroy(plan[slot][k]);
                 plan[slot][k] = NULL;
             }

@@ -118,7 +118,6 @@ ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x)
         e = &r->slots[0];
         for (int i = 1; i < ENG_RUNNER_PLANS; i++)
             if (r->slots[i].used < e->used) e = &r->slots[i];
-        if (m->bound == e->plan) m->bound = NULL;
         ptq_plan_destroy(e->plan);
         memset(e, 0, sizeof *e);
         int in = eng_graph_input(r->g);
@@ -131,7 +130,7 @@ ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x)
         memcpy(e->dims, dims, sizeof dims);
     }
     e->used = ++r->tick;
-    if (!m->mem && !r->shared) m->pool = r->popt.pool;
+    if (!r->shared) r->own.pool = r->popt.pool;
     TRY(eng_memory_bind(m, e->plan));
     r->plan = e->plan;
 done:
@@ -148,20 +147,13 @@ ptq_status eng_memory_bind(eng_memory *m, ptq_plan *p)
 {
     ptq_status st = PTQ_OK;
     size_t need = ptq_plan_memory_bytes(p);
-    if (need > m->cap) { /* a bigger block: every plan bound to the old one is rebound on use */
-        ptq_aligned_free(m->mem); /* too small here: not kept in the pool either */
-        m->mem = NULL;
+    if (need > m->cap) { /* a bigger block (the old one, too small here, is not pooled either) */
+        ptq_aligned_free(m->mem);
         m->cap = 0;
-        m->bound = NULL;
-        if (!(m->mem = ptq_arena_pool_take(m->pool, need, &m->cap))) {
-            m->cap = 0;
+        if (!(m->mem = ptq_arena_pool_take(m->pool, need, &m->cap)))
             FAIL(PTQ_ERR_NOMEM, "out of memory: %.1f MiB of activations", (double)need / 1048576.0);
-        }
     }
-    if (m->bound != p) {
-        ptq_plan_bind_memory(p, m->mem);
-        m->bound = p;
-    }
+    ptq_plan_bind_memory(p, m->mem);
 done:
     return st;
 }
@@ -171,16 +163,11 @@ void eng_memory_free(eng_memory *m)
     ptq_arena_pool_put(m->pool, m->mem, m->cap);
     m->mem = NULL;
     m->cap = 0;
-    m->bound = NULL;
 }
 
 void eng_runner_free(eng_runner *r)
 {
-    eng_memory *m = r->shared ? r->shared : &r->own;
-    for (int i = 0; i < ENG_RUNNER_PLANS; i++) {
-        if (m->bound && m->bound == r->slots[i].plan) m->bound = NULL;
-        ptq_plan_destroy(r->slots[i].plan);
-    }
+    for (int i = 0; i < ENG_RUNNER_PLANS; i++) ptq_plan_destroy(r->slots[i].plan);
     memset(r->slots, 0, sizeof r->slots);
     r->plan = NULL;
     eng_memory_free(&r->own);

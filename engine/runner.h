@@ -21,21 +21,20 @@
 enum { ENG_RUNNER_PLANS = 4 };
 
 /* The activation memory of runner plans (plan.h, bound_memory): one block, grown to the
- * largest plan bound so far and rebound on each change of plan, so that a runner holding
+ * largest plan's need, that the plan about to run is bound to, so that a runner holding
  * plans of several shapes keeps one arena, not one per plan. Several runners may share one
  * when each one's outputs are read before another runs (compare's evaluation: the FP32
  * reference and every QDQ variant). */
 typedef struct {
     void *mem;
     size_t cap;
-    const ptq_plan *bound; /* the plan bound last, NULL if none */
     ptq_arena_pool *pool;  /* where the block comes from and goes back to (NULL: the heap) */
 } eng_memory;
 
-/* Binds p (made with bound_memory) to the block, first growing the block to p's need. */
+/* Binds p (made with bound_memory) to the block before a run, first growing the block to p's
+ * need (binding only points p's values into the block: cheap next to a run). */
 ptq_status eng_memory_bind(eng_memory *m, ptq_plan *p);
-/* Gives the block back (to its pool); the struct can be used again. Before destroying a
- * plan bound last, set m->bound to NULL. */
+/* Gives the block back (to its pool); the struct can be used again. */
 void eng_memory_free(eng_memory *m);
 
 typedef struct {

@@ -12,46 +12,41 @@ ptq_status io_read_file(const char *path, uint8_t **data, size_t *len, size_t ma
     ptq_status st = PTQ_OK;
     uint8_t *buf = NULL;
     FILE *fp = fopen(path, "rb");
+    size_t cap = 0, n = 0, got = 1;
+    int pipe = 0;
     *data = NULL;
     *len = 0;
     if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fseek(fp, 0, SEEK_END) != 0) { /* a pipe (`--images <(find ...)`, /dev/stdin): read to its end */
-        if (errno != ESPIPE) FAIL(PTQ_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
-        size_t cap = 0, n = 0;
-        for (;;) {
-            if (n == cap) {
-                size_t want = cap ? 2 * cap : 65536;
-                if (want > max_bytes + 1) want = max_bytes + 1;
-                uint8_t *p = want > cap ? realloc(buf, want + 1) : NULL;
-                if (!p) {
-                    if (want > cap) FAIL(PTQ_ERR_NOMEM, "%s: out of memory", path);
-                    FAIL(PTQ_ERR_FORMAT, "%s: more than the %zu bytes allowed", path, max_bytes);
-                }
-                buf = p;
-                cap = want;
-            }
-            size_t got = fread(buf + n, 1, cap - n, fp);
-            n += got;
-            if (got == 0) break;
-        }
-        if (ferror(fp)) FAIL(PTQ_ERR_IO, "%s: read error", path);
-        if (n > max_bytes) FAIL(PTQ_ERR_FORMAT, "%s: more than the %zu bytes allowed", path, max_bytes);
-        buf[n] = 0;
-        *data = buf;
-        *len = n;
-        buf = NULL;
-        goto done;
+    if (fseek(fp, 0, SEEK_END) == 0) { /* a file: its size, then one read */
+        long size = ftell(fp);
+        if (size < 0) FAIL(PTQ_ERR_IO, "%s: not a regular file", path);
+        if ((size_t)size > max_bytes) FAIL(PTQ_ERR_FORMAT, "%s: %ld bytes, more than the %zu allowed", path, size, max_bytes);
+        rewind(fp);
+        cap = (size_t)size;
+    } else if (errno == ESPIPE) { /* a pipe (`--images <(find ...)`, /dev/stdin): read to its end */
+        pipe = 1;
+    } else {
+        FAIL(PTQ_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
     }
-    long size = ftell(fp);
-    if (size < 0) FAIL(PTQ_ERR_IO, "%s: not a regular file", path);
-    if ((size_t)size > max_bytes) FAIL(PTQ_ERR_FORMAT, "%s: %ld bytes, more than the %zu allowed", path, size, max_bytes);
-    rewind(fp);
-    buf = malloc((size_t)size + 1);
+    buf = malloc(cap + 1);
     CHECK_ALLOC(buf);
-    if (size && fread(buf, 1, (size_t)size, fp) != (size_t)size) FAIL(PTQ_ERR_IO, "%s: short read", path);
-    buf[size] = 0;
+    while (got && n <= max_bytes) {
+        if (n == cap) { /* a file is read; a pipe's buffer doubles, up to one byte past the limit */
+            if (!pipe) break;
+            size_t want = cap ? 2 * cap : 65536;
+            cap = want < max_bytes + 1 ? want : max_bytes + 1;
+            uint8_t *p = realloc(buf, cap + 1);
+            CHECK_ALLOC(p);
+            buf = p;
+        }
+        got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+    }
+    if (ferror(fp) || (!pipe && n != cap)) FAIL(PTQ_ERR_IO, "%s: short read", path);
+    if (n > max_bytes) FAIL(PTQ_ERR_FORMAT, "%s: more than the %zu bytes allowed", path, max_bytes);
+    buf[n] = 0;
     *data = buf;
-    *len = (size_t)size;
+    *len = n;
     buf = NULL;
 done:
     if (fp) fclose(fp);

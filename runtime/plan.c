@@ -215,24 +215,6 @@ static void arena_put(ptq_arena_pool *pool, void *m, size_t cap)
     ptq_aligned_free(m);
 }
 
-void *ptq_arena_pool_take_largest(ptq_arena_pool *pool, size_t *cap)
-{
-    void *m = NULL;
-    *cap = 0;
-    if (!pool) return NULL;
-    pthread_mutex_lock(&pool->mu);
-    int best = -1;
-    for (int i = 0; i < POOL_SLOTS; i++)
-        if (pool->mem[i] && (best < 0 || pool->cap[i] > pool->cap[best])) best = i;
-    if (best >= 0) {
-        m = pool->mem[best];
-        *cap = pool->cap[best];
-        pool->mem[best] = NULL;
-    }
-    pthread_mutex_unlock(&pool->mu);
-    return m;
-}
-
 void *ptq_arena_pool_take(ptq_arena_pool *pool, size_t bytes, size_t *cap)
 {
     return arena_take(pool, bytes, cap);

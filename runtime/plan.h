@@ -33,9 +33,6 @@
 typedef struct ptq_arena_pool ptq_arena_pool;
 ptq_arena_pool *ptq_arena_pool_create(void);
 void ptq_arena_pool_destroy(ptq_arena_pool *pool); /* NULL-safe; frees the free arenas */
-/* The pool's largest free arena for another use (*cap: its bytes), or NULL when it has none;
- * give it back with ptq_arena_pool_put. */
-void *ptq_arena_pool_take_largest(ptq_arena_pool *pool, size_t *cap);
 /* A block of at least `bytes` (*cap: its size) from the pool (NULL pool: a new one); give it
  * back with ptq_arena_pool_put (which frees it when the pool is NULL). */
 void *ptq_arena_pool_take(ptq_arena_pool *pool, size_t bytes, size_t *cap);
