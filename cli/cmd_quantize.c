@@ -56,6 +56,9 @@ static void usage(FILE *fp)
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"
+                "  --equalize            before calibration, scale the channels in front of depthwise Convs by powers of\n"
+                "                        two so that each spans at least half the tensor's range (the FP32 model's bits\n"
+                "                        and the int8 weight codes are unchanged)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -63,7 +66,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -84,6 +87,7 @@ int cmd_quantize(int argc, char **argv)
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
         {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"adaround", optional_argument, 0, O_ADAROUND},
+        {"equalize", no_argument, 0, O_EQUALIZE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -92,7 +96,7 @@ int cmd_quantize(int argc, char **argv)
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
-    int method_given = 0, trt_version_given = 0, auto_exclude = 0;
+    int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
     eng_refine_options ro = eng_refine_defaults();
@@ -192,6 +196,7 @@ int cmd_quantize(int argc, char **argv)
             if (cli_adaround_arg("quantize", optarg, argc, argv, &optind, &ro.adaround_iters)) return CLI_EXIT_USAGE;
             break;
         case O_NO_BIASC: ro.bias_correction = 0; break;
+        case O_EQUALIZE: equalize = 1; break;
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
             break;
@@ -220,6 +225,8 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
     if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
         return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
+    if (equalize && (!src.o.images || stats))
+        return cli_usage_error("quantize", "--equalize measures the model on --images%s", stats ? " and changes it: not with --stats" : "");
     int output_mse = !strcmp(method_arg, "output-mse");
     if ((ro.bias_correction || ro.adaround_iters || output_mse) && !src.o.images)
         return cli_usage_error("quantize", "--%s runs the model on images: give --images",
@@ -240,6 +247,7 @@ int cmd_quantize(int argc, char **argv)
     job.stats_out = stats;
     job.method = method;
     job.output_mse = ro.output_aware;
+    job.equalize = equalize;
     qo.exclude_nodes = ex_nodes.names;
     qo.n_exclude_nodes = ex_nodes.n;
     qo.exclude_op_types = ex_types.names;
@@ -253,6 +261,15 @@ int cmd_quantize(int argc, char **argv)
     job.labels = labels;
     job.target = tg;
     if ((st = eng_quantize_ranges(&job, &res)) != PTQ_OK) goto fail;
+    if (equalize) {
+        double before = 1, after = 1;
+        for (int i = 0; i < res.eq.n; i++) {
+            before = res.eq.pairs[i].spread > before ? res.eq.pairs[i].spread : before;
+            after = res.eq.pairs[i].spread_after > after ? res.eq.pairs[i].spread_after : after;
+        }
+        fprintf(stderr, "ptq quantize: equalized %d depthwise input%s on %d images, %.2f s: channel ranges within %.1fx of each other (%.1fx before)\n",
+                res.eq.n, res.eq.n == 1 ? "" : "s", res.eq.images, res.eq.seconds, after, before);
+    }
 
     /* --auto-exclude: the fewest layers in float that meet the target on the evaluation images */
     if (auto_exclude) {

@@ -46,6 +46,7 @@ ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, cons
     q.range_user = &set;
     TRY(onnx_model_load(ev->model, &g));
     TRY(ptq_graph_constants_to_initializers(g, &changed));
+    if (ev->eq) TRY(eng_equalize_apply(g, ev->eq));
     TRY(quant_upgrade_opset(g, 13, &changed));
     TRY(quant_insert_qdq(g, &q, report));
     *out = g;

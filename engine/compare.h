@@ -23,6 +23,7 @@
 #define PTQ_ENGINE_COMPARE_H
 
 #include "engine/collect.h"
+#include "engine/equalize.h"
 #include "io/ranges.h"
 #include "preprocess/dataset.h"
 #include "quant/qdq.h"
@@ -71,6 +72,7 @@ typedef struct {
     int quiet;
     cmp_cache *cache;           /* NULL: none (borrowed) */
     cmp_metric metric;          /* zero: cosine */
+    const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
 } cmp_eval;
 
 typedef struct {
@@ -93,8 +95,8 @@ typedef struct {
     float amax;
 } cmp_layer;
 
-/* Loads ev->model again, upgrades it to opset 13 and inserts Q/DQ with these ranges and
- * the options' exclusions (range/range_user of qopt are replaced). */
+/* Loads ev->model again, applies ev->eq, upgrades it to opset 13 and inserts Q/DQ with these
+ * ranges and the options' exclusions (range/range_user of qopt are replaced). */
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report);
 /* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */

@@ -119,6 +119,34 @@ eng_quantize_job eng_quantize_job_defaults(void)
     return j;
 }
 
+/* Equalization of res->g (equalize.h) on the calibration images, before their pass. */
+static ptq_status equalize(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    int n_const = 0;
+    if (job->from_stats || job->from_cache || job->stats_out) {
+        ptq_error("equalization changes the model the statistics describe: not with --from-stats, --from-cache or --stats");
+        return PTQ_ERR_ARG;
+    }
+    if (!job->src || job->src->input_npy) {
+        ptq_error("equalization runs the model on images: give calibration images");
+        return PTQ_ERR_ARG;
+    }
+    TRY(ptq_graph_constants_to_initializers(res->g, &n_const));
+    TRY(eng_equalize_find(res->g, &res->eq));
+    pp_dataset_options o = job->src->o;
+    o.label = "equalize";
+    o.log = job->log;
+    eng_dataset_source ds;
+    eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
+    st = eng_equalize_measure(res->g, &es, job->src->o.threads, NULL, &res->eq);
+    eng_source_dataset_free(&ds);
+    if (st == PTQ_OK) st = eng_equalize_apply(res->g, &res->eq);
+done:
+    if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
+    return st;
+}
+
 ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
@@ -127,6 +155,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
     const eng_calib_source *src = job->src;
     res->col.nthreads = src && src->o.threads > 0 ? src->o.threads : omp_get_max_threads();
     TRY(onnx_model_load(job->model, &res->g));
+    if (job->equalize) TRY(equalize(job, res));
     if (job->from_stats) {
         TRY(eng_stats_load(job->from_stats, job->model, &res->col, &res->stats_images));
     } else if (job->from_cache) {
@@ -202,7 +231,7 @@ ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_r
     cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
     cmp_target tg = job->target;
     cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
-                   .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind};
+                   .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind, .eq = &res->eq};
     ev.o.images = job->eval_images;
     ev.o.limit = job->eval_limit;
     ev.o.shuffle = 0;
@@ -341,6 +370,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ro.log = job->log;
     if ((st = onnx_model_load(job->model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
         st = quant_upgrade_opset(fp, 13, &fp_upgraded);
+    if (st == PTQ_OK) st = eng_equalize_apply(fp, &res->eq); /* the FP32 model the QDQ one was made from */
     eng_dataset_source ds;
     eng_source es = eng_source_dataset(&ds, &ro_o, &job->src->cfg);
     if (st == PTQ_OK) st = eng_refine(res->g, fp, &es, &ro, &res->rr);
@@ -375,6 +405,7 @@ void eng_quantize_result_free(eng_quantize_result *res)
 {
     quant_report_free(&res->rep);
     cmp_exclusion_free(&res->excl);
+    eng_equalization_free(&res->eq);
     free(res->ranges);
     free(res->entries);
     free(res->exclude_nodes);

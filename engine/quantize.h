@@ -5,7 +5,7 @@
  *   eng_quantize_job job = eng_quantize_job_defaults();
  *   job.model = "m.onnx"; job.src = &src;              // or job.from_stats / job.from_cache
  *   eng_quantize_result res = {0};
- *   TRY(eng_quantize_ranges(&job, &res));             // calibration pass (or stats / cache), ranges
+ *   TRY(eng_quantize_ranges(&job, &res));             // [equalization,] calibration pass (or stats / cache), ranges
  *   TRY(eng_quantize_auto_exclude(&job, &res));       // only with job.auto_exclude
  *   TRY(eng_quantize_build(&job, &res));              // res.g becomes the QDQ model
  *   TRY(eng_quantize_refine(&job, &res));             // bias correction, AdaRound, output-mse
@@ -20,6 +20,7 @@
 #include "calib/calib.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/equalize.h"
 #include "engine/refine.h"
 #include "io/cache.h"
 #include "io/ranges.h"
@@ -57,6 +58,7 @@ typedef struct {
     const char *stats_out;      /* with src: also save the statistics here (NULL: no) */
     calib_method method;        /* entropy */
     int output_mse;             /* --method output-mse: mse, then each activation's amax chosen by output error */
+    int equalize;               /* activation equalization before the calibration pass (equalize.h; needs src with images) */
     quant_options qo;           /* placement and exclusions (range/range_user are set by the engine) */
     eng_refine_options ro;      /* bias_correction (0 here), adaround_iters, ...; output_aware follows output_mse */
     int refine_images;          /* 32 */
@@ -77,6 +79,7 @@ typedef struct {
     int n_cached;
     long cache_version;         /* --from-cache's header version */
     uint64_t stats_images;      /* --from-stats: images the statistics saw */
+    eng_equalization eq;        /* job.equalize: the pairs and their scales (applied to g) */
     double seconds_calibration; /* the calibration pass over the images (0 without one) */
     int warned;                 /* warnings so far */
     char **missing;             /* tensors the rules asked for without a range */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/pass.h"
 #include "engine/runner.h"
 #include "quant/adaround.h"
 #include "quant/qdq.h"
@@ -223,103 +224,6 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
 }
 
 /* The model's data input: its first graph input that is not an initializer. */
-static int data_input(const ptq_graph *g)
-{
-    for (int i = 0; i < g->n_inputs; i++)
-        if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) return g->inputs[i];
-    return -1;
-}
-
-/* One pass: the images through a plan of g that lets the observer see `names`, stopping
- * each batch once `stop` (when set) was observed. The observer gets the image index of the
- * batch's first image in pass->first. */
-typedef struct pass pass;
-typedef ptq_status (*pass_fn)(pass *ps, const char *name, const ptq_tensor *t);
-struct pass {
-    const char *const *names;
-    int n_names;
-    const char *stop;
-    int stopped;
-    pass_fn fn;
-    void *user;
-    int first;            /* index of the batch's first image */
-};
-
-static int pass_wants(const char *name, void *user)
-{
-    pass *ps = user;
-    for (int i = 0; i < ps->n_names; i++)
-        if (!strcmp(ps->names[i], name)) return 1;
-    return 0;
-}
-
-static ptq_status pass_observe(const char *name, int node, const ptq_tensor *t, void *user)
-{
-    pass *ps = user;
-    (void)node;
-    if (!pass_wants(name, ps)) return PTQ_OK;
-    ptq_status st = ps->fn(ps, name, t);
-    if (ps->stop && !strcmp(ps->stop, name)) ps->stopped = 1;
-    return st;
-}
-
-/* Runs every batch of the source through g (one plan per batch shape, at most two alive:
- * the full batch and the last one). With two graphs (g2 non-NULL), each batch runs through
- * g first and then g2, so ps2's observer can use what ps saw of the same images. */
-static ptq_status run_pass(const ptq_graph *g, pass *ps, const ptq_graph *g2, pass *ps2, const eng_source *src,
-                           int nthreads, ptq_arena_pool *pool, int *images)
-{
-    ptq_status st = PTQ_OK;
-    ptq_plan *plan[2][2] = {{NULL, NULL}, {NULL, NULL}};
-    eng_memory mem = {.pool = pool}; /* one block for all: g's observer copies what g2's needs */
-    ptq_tensor shape[2] = {{0}, {0}};
-    int in_v = data_input(g), opened = 0, done = 0;
-    if (in_v < 0) FAIL(PTQ_ERR_FORMAT, "the model has no data input");
-    TRY(src->open(src->user));
-    opened = 1;
-    for (;;) {
-        ptq_tensor t;
-        TRY(src->next(src->user, &t));
-        if (t.rank < 1 || t.dims[0] == 0) break;
-        int slot = plan[0][0] && !ptq_shape_equal(&shape[0], &t) ? 1 : 0;
-        for (int k = 0; k < (g2 ? 2 : 1); k++) {
-            const ptq_graph *gk = k ? g2 : g;
-            pass *pk = k ? ps2 : ps;
-            if (plan[slot][k] && !ptq_shape_equal(&shape[slot], &t)) {
-                ptq_plan_destroy(plan[slot][k]);
-                plan[slot][k] = NULL;
-            }
-            if (!plan[slot][k]) {
-                ptq_plan_options po = ptq_plan_defaults();
-                po.nthreads = nthreads;
-                po.bound_memory = 1;
-                po.observer = pass_observe;
-                po.observer_user = pk;
-                po.observe_filter = pass_wants;
-                ptq_input_shape s = {.name = gk->values[data_input(gk)].name, .rank = t.rank};
-                memcpy(s.dims, t.dims, sizeof s.dims);
-                TRY(ptq_plan_create(gk, &s, 1, &po, &plan[slot][k]));
-            }
-            pk->first = done;
-            pk->stopped = 0;
-            TRY(eng_memory_bind(&mem, plan[slot][k]));
-            TRY(ptq_plan_begin(plan[slot][k], &t, 1));
-            for (int fin = 0; !fin && !pk->stopped;) TRY(ptq_plan_step(plan[slot][k], &fin));
-        }
-        shape[slot] = t;
-        shape[slot].data = NULL;
-        done += (int)t.dims[0];
-    }
-    if (images) *images = done;
-done:
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) ptq_plan_destroy(plan[i][k]);
-    eng_memory_free(&mem); /* back to the pool: the next pass reuses it */
-    if (opened) src->close(src->user);
-    return st;
-}
-
-
 static uint64_t mix64(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
@@ -375,7 +279,7 @@ typedef struct {
     ptq_arena_pool *pool;
 } ctx;
 
-static ptq_status copy_fp(pass *ps, const char *name, const ptq_tensor *t)
+static ptq_status copy_fp(eng_pass *ps, const char *name, const ptq_tensor *t)
 {
     ctx *c = ps->user;
     ptq_status st = PTQ_OK;
@@ -396,7 +300,7 @@ done:
     return st;
 }
 
-static ptq_status observe_group(pass *ps, const char *name, const ptq_tensor *t)
+static ptq_status observe_group(eng_pass *ps, const char *name, const ptq_tensor *t)
 {
     ctx *c = ps->user;
     size_t per = ptq_tensor_numel(t) / (size_t)t->dims[0];
@@ -680,10 +584,10 @@ static ptq_status group_pass(const ptq_graph *qdq, const ptq_graph *fp32, ctx *c
 {
     ptq_status st = PTQ_OK;
     double tp = now();
-    pass pf = {.names = &c->fp_name, .n_names = 1, .stop = c->fp_name, .fn = copy_fp, .user = c};
-    pass pq = {.names = &c->q_name, .n_names = 1, .stop = c->q_name, .fn = observe_group, .user = c};
-    if (c->samples) TRY(run_pass(fp32, &pf, qdq, &pq, src, c->nthreads, c->pool, NULL));
-    else TRY(run_pass(qdq, &pq, NULL, NULL, src, c->nthreads, c->pool, NULL));
+    eng_pass pf = {.names = &c->fp_name, .n_names = 1, .stop = c->fp_name, .fn = copy_fp, .user = c};
+    eng_pass pq = {.names = &c->q_name, .n_names = 1, .stop = c->q_name, .fn = observe_group, .user = c};
+    if (c->samples) TRY(eng_run_pass(fp32, &pf, qdq, &pq, src, c->nthreads, c->pool, NULL));
+    else TRY(eng_run_pass(qdq, &pq, NULL, NULL, src, c->nthreads, c->pool, NULL));
     rep->passes++;
     rep->seconds_passes += now() - tp;
 done:
@@ -763,9 +667,9 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
     if (!weights && !scales) goto finish;
 
     /* the FP32 patch sums of every layer and the number of images, in one pass */
-    pass pf = {.names = names, .n_names = nn, .fn = observe_group, .user = &c};
+    eng_pass pf = {.names = names, .n_names = nn, .fn = observe_group, .user = &c};
     double tp = now();
-    if (nn) TRY(run_pass(fp32, &pf, NULL, NULL, src, opt->nthreads, c.pool, &rep->images));
+    if (nn) TRY(eng_run_pass(fp32, &pf, NULL, NULL, src, opt->nthreads, c.pool, &rep->images));
     rep->passes += nn > 0;
     rep->seconds_passes += now() - tp;
     int per_image = rep->images ? (opt->positions + rep->images - 1) / rep->images : opt->positions;
