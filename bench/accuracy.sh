@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench (issue 13): what each accuracy algorithm contributes on the three PaddleOCR models.
-# For each combination (calibration method, output-aware scales, AdaRound, bias correction),
+# For each combination (calibration method, output-aware scales, AdaRound, bias correction,
+# activation equalization),
 # `ptq quantize` writes det, rec and cls QDQ models from the calibration half of the rendered
 # text set (bench/ocr_cer.sh's split); on the held-out half this prints
 #   - the model metrics of the QDQ model against FP32 (ptq runs both on the same preprocessed
@@ -39,7 +40,7 @@ done
 # "name|flags[|det preset[|rec preset]]": det calibrates at each image's own size (paddleocr-det-dynamic: the
 # longer side at most 960, sides multiples of 32, as the pipeline runs it) unless a preset is given;
 # rec at paddleocr-rec unless a second preset is given
-CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction;output-mse + AdaRound, rec at the lines' widths|--method output-mse --adaround|paddleocr-det-dynamic|paddleocr-rec-dynamic"}
+CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction;output-mse + AdaRound, rec at the lines' widths|--method output-mse --adaround|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization|--method mse --equalize;mse, rec at the lines' widths|--method mse|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization, rec at the lines' widths|--method mse --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic;output-mse + AdaRound + equalization, rec at the lines' widths|--method output-mse --adaround --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic"}
 metrics() { # KIND QDQ_OUT.npy
   $PY - "$1" "$W/$1.fp32.npy" "$2" <<'PY'
 import sys, numpy as np

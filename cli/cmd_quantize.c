@@ -58,7 +58,8 @@ static void usage(FILE *fp)
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"
                 "  --equalize            before calibration, scale the channels in front of depthwise Convs by powers of\n"
                 "                        two so that each spans at least half the tensor's range (the FP32 model's bits\n"
-                "                        and the int8 weight codes are unchanged)\n"
+                "                        and the int8 weight codes are unchanged; the cache then fits the model\n"
+                "                        'ptq translate OUT.qdq.onnx' writes, so not with --cache)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
 }
 
@@ -225,6 +226,9 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
     if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
         return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
+    if (equalize && cache)
+        return cli_usage_error("quantize", "--equalize changes the model: its cache fits the model 'ptq translate OUT.qdq.onnx' "
+                                           "writes, not MODEL (drop --cache and run ptq translate)");
     if (equalize && (!src.o.images || stats))
         return cli_usage_error("quantize", "--equalize measures the model on --images%s", stats ? " and changes it: not with --stats" : "");
     int output_mse = !strcmp(method_arg, "output-mse");

@@ -468,10 +468,11 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->qo.dedicated_qdq = o->dedicated_qdq;
     job->ro.bias_correction = o->bias_correction;
     job->ro.adaround_iters = o->adaround_iters;
+    job->equalize = o->equalize;
     job->refine_images = o->refine_images > 0 ? o->refine_images : 32;
-    if ((o->bias_correction || o->adaround_iters || job->output_mse) && (!d || d->src.input_npy))
+    if ((o->bias_correction || o->adaround_iters || job->output_mse || o->equalize) && (!d || d->src.input_npy))
         FAIL(PTQ_ERR_ARG, "%s runs the model on images: give a dataset",
-             job->output_mse ? "output-mse" : o->adaround_iters ? "AdaRound" : "bias correction");
+             job->output_mse ? "output-mse" : o->adaround_iters ? "AdaRound" : o->bias_correction ? "bias correction" : "equalization");
     job->target.cosine = o->target_cosine;
     job->target.top1_drop = o->target_top1_drop;
     job->target.metric = o->target;

@@ -385,6 +385,9 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
 {
     ptq_status st = PTQ_OK;
     long version = out->trt_version ? out->trt_version : job->from_cache ? res->cache_version : 8601;
+    if (job->equalize && out->cache) /* its scales describe the equalized tensors, which the FP32 file lacks */
+        FAIL(PTQ_ERR_ARG, "an equalized model's cache fits only the model `ptq translate` writes from its QDQ model, not %s",
+             job->model);
     if (out->model) TRY(onnx_model_save(res->g, out->model));
     if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
     if (out->json) TRY(io_ranges_write_json(out->json, res->tag, res->ranges, res->n_ranges));

@@ -161,6 +161,7 @@ typedef struct {
     double target_cosine;            /* NaN */
     double target_top1_drop;         /* NaN */
     ptq_log log;
+    int equalize;                    /* activation equalization in front of depthwise Convs (needs a dataset): 0 */
 } ptq_quantize_options;
 PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o);
 

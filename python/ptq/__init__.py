@@ -544,14 +544,15 @@ def _read_ranges_json(path):
 
 def quantize(model, images=None, preset=None, output=None, cache=None, json=None, method="entropy", *, stats=None,
              from_stats=None, from_cache=None, exclude_nodes=None, exclude_op_types=None, weights="int8",
-             dedicated_qdq=False, bias_correction=False, adaround=None, refine_images=None, auto_exclude=None,
+             dedicated_qdq=False, bias_correction=False, adaround=None, refine_images=None, equalize=False, auto_exclude=None,
              eval_images=None, eval_limit=None, labels=None, metric=None, target=None, target_cosine=None,
              target_top1_drop=None, trt_version=None, trt_algorithm=None, log=None, progress=None, **options):
     """`ptq quantize`: calibration (images, from_stats or from_cache), exclusions, Q/DQ insertion and
     refinements; writes output (the QDQ model), cache and json when given.
 
     method: max, percentile[:P], entropy, mse, output-mse. weights: "int8" or "qdq-fp32".
-    adaround: True (2000 iterations) or a number. Auto-exclusion: eval_images and target_cosine,
+    adaround: True (2000 iterations) or a number. equalize: activation equalization in front of
+    depthwise Convs before calibration (needs images). Auto-exclusion: eval_images and target_cosine,
     target_top1_drop or metric + target (auto_exclude=True as on the command line is optional).
     Returns {"images", "skipped", "method", "activations", "weights", "quantized_nodes",
     "excluded_nodes", "warnings", "auto_excluded": [nodes], "reached_cosine", "ranges":
@@ -584,6 +585,7 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
         o.weights_fp32 = int(weights == "qdq-fp32")
         o.dedicated_qdq = int(bool(dedicated_qdq))
         o.bias_correction = int(bool(bias_correction))
+        o.equalize = int(bool(equalize))
         if adaround is not None and adaround is not False:
             o.adaround_iters = 2000 if adaround is True else int(adaround)
         if refine_images is not None:

@@ -123,6 +123,19 @@ def test_quantize_from_stats_equals_cli(calibrated, tmp):
         assert f.readline().startswith("TRT-101401-EntropyCalibration2")
 
 
+def test_quantize_equalize_equals_cli(tmp):
+    """equalize=True is --equalize: the same model and cache."""
+    ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, method="mse", equalize=True,
+                 output=tmp / "py" / "eq.onnx", cache=tmp / "py" / "eq.cache")
+    _, _, err = cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--method", "mse",
+                    "--equalize", "-o", tmp / "cli" / "eq.onnx", "--cache", tmp / "cli" / "eq.cache")
+    same_file(tmp / "py" / "eq.onnx", tmp / "cli" / "eq.onnx")
+    same_file(tmp / "py" / "eq.cache", tmp / "cli" / "eq.cache")
+    assert "equalized 3 depthwise inputs" in err
+    with pytest.raises(ptq.Error):
+        ptq.quantize(MODEL, from_stats=tmp / "none.ptqstats", equalize=True, output=tmp / "py" / "x.onnx")
+
+
 def test_quantize_auto_exclude_refined_equals_cli(tmp):
     """auto-exclusion, bias correction and exclusions from a @FILE: the files and what the CLI prints."""
     (tmp / "exclude.txt").write_text("# kept in float\np2o.Conv.0\n")
