@@ -10,69 +10,9 @@
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
+#include "tests/unit/graph_build.h"
 
 enum { N_IMAGES = 6, C = 6 };
-
-static uint32_t lcg_state;
-static float rnd(void) /* uniform [-1, 1) */
-{
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return (float)(lcg_state >> 8) / (float)(1u << 23) - 1.0f;
-}
-
-static int val(ptq_graph *g, const char *name)
-{
-    int v = ptq_graph_find_value(g, name);
-    if (v < 0) ptq_graph_add_value(g, name, &v);
-    return v;
-}
-
-static float *weight(ptq_graph *g, const char *name, int rank, const int64_t *dims, uint32_t seed)
-{
-    int v = val(g, name);
-    ptq_value *x = &g->values[v];
-    x->kind = PTQ_VALUE_INITIALIZER;
-    x->t.dtype = PTQ_F32;
-    x->t.rank = rank;
-    memcpy(x->t.dims, dims, sizeof(int64_t) * (size_t)rank);
-    ptq_tensor_alloc(&x->t);
-    lcg_state = seed;
-    float *p = x->t.data;
-    for (size_t i = 0; i < ptq_tensor_numel(&x->t); i++) p[i] = 0.3f * rnd();
-    g->initializers = realloc(g->initializers, sizeof(int) * (size_t)(g->n_initializers + 1));
-    g->initializers[g->n_initializers++] = v;
-    return p;
-}
-
-static int node(ptq_graph *g, const char *name, const char *op, const char *const *ins, int n_in, const char *out)
-{
-    int iv[5], o = val(g, out), n;
-    for (int i = 0; i < n_in; i++) iv[i] = val(g, ins[i]);
-    ptq_graph_add_node(g, name, op, "", iv, n_in, &o, 1, &n);
-    return n;
-}
-
-static void ints_attr(ptq_graph *g, int n, const char *name, const int64_t *v, int count)
-{
-    ptq_attr a = {.name = ptq_strdup(name), .type = PTQ_ATTR_INTS, .n = (size_t)count};
-    a.ints = malloc(sizeof(int64_t) * (size_t)count);
-    memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
-    ptq_node_add_attr(&g->nodes[n], &a);
-}
-
-static void int_attr(ptq_graph *g, int n, const char *name, int64_t v)
-{
-    ptq_attr a = {.name = ptq_strdup(name), .type = PTQ_ATTR_INT, .i = v};
-    ptq_node_add_attr(&g->nodes[n], &a);
-}
-
-static void output(ptq_graph *g, const char *name)
-{
-    int v = val(g, name);
-    g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->n_outputs + 1));
-    g->outputs[g->n_outputs++] = v;
-    g->values[v].is_output = 1;
-}
 
 /* The channels' spread: gamma (or c1's rows without a BatchNormalization) planted per channel. */
 static const float spread[C] = {1.0f, 20.0f, 0.05f, 3.0f, 0.5f, 9.0f};
@@ -83,36 +23,24 @@ enum { WITH_BN = 1, WITH_RELU = 2, DW = 4, R1_OUTPUT = 8 };
  *   -> Conv c2 (6 out, 3x3, pads 1, bias; group 6 with DW, else group 1) -> y2 (output) */
 static ptq_graph *chain(int flags)
 {
-    ptq_graph *g = ptq_graph_create();
-    g->opsets = calloc(1, sizeof *g->opsets);
-    g->opsets[0].domain = ptq_strdup("");
-    g->opsets[0].version = 13;
-    g->n_opsets = 1;
-    int v = val(g, "x");
-    g->values[v].kind = PTQ_VALUE_INPUT;
-    g->values[v].t.dtype = PTQ_F32;
-    g->values[v].t.rank = 4;
-    memcpy(g->values[v].t.dims, (const int64_t[]){-1, 4, 8, 8}, sizeof(int64_t) * 4);
-    g->inputs = malloc(sizeof(int));
-    g->inputs[0] = v;
-    g->n_inputs = 1;
+    ptq_graph *g = gb_graph(4, (const int64_t[]){1, 4, 8, 8});
     int dw = flags & DW;
-    float *w1 = weight(g, "w1", 4, (const int64_t[]){C, 4, 3, 3}, 11), *b1 = weight(g, "bias1", 1, (const int64_t[]){C}, 12);
-    weight(g, "w2", 4, (const int64_t[]){C, dw ? 1 : C, 3, 3}, 13);
-    weight(g, "bias2", 1, (const int64_t[]){C}, 14);
-    int n = node(g, "c1", "Conv", (const char *const[]){"x", "w1", "bias1"}, 3, "y1");
-    ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    float *w1 = gb_weight(g, "w1", 4, (const int64_t[]){C, 4, 3, 3}, 11), *b1 = gb_weight(g, "bias1", 1, (const int64_t[]){C}, 12);
+    gb_weight(g, "w2", 4, (const int64_t[]){C, dw ? 1 : C, 3, 3}, 13);
+    gb_weight(g, "bias2", 1, (const int64_t[]){C}, 14);
+    int n = gb_node(g, "c1", "Conv", (const char *const[]){"x", "w1", "bias1"}, 3, "y1");
+    gb_ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
     const char *cur = "y1";
     if (flags & WITH_BN) {
-        float *gm = weight(g, "gamma", 1, (const int64_t[]){C}, 15), *mean = weight(g, "mean", 1, (const int64_t[]){C}, 17);
-        float *var = weight(g, "var", 1, (const int64_t[]){C}, 18);
-        weight(g, "beta", 1, (const int64_t[]){C}, 16);
+        float *gm = gb_weight(g, "gamma", 1, (const int64_t[]){C}, 15), *mean = gb_weight(g, "mean", 1, (const int64_t[]){C}, 17);
+        float *var = gb_weight(g, "var", 1, (const int64_t[]){C}, 18);
+        gb_weight(g, "beta", 1, (const int64_t[]){C}, 16);
         for (int c = 0; c < C; c++) {
             gm[c] = spread[c] * (1.0f + 0.1f * gm[c]);
             var[c] = 0.5f + fabsf(var[c]);
             mean[c] *= 0.1f;
         }
-        node(g, "bn", "BatchNormalization", (const char *const[]){"y1", "gamma", "beta", "mean", "var"}, 5, "b1");
+        gb_node(g, "bn", "BatchNormalization", (const char *const[]){"y1", "gamma", "beta", "mean", "var"}, 5, "b1");
         cur = "b1";
     } else {
         for (int c = 0; c < C; c++) {
@@ -121,56 +49,20 @@ static ptq_graph *chain(int flags)
         }
     }
     if (flags & WITH_RELU) {
-        node(g, "relu", "Relu", (const char *const[]){cur}, 1, "r1");
+        gb_node(g, "relu", "Relu", (const char *const[]){cur}, 1, "r1");
     } else {
-        node(g, "id", "Identity", (const char *const[]){cur}, 1, "r1"); /* no equalization across Identity */
+        gb_node(g, "id", "Identity", (const char *const[]){cur}, 1, "r1"); /* no equalization across Identity */
     }
-    n = node(g, "c2", "Conv", (const char *const[]){"r1", "w2", "bias2"}, 3, "y2");
-    ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
-    if (dw) int_attr(g, n, "group", C);
-    output(g, "y2");
-    if (flags & R1_OUTPUT) output(g, "r1");
+    n = gb_node(g, "c2", "Conv", (const char *const[]){"r1", "w2", "bias2"}, 3, "y2");
+    gb_ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    if (dw) gb_int_attr(g, n, "group", C);
+    gb_output(g, "y2");
+    if (flags & R1_OUTPUT) gb_output(g, "r1");
     return g;
 }
 
-/* The images, served in batches of `batch`. */
-typedef struct {
-    float *data;
-    int batch, next;
-} mem_source;
-
-static ptq_status ms_open(void *u)
-{
-    ((mem_source *)u)->next = 0;
-    return PTQ_OK;
-}
-
-static ptq_status ms_next(void *u, ptq_tensor *x)
-{
-    mem_source *m = u;
-    memset(x, 0, sizeof *x);
-    int n = N_IMAGES - m->next < m->batch ? N_IMAGES - m->next : m->batch;
-    if (n <= 0) return PTQ_OK;
-    *x = (ptq_tensor){.dtype = PTQ_F32, .rank = 4, .dims = {n, 4, 8, 8}, .data = m->data + (size_t)m->next * 256};
-    m->next += n;
-    return PTQ_OK;
-}
-
-static void ms_close(void *u)
-{
-    (void)u;
-}
-
-static mem_source images(void)
-{
-    mem_source m = {.data = malloc(sizeof(float) * 256 * N_IMAGES), .batch = 4};
-    lcg_state = 99;
-    for (int i = 0; i < 256 * N_IMAGES; i++) m.data[i] = rnd();
-    return m;
-}
-
 /* y2 of g over every image (malloc'd, 6 * 6 * 64 floats). */
-static float *run(const ptq_graph *g, const mem_source *m)
+static float *run(const ptq_graph *g, const gb_source *m)
 {
     ptq_plan *p = NULL;
     ptq_plan_options po = ptq_plan_defaults();
@@ -186,9 +78,9 @@ static float *run(const ptq_graph *g, const mem_source *m)
     return out;
 }
 
-static ptq_status measure(ptq_graph *g, mem_source *m, int nthreads, eng_equalization *eq)
+static ptq_status measure(ptq_graph *g, gb_source *m, int nthreads, eng_equalization *eq)
 {
-    eng_source src = {.open = ms_open, .next = ms_next, .close = ms_close, .user = m};
+    eng_source src = gb_source_of(m);
     ptq_status st = eng_equalize_find(g, eq);
     return st == PTQ_OK ? eng_equalize_measure(g, &src, nthreads, NULL, eq) : st;
 }
@@ -214,7 +106,7 @@ TEST(chains_taken_and_left)
 
 /* The range of activation `name`: max |x| of the images for x; r1's from the measured pair. */
 typedef struct {
-    const mem_source *m;
+    const gb_source *m;
     const eng_equalization *eq;
     int scaled;
 } range_ctx;
@@ -248,7 +140,7 @@ TEST(exact_and_better)
 {
     for (int bn = 0; bn < 2; bn++) {
         ptq_graph *g = chain((bn ? WITH_BN : 0) | WITH_RELU | DW), *orig = chain((bn ? WITH_BN : 0) | WITH_RELU | DW);
-        mem_source m = images();
+        gb_source m = gb_images(4, (const int64_t[]){N_IMAGES, 4, 8, 8}, N_IMAGES);
         eng_equalization eq;
         EXPECT(measure(g, &m, 2, &eq) == PTQ_OK);
         EXPECT(eq.n == 1 && eq.images == N_IMAGES);
@@ -290,7 +182,7 @@ TEST(exact_and_better)
 TEST(deterministic_and_checked)
 {
     ptq_graph *g = chain(WITH_BN | WITH_RELU | DW);
-    mem_source m = images();
+    gb_source m = gb_images(4, (const int64_t[]){N_IMAGES, 4, 8, 8}, N_IMAGES);
     eng_equalization a, b;
     EXPECT(measure(g, &m, 1, &a) == PTQ_OK);
     m.batch = 1;

@@ -11,109 +11,31 @@
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
+#include "tests/unit/graph_build.h"
 
 enum { N_IMAGES = 6 };
-
-static uint32_t lcg_state;
-static float rnd(void) /* uniform [-1, 1) */
-{
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return (float)(lcg_state >> 8) / (float)(1u << 23) - 1.0f;
-}
-
-static int val(ptq_graph *g, const char *name)
-{
-    int v = ptq_graph_find_value(g, name);
-    if (v < 0) ptq_graph_add_value(g, name, &v);
-    return v;
-}
-
-static void weight(ptq_graph *g, const char *name, int rank, const int64_t *dims, uint32_t seed)
-{
-    int v = val(g, name);
-    ptq_value *x = &g->values[v];
-    x->kind = PTQ_VALUE_INITIALIZER;
-    x->t.dtype = PTQ_F32;
-    x->t.rank = rank;
-    memcpy(x->t.dims, dims, sizeof(int64_t) * (size_t)rank);
-    ptq_tensor_alloc(&x->t);
-    lcg_state = seed;
-    float *p = x->t.data;
-    for (size_t i = 0; i < ptq_tensor_numel(&x->t); i++) p[i] = 0.3f * rnd();
-    g->initializers = realloc(g->initializers, sizeof(int) * (size_t)(g->n_initializers + 1));
-    g->initializers[g->n_initializers++] = v;
-}
-
-static int node(ptq_graph *g, const char *name, const char *op, const char *const *ins, int n_in, const char *out)
-{
-    int iv[3], o = val(g, out), n;
-    for (int i = 0; i < n_in; i++) iv[i] = val(g, ins[i]);
-    ptq_graph_add_node(g, name, op, "", iv, n_in, &o, 1, &n);
-    return n;
-}
-
-static void ints_attr(ptq_graph *g, int n, const char *name, const int64_t *v, int count)
-{
-    ptq_attr a = {.name = ptq_strdup(name), .type = PTQ_ATTR_INTS, .n = (size_t)count};
-    a.ints = malloc(sizeof(int64_t) * (size_t)count);
-    memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
-    ptq_node_add_attr(&g->nodes[n], &a);
-}
-
-static void int_attr(ptq_graph *g, int n, const char *name, int64_t v)
-{
-    ptq_attr a = {.name = ptq_strdup(name), .type = PTQ_ATTR_INT, .i = v};
-    ptq_node_add_attr(&g->nodes[n], &a);
-}
-
-static ptq_graph *new_graph(int rank, const int64_t *dims)
-{
-    ptq_graph *g = ptq_graph_create();
-    g->opsets = calloc(1, sizeof *g->opsets);
-    g->opsets[0].domain = ptq_strdup("");
-    g->opsets[0].version = 13;
-    g->n_opsets = 1;
-    int v = val(g, "x");
-    g->values[v].kind = PTQ_VALUE_INPUT;
-    g->values[v].t.dtype = PTQ_F32;
-    g->values[v].t.rank = rank;
-    memcpy(g->values[v].t.dims, dims, sizeof(int64_t) * (size_t)rank);
-    g->values[v].t.dims[0] = -1;
-    g->inputs = malloc(sizeof(int));
-    g->inputs[0] = v;
-    g->n_inputs = 1;
-    return g;
-}
-
-static void output(ptq_graph *g, const char *name)
-{
-    int v = val(g, name);
-    g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->n_outputs + 1));
-    g->outputs[g->n_outputs++] = v;
-    g->values[v].is_output = 1;
-}
 
 /* x [N,4,8,8] -> Conv c1 (6 out, 3x3, pads 1, bias) -> y1 -> Relu -> r1
  *   -> Conv c2 (6 out, 3x3, stride 2, pads 0,1,1,0, group 2, no bias) -> y2 -> Relu -> y3 (output) */
 static ptq_graph *conv_graph(void)
 {
     int64_t xd[4] = {1, 4, 8, 8}, w1[4] = {6, 4, 3, 3}, b1[1] = {6}, w2[4] = {6, 3, 3, 3};
-    ptq_graph *g = new_graph(4, xd);
-    weight(g, "w1", 4, w1, 11);
-    weight(g, "b1", 1, b1, 12);
-    weight(g, "w2", 4, w2, 13);
+    ptq_graph *g = gb_graph(4, xd);
+    gb_weight(g, "w1", 4, w1, 11);
+    gb_weight(g, "b1", 1, b1, 12);
+    gb_weight(g, "w2", 4, w2, 13);
     const char *c1[3] = {"x", "w1", "b1"}, *r1[1] = {"y1"}, *c2[2] = {"r1", "w2"}, *r2[1] = {"y2"};
-    int n = node(g, "c1", "Conv", c1, 3, "y1");
-    ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
-    node(g, "relu1", "Relu", r1, 1, "r1");
-    n = node(g, "c2", "Conv", c2, 2, "y2");
-    ints_attr(g, n, "strides", (const int64_t[]){2, 2}, 2);
-    ints_attr(g, n, "pads", (const int64_t[]){0, 1, 1, 0}, 4);
-    int_attr(g, n, "group", 2);
-    node(g, "relu2", "Relu", r2, 1, "y3");
-    output(g, "y3");
-    output(g, "y1");
-    output(g, "y2");
+    int n = gb_node(g, "c1", "Conv", c1, 3, "y1");
+    gb_ints_attr(g, n, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    gb_node(g, "relu1", "Relu", r1, 1, "r1");
+    n = gb_node(g, "c2", "Conv", c2, 2, "y2");
+    gb_ints_attr(g, n, "strides", (const int64_t[]){2, 2}, 2);
+    gb_ints_attr(g, n, "pads", (const int64_t[]){0, 1, 1, 0}, 4);
+    gb_int_attr(g, n, "group", 2);
+    gb_node(g, "relu2", "Relu", r2, 1, "y3");
+    gb_output(g, "y3");
+    gb_output(g, "y1");
+    gb_output(g, "y2");
     return g;
 }
 
@@ -121,13 +43,13 @@ static ptq_graph *conv_graph(void)
 static ptq_graph *matmul_graph(void)
 {
     int64_t xd[3] = {1, 5, 16}, wd[2] = {16, 8}, bd[1] = {8};
-    ptq_graph *g = new_graph(3, xd);
-    weight(g, "w", 2, wd, 21);
-    weight(g, "b", 1, bd, 22);
+    ptq_graph *g = gb_graph(3, xd);
+    gb_weight(g, "w", 2, wd, 21);
+    gb_weight(g, "b", 1, bd, 22);
     const char *mm[2] = {"x", "w"}, *ad[2] = {"m", "b"};
-    node(g, "mm", "MatMul", mm, 2, "m");
-    node(g, "add", "Add", ad, 2, "y1");
-    output(g, "y1");
+    gb_node(g, "mm", "MatMul", mm, 2, "m");
+    gb_node(g, "add", "Add", ad, 2, "y1");
+    gb_output(g, "y1");
     return g;
 }
 
@@ -139,56 +61,8 @@ static int ranges(const char *name, float *amax, void *user)
     return 1;
 }
 
-/* The images: N_IMAGES deterministic inputs, served in batches of `batch`. */
-typedef struct {
-    float *data;
-    int64_t dims[4];
-    int rank, batch, next;
-} mem_source;
-
-static ptq_status ms_open(void *u)
-{
-    ((mem_source *)u)->next = 0;
-    return PTQ_OK;
-}
-
-static ptq_status ms_next(void *u, ptq_tensor *x)
-{
-    mem_source *m = u;
-    memset(x, 0, sizeof *x);
-    int n = N_IMAGES - m->next < m->batch ? N_IMAGES - m->next : m->batch;
-    if (n <= 0) return PTQ_OK;
-    x->dtype = PTQ_F32;
-    x->rank = m->rank;
-    memcpy(x->dims, m->dims, sizeof m->dims);
-    x->dims[0] = n;
-    size_t per = 1;
-    for (int d = 1; d < m->rank; d++) per *= (size_t)m->dims[d];
-    x->data = m->data + (size_t)m->next * per;
-    m->next += n;
-    return PTQ_OK;
-}
-
-static void ms_close(void *u)
-{
-    (void)u;
-}
-
-static void make_images(mem_source *m, int rank, const int64_t *dims)
-{
-    memset(m, 0, sizeof *m);
-    m->rank = rank;
-    memcpy(m->dims, dims, sizeof(int64_t) * (size_t)rank);
-    size_t per = 1;
-    for (int d = 1; d < rank; d++) per *= (size_t)dims[d];
-    m->data = malloc(sizeof(float) * per * N_IMAGES);
-    lcg_state = 99;
-    for (size_t i = 0; i < per * N_IMAGES; i++) m->data[i] = 0.5f * rnd() + 0.2f;
-    m->batch = 4;
-}
-
 /* Per-channel means of output `name` over the images (channel axis 1 for rank 4, else the last). */
-static void channel_means(const ptq_graph *g, const mem_source *m, const char *name, double *mean, int *nc)
+static void channel_means(const ptq_graph *g, const gb_source *m, const char *name, double *mean, int *nc)
 {
     ptq_plan *p = NULL;
     ptq_plan_options po = ptq_plan_defaults();
@@ -215,7 +89,7 @@ static void channel_means(const ptq_graph *g, const mem_source *m, const char *n
     ptq_plan_destroy(p);
 }
 
-static double worst_shift(const ptq_graph *f, const ptq_graph *q, const mem_source *m, const char *name)
+static double worst_shift(const ptq_graph *f, const ptq_graph *q, const gb_source *m, const char *name)
 {
     double a[16], b[16], worst = 0;
     int na = 0, nb = 0;
@@ -256,10 +130,8 @@ static void plant(ptq_graph *q, const char *w, int64_t cout, int transposed)
 TEST(conv)
 {
     ptq_graph *f = conv_graph(), *q = quantized(conv_graph);
-    mem_source m;
-    int64_t xd[4] = {N_IMAGES, 4, 8, 8};
-    make_images(&m, 4, xd);
-    eng_source src = {.open = ms_open, .next = ms_next, .close = ms_close, .user = &m};
+    gb_source m = gb_images(4, (const int64_t[]){N_IMAGES, 4, 8, 8}, N_IMAGES);
+    eng_source src = gb_source_of(&m);
     plant(q, "w1", 6, 0);
     double before1 = worst_shift(f, q, &m, "y1"), before2 = worst_shift(f, q, &m, "y2");
     EXPECT(before1 > 0.05);
@@ -302,10 +174,8 @@ TEST(conv)
 TEST(matmul)
 {
     ptq_graph *f = matmul_graph(), *q = quantized(matmul_graph);
-    mem_source m;
-    int64_t xd[3] = {N_IMAGES, 5, 16};
-    make_images(&m, 3, xd);
-    eng_source src = {.open = ms_open, .next = ms_next, .close = ms_close, .user = &m};
+    gb_source m = gb_images(3, (const int64_t[]){N_IMAGES, 5, 16}, N_IMAGES);
+    eng_source src = gb_source_of(&m);
     plant(q, "w", 8, 1);
     EXPECT(worst_shift(f, q, &m, "y1") > 0.05);
     eng_refine_options o = eng_refine_defaults();
