@@ -52,6 +52,8 @@ static void usage(FILE *fp)
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
             "  --bias-correction, --adaround [ITERS], --refine-images N   also evaluate the best method with each\n"
             "                        of these refinements of ptq quantize, alone and together (their contributions)\n"
+            "  --equalize            also evaluate the best method on the equalized model (ptq quantize --equalize;\n"
+            "                        one more calibration pass)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  preprocessing overrides as in ptq preprocess\n"
@@ -63,13 +65,13 @@ int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES };
+           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
         {"eval-preset", required_argument, 0, O_EVAL_PRESET},
         {"bias-correction", no_argument, 0, O_BIASC},  {"adaround", optional_argument, 0, O_ADAROUND},
-        {"refine-images", required_argument, 0, O_REFINE_IMAGES},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"equalize", no_argument, 0, O_EQUALIZE},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
@@ -88,7 +90,7 @@ int cmd_compare(int argc, char **argv)
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0, refine_images = 32;
-    int refine_bc = 0, refine_ada = 0;
+    int refine_bc = 0, refine_ada = 0, refine_eq = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
     cmp_metric metric;
     int metric_given = 0;
@@ -164,6 +166,7 @@ int cmd_compare(int argc, char **argv)
             set_vals[n_set++] = optarg;
             break;
         case O_BIASC: refine_bc = 1; break;
+        case O_EQUALIZE: refine_eq = 1; break;
         case O_ADAROUND:
             if (cli_adaround_arg("compare", optarg, argc, argv, &optind, &refine_ada)) return CLI_EXIT_USAGE;
             break;
@@ -224,6 +227,7 @@ int cmd_compare(int argc, char **argv)
     job.qo.n_exclude_op_types = ex_types.n;
     job.refine_bc = refine_bc;
     job.refine_ada = refine_ada;
+    job.refine_eq = refine_eq;
     job.refine_images = (int)refine_images;
     job.target = tg;
     if ((st = eng_compare_calibrate(&job, &res)) != PTQ_OK) goto fail;

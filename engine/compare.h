@@ -149,14 +149,14 @@ char *cmp_layer_precisions(const cmp_exclusion *x);
  *   TRY(eng_compare_calibrate(&job, &res));   // one calibration pass
  *   TRY(eng_compare_build(&job, &res));       // every method's QDQ model
  *   TRY(eng_compare_evaluate(&job, &res));    // their metrics, the best method
- *   TRY(eng_compare_refinements(&job, &res)); // the best with bias correction / AdaRound (rows)
+ *   TRY(eng_compare_refinements(&job, &res)); // the best with bias correction / AdaRound / equalization (rows)
  *   TRY(eng_compare_layers(&job, &res));      // layer-wise errors of one method
  *   TRY(eng_compare_exclusion(&job, &res));   // with a target: the nodes to keep in float
  *   TRY(eng_compare_write(&job, &res, excl_file, json, html));
  *   eng_compare_result_free(&res);
  */
 
-enum { ENG_COMPARE_MAX_METHODS = CALIB_MAX_METHODS, ENG_COMPARE_MAX_ROWS = 3 };
+enum { ENG_COMPARE_MAX_METHODS = CALIB_MAX_METHODS, ENG_COMPARE_MAX_ROWS = 4 };
 
 typedef struct {
     const char *model;          /* the FP32 model's path (QDQ variants are loaded from it) */
@@ -172,6 +172,7 @@ typedef struct {
     int layers_method;          /* index in methods of the layer-wise table, -1: the best */
     quant_options qo;           /* exclusions applied to every method */
     int refine_bc, refine_ada, refine_images; /* rows of the best method refined (0, 0, 32) */
+    int refine_eq;              /* a row of the best method on the equalized model (equalize.h; its own calibration pass) */
     cmp_target target;          /* all NAN: no exclusion search */
     pp_log log;
 } eng_compare_job;

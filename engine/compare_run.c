@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "calib/calib.h"
 #include "engine/compare.h"
+#include "engine/equalize.h"
 #include "engine/quantize.h"
 #include "engine/refine.h"
 #include "io/file.h"
@@ -19,6 +21,13 @@
 #define N_HISTS 4        /* worst tensors whose histograms the report draws */
 #define HIST_BINS 256
 #define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 eng_compare_job eng_compare_job_defaults(void)
 {
@@ -113,21 +122,75 @@ done:
     return st;
 }
 
+/* The best method on the equalized model (quantize --equalize): the pairs measured on the
+ * calibration images, a calibration pass of the equalized model, its QDQ model evaluated like
+ * the methods. */
+static ptq_status equalized_row(const eng_compare_job *job, eng_compare_result *res, const char *tag)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = NULL, *v = NULL;
+    eng_equalization eq = {0};
+    eng_collector col = {.nthreads = res->col.nthreads, .pool = cmp_cache_pool(res->cache)};
+    io_range *ranges = NULL;
+    quant_report rep = {0};
+    eng_dataset_source ds = {0};
+    int dummy = 0;
+    double t0 = now_s();
+    TRY(onnx_model_load(job->model, &g));
+    TRY(ptq_graph_constants_to_initializers(g, &dummy));
+    TRY(eng_equalize_find(g, &eq));
+    pp_dataset_options o = job->src->o;
+    o.label = "equalizing";
+    o.log = job->log;
+    eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
+    TRY(eng_equalize_measure(g, &es, job->src->o.threads, cmp_cache_pool(res->cache), &eq));
+    TRY(eng_equalize_apply(g, &eq));
+    TRY(eng_collect(g, job->model, job->src, &col));
+    ranges = calloc((size_t)col.n + 1, sizeof *ranges);
+    CHECK_ALLOC(ranges);
+    eng_method_ranges(&col, &job->methods[res->best], ranges, NULL, NULL);
+    cmp_eval ev = res->ev;
+    ev.eq = &eq;
+    TRY(cmp_build_qdq(&ev, ranges, col.n, &job->qo, &v, &rep));
+    eng_compare_row *row = &res->rows[res->n_rows];
+    char label[200];
+    snprintf(row->name, sizeof row->name, "%s + equalization", tag);
+    snprintf(label, sizeof label, "evaluating %s", row->name);
+    ev.o.label = label;
+    TRY(cmp_evaluate(&ev, &v, 1, &row->m));
+    row->images = job->src->images;
+    row->seconds = now_s() - t0;
+    res->n_rows++;
+done:
+    quant_report_free(&rep);
+    free(ranges);
+    eng_collector_free(&col);
+    eng_source_dataset_free(&ds);
+    eng_equalization_free(&eq);
+    ptq_graph_destroy(v);
+    ptq_graph_destroy(g);
+    return st;
+}
+
 /* The best method's QDQ model with each refinement of ptq quantize alone and all together,
- * evaluated like the methods (one row each): what each step contributes. */
+ * evaluated like the methods (one row each): what each step contributes; with refine_eq, the
+ * best method on the equalized model too. */
 ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
     ptq_graph *fp = NULL, *v = NULL;
     eng_dataset_source ds = {0};
     int dummy = 0, bc = job->refine_bc, ada = job->refine_ada;
+    char tag[64];
+    snprintf(tag, sizeof tag, "%s", res->tags[res->best]);
+    if (job->refine_eq) TRY(equalized_row(job, res, tag));
     typedef struct {
         const char *name;
         int bc, ada;
     } step;
     step steps[ENG_COMPARE_MAX_ROWS];
     int ns = 0;
-    if (!bc && !ada) return PTQ_OK;
+    if (!bc && !ada) goto done;
     if (ada) steps[ns++] = (step){"AdaRound", 0, ada};
     if (bc) steps[ns++] = (step){"bias correction", 1, 0};
     if (ada && bc) steps[ns++] = (step){"AdaRound + bias correction", 1, ada};
@@ -141,8 +204,6 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
     o.label = "refining";
     o.log = job->log;
     eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
-    char tag[64];
-    snprintf(tag, sizeof tag, "%s", res->tags[res->best]);
     for (int k = 0; k < ns; k++) {
         quant_report rep = {0};
         eng_refine_options ro = eng_refine_defaults();
