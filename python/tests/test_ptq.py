@@ -124,16 +124,19 @@ def test_quantize_from_stats_equals_cli(calibrated, tmp):
 
 
 def test_quantize_equalize_equals_cli(tmp):
-    """equalize=True is --equalize: the same model and cache."""
-    ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, method="mse", equalize=True,
-                 output=tmp / "py" / "eq.onnx", cache=tmp / "py" / "eq.cache")
+    """equalize=True is --equalize: the same model; a cache (it would fit only the translated model) and
+    statistics instead of images are refused."""
+    ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, method="mse", equalize=True, output=tmp / "py" / "eq.onnx")
     _, _, err = cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--method", "mse",
-                    "--equalize", "-o", tmp / "cli" / "eq.onnx", "--cache", tmp / "cli" / "eq.cache")
+                    "--equalize", "-o", tmp / "cli" / "eq.onnx")
     same_file(tmp / "py" / "eq.onnx", tmp / "cli" / "eq.onnx")
-    same_file(tmp / "py" / "eq.cache", tmp / "cli" / "eq.cache")
     assert "equalized 3 depthwise inputs" in err
+    with pytest.raises(ptq.Error, match="ptq translate"):
+        ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, equalize=True, output=tmp / "py" / "x.onnx",
+                     cache=tmp / "py" / "x.cache")
+    assert not (tmp / "py" / "x.cache").exists()
     with pytest.raises(ptq.Error):
-        ptq.quantize(MODEL, from_stats=tmp / "none.ptqstats", equalize=True, output=tmp / "py" / "x.onnx")
+        ptq.quantize(MODEL, from_stats=tmp / "none.ptqstats", equalize=True, output=tmp / "py" / "y.onnx")
 
 
 def test_quantize_auto_exclude_refined_equals_cli(tmp):
