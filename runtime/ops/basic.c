@@ -5,6 +5,7 @@
  * Softmax, LogSoftmax and ReduceMean now live in conv.c, gemm.c, pool.c, norm.c and
  * reduce.c). Float32 unless said otherwise. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,37 +258,52 @@ static inline void bin_row_offsets(const bin_layout *L, size_t row, int64_t *oa,
     }
 }
 
+/* Rows of the layout, each cut into blocks of BIN_BLOCK elements when there are too few rows
+ * to keep every thread busy (two tensors of one shape are a single row): elementwise, so the
+ * bits do not depend on the split. Each finished row or block goes to the sink (PTQ_OP_TILES)
+ * while it is in cache. */
+#define BIN_BLOCK 16384
+
 #define BIN_F32(name, EXPR)                                                                        \
-    static void name(const bin_layout *L, const float *x0, const float *x1, float *out, int nt)    \
+    static void name(const bin_layout *L, const float *x0, const float *x1, float *out, int nt,     \
+                     ptq_tile_sink *sink)                                                          \
     {                                                                                              \
-        size_t inner = L->inner;                                                                   \
+        size_t inner = L->inner, blk = inner, nblk = 1;                                            \
+        if (L->rows < (size_t)nt * 4 && inner > 2 * BIN_BLOCK) {                                   \
+            blk = BIN_BLOCK;                                                                       \
+            nblk = (inner + blk - 1) / blk;                                                        \
+        }                                                                                          \
+        size_t total = L->rows * nblk;                                                             \
         _Pragma("omp parallel for num_threads(nt) schedule(static) if (L->rows * inner > 65536)") \
-        for (size_t row = 0; row < L->rows; row++) {                                               \
+        for (size_t t = 0; t < total; t++) {                                                       \
+            size_t row = t / nblk, i0 = (t % nblk) * blk, i1 = i0 + blk < inner ? i0 + blk : inner; \
             int64_t oa, ob;                                                                        \
             bin_row_offsets(L, row, &oa, &ob);                                                     \
             const float *restrict p = x0 + oa, *restrict q = x1 + ob;                              \
             float *restrict o = out + row * inner;                                                 \
             if (L->step_a && L->step_b) {                                                          \
-                for (size_t i = 0; i < inner; i++) {                                               \
+                for (size_t i = i0; i < i1; i++) {                                                 \
                     float a = p[i], b = q[i];                                                      \
                     o[i] = (EXPR);                                                                 \
                 }                                                                                  \
             } else if (L->step_a) {                                                                \
                 float b = q[0];                                                                    \
-                for (size_t i = 0; i < inner; i++) {                                               \
+                for (size_t i = i0; i < i1; i++) {                                                 \
                     float a = p[i];                                                                \
                     o[i] = (EXPR);                                                                 \
                 }                                                                                  \
             } else if (L->step_b) {                                                                \
                 float a = p[0];                                                                    \
-                for (size_t i = 0; i < inner; i++) {                                               \
+                for (size_t i = i0; i < i1; i++) {                                                 \
                     float b = q[i];                                                                \
                     o[i] = (EXPR);                                                                 \
                 }                                                                                  \
             } else {                                                                               \
                 float a = p[0], b = q[0];                                                          \
-                for (size_t i = 0; i < inner; i++) o[i] = (EXPR);                                  \
+                for (size_t i = i0; i < i1; i++) o[i] = (EXPR);                                    \
             }                                                                                      \
+            if (sink) sink->tile(sink, omp_get_thread_num(), o + i0, 1, (int64_t)(i1 - i0),        \
+                                 (int64_t)(i1 - i0));                                              \
         }                                                                                          \
     }
 
@@ -306,11 +322,11 @@ static ptq_status binary_run_kind(ptq_op_ctx *ctx, bin_kind k)
         bin_layout L;
         bin_layout_make(a, b, y, &L);
         switch (k) {
-        case BIN_ADD: bin_add_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
-        case BIN_SUB: bin_sub_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
-        case BIN_MUL: bin_mul_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
-        case BIN_DIV: bin_div_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
-        default: bin_pow_f32(&L, a->data, b->data, y->data, ctx->nthreads); break;
+        case BIN_ADD: bin_add_f32(&L, a->data, b->data, y->data, ctx->nthreads, ctx->sink); break;
+        case BIN_SUB: bin_sub_f32(&L, a->data, b->data, y->data, ctx->nthreads, ctx->sink); break;
+        case BIN_MUL: bin_mul_f32(&L, a->data, b->data, y->data, ctx->nthreads, ctx->sink); break;
+        case BIN_DIV: bin_div_f32(&L, a->data, b->data, y->data, ctx->nthreads, ctx->sink); break;
+        default: bin_pow_f32(&L, a->data, b->data, y->data, ctx->nthreads, NULL); break; /* Pow has no PTQ_OP_TILES */
         }
         return PTQ_OK;
     }
@@ -381,10 +397,10 @@ static ptq_status pow_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_add = {binary_infer, add_run, NULL, 0};
-WEAK const ptq_op_def op_sub = {binary_infer, sub_run, NULL, 0};
-WEAK const ptq_op_def op_mul = {binary_infer, mul_run, NULL, 0};
-WEAK const ptq_op_def op_div = {binary_infer, div_run, NULL, 0};
+WEAK const ptq_op_def op_add = {binary_infer, add_run, NULL, PTQ_OP_TILES};
+WEAK const ptq_op_def op_sub = {binary_infer, sub_run, NULL, PTQ_OP_TILES};
+WEAK const ptq_op_def op_mul = {binary_infer, mul_run, NULL, PTQ_OP_TILES};
+WEAK const ptq_op_def op_div = {binary_infer, div_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_pow = {pow_infer, pow_run, NULL, 0};
 
 /* ------------------------------------------------------------ Cast */

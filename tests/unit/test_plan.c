@@ -509,6 +509,88 @@ TEST(shape_subgraphs_fold)
     ptq_graph_destroy(g);
 }
 
+/* --- element-wise ops report their output to a tile sink, in cache --- */
+typedef struct {
+    ptq_tile_sink sink;
+    size_t count;
+    uint32_t hash; /* a sum of hashed bit patterns: which thread saw which block does not matter */
+    int bad_thread, nthreads;
+} tile_log;
+
+static void log_tile(ptq_tile_sink *sk, int thread, const float *y, int64_t rows, int64_t cols, int64_t stride)
+{
+    tile_log *l = (tile_log *)sk;
+    uint32_t x = 0;
+    if (thread < 0 || thread >= l->nthreads) l->bad_thread = 1;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            uint32_t u;
+            memcpy(&u, &y[r * stride + c], 4);
+            x += (u ^ (u >> 15)) * 2654435761u;
+        }
+#pragma omp critical
+    {
+        l->count += (size_t)(rows * cols);
+        l->hash += x;
+    }
+}
+
+static tile_log *the_log;
+static ptq_tile_sink *sink_for(const char *name, int node, void *user)
+{
+    (void)node;
+    (void)user;
+    return !strcmp(name, "y") ? &the_log->sink : NULL;
+}
+
+static ptq_status ignore(const char *name, int node, const ptq_tensor *t, void *user)
+{
+    (void)name, (void)node, (void)t, (void)user;
+    return PTQ_OK;
+}
+
+/* Add and Mul of one shape (a single row, cut into blocks) and with a per-channel operand:
+ * the tiles cover the output exactly once, on the kernel's threads, at 1 and 3 threads. */
+TEST(elementwise_ops_report_tiles)
+{
+    static const char *const ops[] = {"Add", "Mul"};
+    for (int k = 0; k < 2; k++)
+        for (int bcast = 0; bcast < 2; bcast++)
+            for (int nt = 1; nt <= 3; nt += 2) {
+                int64_t xd[4] = {1, 4, 96, 128}, bd[4] = {1, 4, 1, 1};
+                ptq_graph *g = new_graph();
+                input(g, "x", 4, xd);
+                size_t nb = bcast ? 4 : 4 * 96 * 128;
+                float *b = malloc(sizeof(float) * nb);
+                for (size_t i = 0; i < nb; i++) b[i] = 0.25f * (float)(i % 13) - 1.0f;
+                init_f32(g, "b", 4, bcast ? bd : xd, b);
+                node(g, "op", ops[k], "x", "b", "y");
+                output(g, "y");
+                tile_log log = {.sink.tile = log_tile, .nthreads = nt};
+                the_log = &log;
+                ptq_plan_options o = ptq_plan_defaults();
+                o.nthreads = nt;
+                o.observer = ignore;
+                o.tile_sink = sink_for;
+                ptq_plan *p = NULL;
+                EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &o, &p), PTQ_OK);
+                ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {1, 4, 96, 128}};
+                ptq_tensor_alloc(&x);
+                for (size_t i = 0; i < ptq_tensor_numel(&x); i++) ((float *)x.data)[i] = (float)(i % 101) * 0.01f;
+                EXPECT_EQ_INT(ptq_plan_run(p, &x, 1), PTQ_OK);
+                const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+                tile_log whole = {.nthreads = 1};
+                log_tile(&whole.sink, 0, y->data, 1, (int64_t)ptq_tensor_numel(y), (int64_t)ptq_tensor_numel(y));
+                EXPECT(log.count == ptq_tensor_numel(y));
+                EXPECT(!log.bad_thread);
+                EXPECT(log.hash == whole.hash);
+                ptq_tensor_free(&x);
+                ptq_plan_destroy(p);
+                ptq_graph_destroy(g);
+                free(b);
+            }
+}
+
 int main(void)
 {
     RUN(every_op_in_ops_def_has_a_kernel);
@@ -517,6 +599,7 @@ int main(void)
     RUN(symbolic_dims_must_be_bound);
     RUN(arena_reuses_dead_buffers);
     RUN(fusion_matches_unfused_and_observer_sees_all);
+    RUN(elementwise_ops_report_tiles);
     RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
     RUN(plans_of_two_shapes_share_one_bound_block);
     RUN(shape_subgraphs_fold);
