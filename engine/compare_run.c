@@ -287,7 +287,7 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
                              const char *json, const char *html)
 {
     ptq_status st = PTQ_OK;
-    io_report_method rm[ENG_COMPARE_MAX_METHODS];
+    io_report_method rm[ENG_COMPARE_MAX_METHODS], rr[ENG_COMPARE_MAX_ROWS];
     io_report_layer *rl = NULL;
     io_report_hist rh[N_HISTS];
     double *hist_bins = NULL;
@@ -305,6 +305,11 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     for (int m = 0; m < n_methods; m++) {
         const cmp_metrics *mm = &res->metrics[m];
         rm[m] = (io_report_method){res->tags[m], mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
+                                   mm->seq_top1, mm->mask_iou, mm->mask_threshold};
+    }
+    for (int k = 0; k < res->n_rows; k++) {
+        const cmp_metrics *mm = &res->rows[k].m;
+        rr[k] = (io_report_method){res->rows[k].name, mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
                                    mm->seq_top1, mm->mask_iou, mm->mask_threshold};
     }
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
@@ -350,6 +355,7 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     io_report r = {.model = job->model, .preset = job->preset, .calib_images = job->src->o.images, .eval_images = job->eval_images,
                    .n_calib = job->src->images, .n_eval = res->metrics[0].images, .criterion = res->criterion,
                    .best_method = res->tags[res->best], .n_methods = n_methods, .methods = rm,
+                   .n_refinements = res->n_rows, .refinements = rr,
                    .layers_method = res->tags[res->layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,
                    .hists = rh, .exclusion = res->want_target ? &ex : NULL};
     if (json) TRY(io_report_write_json(json, &r));

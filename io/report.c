@@ -26,6 +26,8 @@ static ptq_status check_report(const char *path, const io_report *r)
     ptq_status st = PTQ_OK;
     if (!path || !r) FAIL(PTQ_ERR_ARG, "report: NULL %s", path ? "report" : "path");
     if (r->n_methods < 0 || (r->n_methods && !r->methods)) FAIL(PTQ_ERR_ARG, "%s: %d methods without an array", path, r->n_methods);
+    if (r->n_refinements < 0 || (r->n_refinements && !r->refinements))
+        FAIL(PTQ_ERR_ARG, "%s: %d refinement rows without an array", path, r->n_refinements);
     if (r->n_layers < 0 || (r->n_layers && !r->layers)) FAIL(PTQ_ERR_ARG, "%s: %d layers without an array", path, r->n_layers);
     if (r->n_hists < 0 || (r->n_hists && !r->hists)) FAIL(PTQ_ERR_ARG, "%s: %d histograms without an array", path, r->n_hists);
     for (int i = 0; i < r->n_hists; i++) {
@@ -164,6 +166,30 @@ static int add_item(cJSON *array, cJSON *item)
     return 1;
 }
 
+/* An array of method rows under key. */
+static int add_methods(cJSON *root, const char *key, const io_report_method *ms, int n)
+{
+    int ok = 1;
+    cJSON *arr = cJSON_AddArrayToObject(root, key);
+    if (!arr) return 0;
+    for (int i = 0; i < n && ok; i++) {
+        const io_report_method *m = &ms[i];
+        cJSON *o = cJSON_CreateObject();
+        ok &= add_item(arr, o);
+        if (!ok) break;
+        ok &= add_str(o, "method", m->method);
+        ok &= add_num(o, "cosine", m->cosine);
+        ok &= add_num(o, "sqnr_db", m->sqnr_db);
+        ok &= add_num(o, "max_abs", m->max_abs);
+        ok &= add_num(o, "top1_agree", m->top1_agree);
+        ok &= add_num(o, "top1_acc", m->top1_acc);
+        ok &= add_num(o, "seq_top1", m->seq_top1);
+        ok &= add_num(o, "mask_iou", m->mask_iou);
+        ok &= add_num(o, "mask_threshold", isnan(m->mask_iou) ? (double)NAN : m->mask_threshold);
+    }
+    return ok;
+}
+
 ptq_status io_report_write_json(const char *path, const io_report *r)
 {
     ptq_status st = PTQ_OK;
@@ -183,23 +209,8 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
     ok &= add_num(root, "n_eval", r->n_eval);
     ok &= add_str(root, "criterion", r->criterion);
     ok &= add_str(root, "best_method", r->best_method);
-    cJSON *methods = cJSON_AddArrayToObject(root, "methods");
-    CHECK_ALLOC(methods);
-    for (int i = 0; i < r->n_methods && ok; i++) {
-        const io_report_method *m = &r->methods[i];
-        cJSON *o = cJSON_CreateObject();
-        ok &= add_item(methods, o);
-        if (!ok) break;
-        ok &= add_str(o, "method", m->method);
-        ok &= add_num(o, "cosine", m->cosine);
-        ok &= add_num(o, "sqnr_db", m->sqnr_db);
-        ok &= add_num(o, "max_abs", m->max_abs);
-        ok &= add_num(o, "top1_agree", m->top1_agree);
-        ok &= add_num(o, "top1_acc", m->top1_acc);
-        ok &= add_num(o, "seq_top1", m->seq_top1);
-        ok &= add_num(o, "mask_iou", m->mask_iou);
-        ok &= add_num(o, "mask_threshold", isnan(m->mask_iou) ? (double)NAN : m->mask_threshold);
-    }
+    ok &= add_methods(root, "methods", r->methods, r->n_methods);
+    ok &= add_methods(root, "refinements", r->refinements, r->n_refinements);
     ok &= add_str(root, "layers_method", r->layers_method);
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
     CHECK_ALLOC(layers);
@@ -641,6 +652,44 @@ static void put_kv(FILE *fp, const char *key, const char *value)
     fputs("</td></tr>\n", fp);
 }
 
+/* One row of the methods table (refined rows: class "refined"). */
+static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, int refined, int agree, int acc, int seq,
+                           int iou)
+{
+    int best = !refined && r->best_method && m->method && strcmp(r->best_method, m->method) == 0;
+    fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : refined ? " class=\"refined\"" : "");
+    put_esc(fp, m->method);
+    if (best) fputs(" \xe2\x98\x85", fp); /* "★" */
+    fputs("</td><td class=\"num\">", fp);
+    put_num(fp, "%.6f", m->cosine);
+    fputs("</td><td class=\"num\">", fp);
+    put_num(fp, "%.2f", m->sqnr_db);
+    fputs("</td><td class=\"num\">", fp);
+    put_num(fp, "%.4g", m->max_abs);
+    fputs("</td>", fp);
+    if (agree) {
+        fputs("<td class=\"num\">", fp);
+        put_pct(fp, m->top1_agree);
+        fputs("</td>", fp);
+    }
+    if (acc) {
+        fputs("<td class=\"num\">", fp);
+        put_pct(fp, m->top1_acc);
+        fputs("</td>", fp);
+    }
+    if (seq) {
+        fputs("<td class=\"num\">", fp);
+        put_pct(fp, m->seq_top1);
+        fputs("</td>", fp);
+    }
+    if (iou) {
+        fputs("<td class=\"num\">", fp);
+        put_num(fp, "%.4f", m->mask_iou);
+        fputs("</td>", fp);
+    }
+    fputs("</tr>\n", fp);
+}
+
 static void put_methods(FILE *fp, const io_report *r)
 {
     int agree = 0, acc = 0, seq = 0, iou = 0;
@@ -664,41 +713,8 @@ static void put_methods(FILE *fp, const io_report *r)
     if (seq) fputs("<th class=\"num\">sequence top-1</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     fputs("</tr></thead>\n<tbody>\n", fp);
-    for (int i = 0; i < r->n_methods; i++) {
-        const io_report_method *m = &r->methods[i];
-        int best = r->best_method && m->method && strcmp(r->best_method, m->method) == 0;
-        fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : "");
-        put_esc(fp, m->method);
-        if (best) fputs(" \xe2\x98\x85", fp); /* "★" */
-        fputs("</td><td class=\"num\">", fp);
-        put_num(fp, "%.6f", m->cosine);
-        fputs("</td><td class=\"num\">", fp);
-        put_num(fp, "%.2f", m->sqnr_db);
-        fputs("</td><td class=\"num\">", fp);
-        put_num(fp, "%.4g", m->max_abs);
-        fputs("</td>", fp);
-        if (agree) {
-            fputs("<td class=\"num\">", fp);
-            put_pct(fp, m->top1_agree);
-            fputs("</td>", fp);
-        }
-        if (acc) {
-            fputs("<td class=\"num\">", fp);
-            put_pct(fp, m->top1_acc);
-            fputs("</td>", fp);
-        }
-        if (seq) {
-            fputs("<td class=\"num\">", fp);
-            put_pct(fp, m->seq_top1);
-            fputs("</td>", fp);
-        }
-        if (iou) {
-            fputs("<td class=\"num\">", fp);
-            put_num(fp, "%.4f", m->mask_iou);
-            fputs("</td>", fp);
-        }
-        fputs("</tr>\n", fp);
-    }
+    for (int i = 0; i < r->n_methods; i++) put_method_row(fp, r, &r->methods[i], 0, agree, acc, seq, iou);
+    for (int i = 0; i < r->n_refinements; i++) put_method_row(fp, r, &r->refinements[i], 1, agree, acc, seq, iou);
     fputs("</tbody>\n</table>\n</section>\n", fp);
 }
 

@@ -17,6 +17,7 @@
  *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
  *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, mask_iou,
  *              mask_threshold}],
+ *   refinements: [the same keys; method names the best method and its refinement, "mse + AdaRound"],
  *   layers_method, layers: [{index, tensor, node, op_type, acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine}]
  *     (execution order; index counts from 0),
  *   histograms: [{tensor, amax, bins: [...], thresholds: [{method, amax}]}],
@@ -25,8 +26,8 @@
  *     glob characters escaped), or "--exclude-nodes @excluded-nodes.txt" when a name holds a ','
  *     (the HTML then shows that file's lines); null when no node is excluded.
  *
- * HTML: summary; methods table (best row class "best"; top-1 columns only when some method has
- * them); layer-wise SQNR chart (<svg class="chart layer-sqnr">, absent without layers: one
+ * HTML: summary; methods table (best row class "best"; the refinement rows after the methods,
+ * class "refined"; top-1 columns only when some method has them); layer-wise SQNR chart (<svg class="chart layer-sqnr">, absent without layers: one
  * <polyline class="acc|iso"> per run of non-NaN values, one <circle> with a <title> naming the
  * tensor per point, ±Inf pinned to the axis ends); layers table, worst isolated SQNR first (NaN
  * last, excluded nodes marked); one <svg class="chart hist"> per histogram (log-count bars, at most
@@ -94,6 +95,8 @@ typedef struct {
     const char *best_method;      /* one of methods[].method (highlighted), or NULL */
     int n_methods;
     const io_report_method *methods;
+    int n_refinements;            /* the best method refined (compare --bias-correction, --adaround, --equalize) */
+    const io_report_method *refinements; /* method: "mse + AdaRound", ... */
     const char *layers_method;    /* the method the layer-wise numbers are for */
     int n_layers;
     const io_report_layer *layers; /* execution order */

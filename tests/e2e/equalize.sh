@@ -89,15 +89,18 @@ assert cos["eqbc"] > cos["plain"], cos # against an unequalized FP32 reference i
 print(", ".join(f"{k} {v:.6f}" for k, v in cos.items()))
 PYEOF
 
-check "compare --equalize: a row of the best method equalized, equal to quantize --equalize's model" sh -c "
+check "compare --equalize: a row of the best method equalized (also in the JSON), equal to quantize --equalize's model" sh -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods mse \
-    --equalize --threads 2 >'$TMP/cmp.out' 2>/dev/null &&
+    --equalize --threads 2 --json '$TMP/cmp.json' >'$TMP/cmp.out' 2>/dev/null &&
   $PY -c \"
 import numpy as np
 a = np.load('$TMP/ev_ch_ppocr_mobile_v2.0_cls_infer.npy').astype(np.float64); b = np.load('$TMP/ev_cls_eq.npy').astype(np.float64)
 cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
 row = [l for l in open('$TMP/cmp.out') if l.startswith('mse + equalization ')][0]
 assert abs(float(row.split()[3]) - cos) < 5e-7, (row, cos)
+import json
+rf = json.load(open('$TMP/cmp.json'))['refinements']
+assert [r['method'] for r in rf] == ['mse + equalization'] and abs(rf[0]['cosine'] - cos) < 5e-7, rf
 print(row.strip())\""
 
 check "--equalize without images is refused" refused "--equalize measures the model on --images" \

@@ -222,6 +222,9 @@ TEST(json_round_trip_with_nan_and_odd_names)
                    .eval_images = "photos/eval", .n_calib = 32, .n_eval = 16, .criterion = "cosine",
                    .best_method = "entropy", .n_methods = 3, .methods = g_methods, .layers_method = "entropy",
                    .n_layers = 5, .layers = layers, .n_hists = 1, .hists = &hist, .exclusion = &ex};
+    io_report_method refined = {"entropy + AdaRound", 0.9975, 26.5, 0.125, NAN, NAN, 0.9875, NAN, 0};
+    r.n_refinements = 1;
+    r.refinements = &refined;
     const char *path = tmp_path("rt.json");
     EXPECT_EQ_INT(io_report_write_json(path, &r), PTQ_OK);
     char *text = slurp(path);
@@ -249,6 +252,15 @@ TEST(json_round_trip_with_nan_and_odd_names)
         EXPECT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(m2, "sqnr_db")));  /* +Inf */
         EXPECT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(m2, "max_abs")));  /* -Inf */
         EXPECT_NEAR(cJSON_GetObjectItemCaseSensitive(m2, "top1_agree")->valuedouble, 0.125, 0, 0);
+    }
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "refinements");
+    EXPECT_EQ_INT(cJSON_GetArraySize(rf), 1);
+    const cJSON *rf0 = cJSON_GetArrayItem(rf, 0);
+    if (rf0) {
+        EXPECT_STR(cJSON_GetObjectItemCaseSensitive(rf0, "method")->valuestring, "entropy + AdaRound");
+        EXPECT_NEAR(cJSON_GetObjectItemCaseSensitive(rf0, "cosine")->valuedouble, 0.9975, 0, 0);
+        EXPECT_NEAR(cJSON_GetObjectItemCaseSensitive(rf0, "seq_top1")->valuedouble, 0.9875, 0, 0);
+        EXPECT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(rf0, "top1_agree")));
     }
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "layers");
     EXPECT_EQ_INT(cJSON_GetArraySize(l), 5);
@@ -351,6 +363,9 @@ static void check_layers_html(int n)
     io_report r = {.model = "m.onnx", .preset = "imagenet", .calib_images = "cal", .eval_images = "ev", .n_calib = 8,
                    .n_eval = 4, .criterion = "sqnr", .best_method = "entropy", .n_methods = 3, .methods = g_methods,
                    .layers_method = "entropy", .n_layers = n, .layers = layers, .exclusion = &ex};
+    io_report_method refined = {"entropy + bias correction", 0.99, 20.5, 0.25, 0.5, NAN, NAN, NAN, 0};
+    r.n_refinements = 1;
+    r.refinements = &refined;
     char name[64];
     snprintf(name, sizeof name, "layers%d.html", n);
     const char *path = tmp_path(name);
@@ -392,6 +407,7 @@ static void check_layers_html(int n)
     free(order);
     /* the methods table: best row highlighted; +Inf / -Inf; top-1 columns shown, NaN as – */
     EXPECT_EQ_INT(count_of(html, "<tr class=\"best\"><td class=\"name\">entropy"), 1);
+    EXPECT_EQ_INT(count_of(html, "<tr class=\"refined\"><td class=\"name\">entropy + bias correction</td>"), 1);
     EXPECT(strstr(html, "<td class=\"num\">\xe2\x88\x92\xe2\x88\x9e</td>") != NULL);
     EXPECT(strstr(html, "top-1 agreement") != NULL && strstr(html, "12.50%") != NULL && strstr(html, "75.00%") != NULL);
 out:
