@@ -652,6 +652,15 @@ static void put_kv(FILE *fp, const char *key, const char *value)
     fputs("</td></tr>\n", fp);
 }
 
+/* A numeric cell: v with fmt, or as a percentage when fmt is NULL. */
+static void num_cell(FILE *fp, const char *fmt, double v)
+{
+    fputs("<td class=\"num\">", fp);
+    if (fmt) put_num(fp, fmt, v);
+    else put_pct(fp, v);
+    fputs("</td>", fp);
+}
+
 /* One row of the methods table (refined rows: class "refined"). */
 static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, int refined, int agree, int acc, int seq,
                            int iou)
@@ -660,33 +669,14 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
     fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : refined ? " class=\"refined\"" : "");
     put_esc(fp, m->method);
     if (best) fputs(" \xe2\x98\x85", fp); /* "★" */
-    fputs("</td><td class=\"num\">", fp);
-    put_num(fp, "%.6f", m->cosine);
-    fputs("</td><td class=\"num\">", fp);
-    put_num(fp, "%.2f", m->sqnr_db);
-    fputs("</td><td class=\"num\">", fp);
-    put_num(fp, "%.4g", m->max_abs);
     fputs("</td>", fp);
-    if (agree) {
-        fputs("<td class=\"num\">", fp);
-        put_pct(fp, m->top1_agree);
-        fputs("</td>", fp);
-    }
-    if (acc) {
-        fputs("<td class=\"num\">", fp);
-        put_pct(fp, m->top1_acc);
-        fputs("</td>", fp);
-    }
-    if (seq) {
-        fputs("<td class=\"num\">", fp);
-        put_pct(fp, m->seq_top1);
-        fputs("</td>", fp);
-    }
-    if (iou) {
-        fputs("<td class=\"num\">", fp);
-        put_num(fp, "%.4f", m->mask_iou);
-        fputs("</td>", fp);
-    }
+    num_cell(fp, "%.6f", m->cosine);
+    num_cell(fp, "%.2f", m->sqnr_db);
+    num_cell(fp, "%.4g", m->max_abs);
+    if (agree) num_cell(fp, NULL, m->top1_agree);
+    if (acc) num_cell(fp, NULL, m->top1_acc);
+    if (seq) num_cell(fp, NULL, m->seq_top1);
+    if (iou) num_cell(fp, "%.4f", m->mask_iou);
     fputs("</tr>\n", fp);
 }
 
