@@ -133,18 +133,11 @@ static ptq_status equalized_row(const eng_compare_job *job, eng_compare_result *
     eng_collector col = {.nthreads = res->col.nthreads, .pool = cmp_cache_pool(res->cache)};
     io_range *ranges = NULL;
     quant_report rep = {0};
-    eng_dataset_source ds = {0};
-    int dummy = 0;
     double t0 = now_s();
     TRY(onnx_model_load(job->model, &g));
-    TRY(ptq_graph_constants_to_initializers(g, &dummy));
-    TRY(eng_equalize_find(g, &eq));
     pp_dataset_options o = job->src->o;
-    o.label = "equalizing";
     o.log = job->log;
-    eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
-    TRY(eng_equalize_measure(g, &es, job->src->o.threads, cmp_cache_pool(res->cache), &eq));
-    TRY(eng_equalize_apply(g, &eq));
+    TRY(eng_equalize_images(g, &o, &job->src->cfg, cmp_cache_pool(res->cache), &eq));
     TRY(eng_collect(g, job->model, job->src, &col));
     ranges = calloc((size_t)col.n + 1, sizeof *ranges);
     CHECK_ALLOC(ranges);
@@ -165,7 +158,6 @@ done:
     quant_report_free(&rep);
     free(ranges);
     eng_collector_free(&col);
-    eng_source_dataset_free(&ds);
     eng_equalization_free(&eq);
     ptq_graph_destroy(v);
     ptq_graph_destroy(g);

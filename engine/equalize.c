@@ -211,6 +211,24 @@ done:
     return st;
 }
 
+ptq_status eng_equalize_images(ptq_graph *g, const pp_dataset_options *o, const pp_config *cfg, ptq_arena_pool *pool,
+                               eng_equalization *eq)
+{
+    ptq_status st = PTQ_OK;
+    int n_const = 0;
+    eng_dataset_source ds = {0};
+    TRY(ptq_graph_constants_to_initializers(g, &n_const));
+    TRY(eng_equalize_find(g, eq));
+    pp_dataset_options po = *o;
+    po.label = "equalize";
+    eng_source es = eng_source_dataset(&ds, &po, cfg);
+    TRY(eng_equalize_measure(g, &es, o->threads, pool, eq));
+    TRY(eng_equalize_apply(g, eq));
+done:
+    eng_source_dataset_free(&ds);
+    return st;
+}
+
 /* Multiplies each of the c rows of initializer v by f[row] (or by 1 / f[row]). */
 static void scale_rows(ptq_graph *g, int v, const float *f, int64_t c, int divide)
 {

@@ -14,6 +14,7 @@
  * reads the rest as it reads any QDQ model: placement does not change.
  *
  *   eng_equalization eq = {0};
+ *   TRY(eng_equalize_images(g, &dataset_options, &cfg, NULL, &eq));  // the three steps below on images, or:
  *   TRY(eng_equalize_find(g, &eq));                           // the pairs (g: constants as initializers)
  *   TRY(eng_equalize_measure(g, &src, nthreads, pool, &eq));  // per-channel ranges -> scales
  *   TRY(eng_equalize_apply(g, &eq));                          // any fresh load of the same model too
@@ -24,6 +25,7 @@
 #define PTQ_ENGINE_EQUALIZE_H
 
 #include "engine/source.h"
+#include "preprocess/dataset.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
@@ -51,6 +53,10 @@ ptq_status eng_equalize_find(const ptq_graph *g, eng_equalization *eq);
 /* One FP32 pass of g over src (stopping at the last X): the ranges and the scales. */
 ptq_status eng_equalize_measure(const ptq_graph *g, const eng_source *src, int nthreads, ptq_arena_pool *pool,
                                 eng_equalization *eq);
+/* The three steps on the images of a dataset: g's constants become initializers, its pairs are
+ * found, measured on the images of o (label "equalize") and applied to g. */
+ptq_status eng_equalize_images(ptq_graph *g, const pp_dataset_options *o, const pp_config *cfg, ptq_arena_pool *pool,
+                               eng_equalization *eq);
 /* Scales g's initializers by eq (found on the same model; fails if a pair is missing). */
 ptq_status eng_equalize_apply(ptq_graph *g, const eng_equalization *eq);
 void eng_equalization_free(eng_equalization *eq);

@@ -5,13 +5,6 @@
 
 #include "engine/runner.h"
 
-int eng_data_input(const ptq_graph *g)
-{
-    for (int i = 0; i < g->n_inputs; i++)
-        if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) return g->inputs[i];
-    return -1;
-}
-
 static int pass_wants(const char *name, void *user)
 {
     eng_pass *ps = user;
@@ -37,7 +30,7 @@ ptq_status eng_run_pass(const ptq_graph *g, eng_pass *ps, const ptq_graph *g2, e
     ptq_plan *plan[2][2] = {{NULL, NULL}, {NULL, NULL}};
     eng_memory mem = {.pool = pool}; /* one block for all: g's observer copies what g2's needs */
     ptq_tensor shape[2] = {{0}, {0}};
-    int in_v = eng_data_input(g), opened = 0, done = 0;
+    int in_v = eng_graph_input(g), opened = 0, done = 0;
     if (in_v < 0) FAIL(PTQ_ERR_FORMAT, "the model has no data input");
     TRY(src->open(src->user));
     opened = 1;
@@ -60,7 +53,7 @@ ptq_status eng_run_pass(const ptq_graph *g, eng_pass *ps, const ptq_graph *g2, e
                 po.observer = pass_observe;
                 po.observer_user = pk;
                 po.observe_filter = pass_wants;
-                ptq_input_shape s = {.name = gk->values[eng_data_input(gk)].name, .rank = t.rank};
+                ptq_input_shape s = {.name = gk->values[eng_graph_input(gk)].name, .rank = t.rank};
                 memcpy(s.dims, t.dims, sizeof s.dims);
                 TRY(ptq_plan_create(gk, &s, 1, &po, &plan[slot][k]));
             }

@@ -26,9 +26,6 @@ struct eng_pass {
     int first;                  /* index of the batch's first image */
 };
 
-/* The model's first non-initializer input, -1 when it has none. */
-int eng_data_input(const ptq_graph *g);
-
 /* Runs every batch of src through g. With a second graph (g2 non-NULL), each batch runs
  * through g first and then g2, so ps2's observer can use what ps saw of the same images.
  * *images (may be NULL): the images of the pass. */

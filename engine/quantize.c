@@ -123,7 +123,6 @@ eng_quantize_job eng_quantize_job_defaults(void)
 static ptq_status equalize(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
-    int n_const = 0;
     if (job->from_stats || job->from_cache || job->stats_out) {
         ptq_error("equalization changes the model the statistics describe: not with --from-stats, --from-cache or --stats");
         return PTQ_ERR_ARG;
@@ -132,16 +131,9 @@ static ptq_status equalize(const eng_quantize_job *job, eng_quantize_result *res
         ptq_error("equalization runs the model on images: give calibration images");
         return PTQ_ERR_ARG;
     }
-    TRY(ptq_graph_constants_to_initializers(res->g, &n_const));
-    TRY(eng_equalize_find(res->g, &res->eq));
     pp_dataset_options o = job->src->o;
-    o.label = "equalize";
     o.log = job->log;
-    eng_dataset_source ds;
-    eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
-    st = eng_equalize_measure(res->g, &es, job->src->o.threads, NULL, &res->eq);
-    eng_source_dataset_free(&ds);
-    if (st == PTQ_OK) st = eng_equalize_apply(res->g, &res->eq);
+    TRY(eng_equalize_images(res->g, &o, &job->src->cfg, NULL, &res->eq));
 done:
     if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
     return st;

@@ -223,7 +223,6 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
     return OH * OW;
 }
 
-/* The model's data input: its first graph input that is not an initializer. */
 static uint64_t mix64(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
