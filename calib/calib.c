@@ -392,48 +392,83 @@ static double method_percentile(const double *H, double w, double P)
     return NB * w;
 }
 
-/* The screening sums of every entropy candidate i in START_BIN .. NB, in one vectorised pass
- * (see method_entropy): with the 128 groups of candidate i (bin k in group floor(128 k / i),
- * so group j is bins [ceil(j i / 128), ceil((j + 1) i / 128))), each group's total G_j over
- * its nz_j non-zero bins, raw[i] = sum over the non-empty groups of G'_j ln(G_j / nz_j)
- * (G'_127 leaves out H[i-1]) and lastq[i] = ln(G_127 / nz_127) (0 when that group is empty).
- * The means' logs are ptq_log's branch-free core (ptq_mathf_log_normal) on G_j * (1 / nz_j);
- * slow[i] is set where a mean falls outside its fast path (not a positive normal double),
- * and the caller evaluates that candidate with ptq_log (entropy_screen_one). The prefix sums at
- * the 129 group edges are read first, so that the arithmetic vectorises without gathers.
- * Candidates with slow[i] == SCREEN_SKIP on entry (+inf KL) are left alone. */
-enum { SCREEN_SKIP = 2 };
+/* The screening sums of every entropy candidate i in START_BIN .. NB (see method_entropy):
+ * with the 128 groups of candidate i (bin k in group floor(128 k / i), so group j is bins
+ * [ceil(j i / 128), ceil((j + 1) i / 128))), each group's total G_j over its nz_j non-zero
+ * bins, raw[i] = sum over the non-empty groups of G'_j ln(G_j / nz_j) (G'_127 leaves out
+ * H[i-1]) and lastq[i] = ln(G_127 / nz_127) (0 when that group is empty).
+ *
+ * A group of candidate i is floor(i / 128) or one more bins wide, so every group of every
+ * candidate is one of the (start, width) runs with width 1 .. 16: their terms G ln(G / nz)
+ * are tabulated once per width (2048 logs each, 17 widths, against 128 logs for each of the
+ * 1921 candidates), and a candidate's sum reads its 128 groups from the tables of its two
+ * widths. The logs are ptq_log's branch-free core (ptq_mathf_log_normal) on G * (1 / nz);
+ * a run whose mean falls outside that core's domain (not a positive normal double) holds a
+ * NaN, and slow[i] is set where the sum is not finite: the caller evaluates that candidate
+ * with ptq_log (entropy_screen_one). Candidates with slow[i] == SCREEN_SKIP on entry (+inf
+ * KL) are left alone. The sums' order differs from entropy_kl_direct's, which alone decides
+ * (the screening only has to stay within SCREEN_ATOL of it). */
+enum { SCREEN_SKIP = 2, MAXW = NB / NQ };
+
+/* tab[s] = G ln(G / nz) of the run of `width` bins from s (0 when they are all zero, NaN
+ * outside the fast log's domain), for every s in 0 .. NB - width. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void entropy_runs(const double *restrict C, const int *restrict NZ, int width, double *restrict tab)
+{
+    double arg[NB], G[NB], mark[NB];
+    int n = NB - width + 1;
+#pragma omp simd
+    for (int s = 0; s < n; s++) {
+        int nz = NZ[s + width] - NZ[s], empty = nz == 0;
+        G[s] = C[s + width] - C[s];                               /* exactly 0 when empty */
+        arg[s] = G[s] / (double)(nz + empty) + (double)empty; /* 1 when empty: its log is 0 */
+        mark[s] = (arg[s] < 0x1p-1022) | (arg[s] > DBL_MAX) ? (double)NAN : 1.0;
+    }
+#pragma omp simd
+    for (int s = 0; s < n; s++) tab[s] = G[s] * ptq_mathf_log_normal(arg[s], 0.0) * mark[s];
+}
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
+static void entropy_sum_groups(const double *restrict tab, int i, int wlo, double *restrict out)
+{
+    /* tab holds the runs of width wlo at [0, NB] and of width wlo + 1 at [NB + 1, 2 NB + 1] */
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < NQ; j++) {
+        int e0 = (j * i + NQ - 1) / NQ, e1 = ((j + 1) * i + NQ - 1) / NQ;
+        sum += tab[e0 + (e1 - e0 - wlo) * (NB + 1)];
+    }
+    *out = sum;
+}
+
 static void entropy_screen(const double *restrict C, const int *restrict NZ, const double *restrict H,
                            double *restrict raw, double *restrict lastq, unsigned char *restrict slow)
 {
+    double tab[2 * (NB + 1)]; /* widths w and w + 1 of the candidates i in [128 w, 128 (w + 1)) */
+    int have = 0;
     for (int i = START_BIN; i <= NB; i++) {
+        int w = i / NQ;
+        if (w >= MAXW) w = MAXW - 1; /* i = 2048: every group is 16 wide, in the upper table */
+        if (w != have) {
+            if (have && w == have + 1) memcpy(tab, tab + NB + 1, sizeof(double) * (NB + 1));
+            else entropy_runs(C, NZ, w, tab);
+            entropy_runs(C, NZ, w + 1, tab + NB + 1);
+            have = w;
+        }
         if (slow[i] == SCREEN_SKIP) continue;
-        double Ce[NQ + 1], arg[NQ], lq[NQ];
-        int Ne[NQ + 1], has[NQ];
-        for (int j = 0; j <= NQ; j++) {
-            int e = (j * i + NQ - 1) / NQ;
-            Ce[j] = C[e];
-            Ne[j] = NZ[e];
+        double sum;
+        entropy_sum_groups(tab, i, w, &sum);
+        /* the last group, [ceil(127 i / 128), i), once more for its log and H[i-1]'s share */
+        int e = (127 * i + NQ - 1) / NQ, nz = NZ[i] - NZ[e];
+        double lq = 0.0;
+        if (nz) {
+            double G = C[i] - C[e], arg = G / (double)nz;
+            lq = ptq_mathf_log_normal(arg, 0.0);
+            sum -= H[i - 1] * lq;
         }
-        double sum = 0.0;
-        int bad = 0;
-#pragma omp simd
-        for (int j = 0; j < NQ; j++) {
-            int nz = Ne[j + 1] - Ne[j], empty = nz == 0;
-            has[j] = !empty;
-            arg[j] = (Ce[j + 1] - Ce[j]) / (double)(nz + empty); /* an empty group's (0) is never used */
-        }
-#pragma omp simd reduction(+ : bad)
-        for (int j = 0; j < NQ; j++) bad += has[j] & ((arg[j] < 0x1p-1022) | (arg[j] > DBL_MAX));
-#pragma omp simd
-        for (int j = 0; j < NQ; j++) lq[j] = ptq_mathf_log_normal(arg[j], 0.0);
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < NQ; j++) sum += has[j] ? (Ce[j + 1] - Ce[j]) * lq[j] : 0.0;
-        raw[i] = sum - (has[NQ - 1] ? H[i - 1] * lq[NQ - 1] : 0.0);
-        lastq[i] = has[NQ - 1] ? lq[NQ - 1] : 0.0;
-        slow[i] = bad != 0;
+        raw[i] = sum;
+        lastq[i] = lq;
+        slow[i] = !isfinite(sum);
     }
 }
 
