@@ -56,7 +56,7 @@ static void usage(FILE *fp)
             "                        one more calibration pass)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
-            "  preprocessing overrides as in ptq preprocess\n"
+            "  preprocessing overrides as in ptq preprocess (--seed S also draws the refinements' samples, as in quantize)\n"
             "  --eval-preset P        preprocessing of the evaluation images (default: --preset's; the overrides\n"
             "                         apply to both), e.g. calibrate at paddleocr-rec, evaluate at paddleocr-rec-dynamic\n");
 }

@@ -206,6 +206,7 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
         ro.bias_correction = steps[k].bc;
         ro.adaround_iters = steps[k].ada;
         ro.nthreads = job->src->o.threads;
+        ro.seed = job->src->o.seed; /* --seed, as ptq quantize */
         ro.quiet = res->ev.quiet;
         ro.log = job->log;
         st = cmp_build_qdq(&res->ev, res->ranges[res->best], res->col.n, &job->qo, &v, &rep);

@@ -8,6 +8,7 @@
 # - the cache and the JSON carry the scales output-mse chose, bit for bit the QDQ model's, and
 #   `ptq translate` keeps every scale;
 # - the same bytes at 1 and 2 threads, batch 1 and 4;
+# - --seed S draws the samples: 0 is the default, 7 gives other codes, at any thread count;
 # - usage errors: refinement without images.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
@@ -29,6 +30,12 @@ check "all three" q all --method output-mse --adaround 40 --bias-correction
 check "all three, 1 thread, batch 1" q all1 --method output-mse --adaround 40 --bias-correction --threads 1 --batch 1
 check "all three: the same model at 1 and 2 threads, batch 1 and 8" cmp "$TMP/all.onnx" "$TMP/all1.onnx"
 check "all three: the same cache" cmp "$TMP/all.cache" "$TMP/all1.cache"
+check "--seed 0 is the default draw" q seed0 --method output-mse --adaround 40 --bias-correction --seed 0
+check "--seed 0: the same model" cmp "$TMP/all.onnx" "$TMP/seed0.onnx"
+check "--seed 7 draws other samples" q seed7 --method output-mse --adaround 40 --bias-correction --seed 7
+check "--seed 7: other learned codes or scales" sh -c "! cmp -s '$TMP/all.onnx' '$TMP/seed7.onnx'"
+check "--seed 7: the same model at 1 thread, batch 1" q seed7b --method output-mse --adaround 40 --bias-correction --seed 7 --threads 1 --batch 1
+check "--seed 7: byte-identical" cmp "$TMP/seed7.onnx" "$TMP/seed7b.onnx"
 check "the refinement prints what it did" grep -q "activation scales chosen by output error.*layers rounded by AdaRound.*biases corrected" "$TMP/all.err"
 
 # what changed between the plain model and each refined one
