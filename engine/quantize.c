@@ -404,9 +404,7 @@ ptq_status eng_quantize_model(const eng_quantize_job *job, eng_quantize_result *
     TRY(eng_quantize_refine(job, res));
     refined = res->g;
     res->g = NULL;
-    int n_const;
     TRY(onnx_model_load(job->model, &res->g));
-    TRY(ptq_graph_constants_to_initializers(res->g, &n_const)); /* as eng_equalize_images had it */
     TRY(eng_equalize_apply(res->g, &res->eq));
     TRY(auto_exclude(job, res, refined));
     quant_report_free(&res->rep);
