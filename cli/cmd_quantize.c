@@ -276,10 +276,9 @@ int cmd_quantize(int argc, char **argv)
                 res.eq.n, res.eq.n == 1 ? "" : "s", res.eq.images, res.eq.seconds, after, before);
     }
 
-    /* the QDQ model; --auto-exclude: the fewest layers in float that meet the target on the
-     * evaluation images (measured on the refined model when there is a refinement) */
-    if ((st = eng_quantize_model(&job, &res)) != PTQ_OK) goto fail;
+    /* --auto-exclude: the fewest layers in float that meet the target on the evaluation images */
     if (auto_exclude) {
+        if ((st = eng_quantize_auto_exclude(&job, &res)) != PTQ_OK) goto fail;
         const cmp_exclusion *excl = &res.excl;
         fprintf(stderr, "ptq quantize: auto-exclude: %d node%s in float, cosine %.6f on %d evaluation images%s", excl->n_nodes,
                 excl->n_nodes == 1 ? "" : "s", excl->reached.cosine, excl->reached.images, excl->n_nodes ? ":" : "\n");
@@ -287,6 +286,9 @@ int cmd_quantize(int argc, char **argv)
         if (excl->n_nodes) fprintf(stderr, "\n");
     }
 
+    /* the QDQ model */
+    if ((st = eng_quantize_build(&job, &res)) != PTQ_OK) goto fail;
+    if ((st = eng_quantize_refine(&job, &res)) != PTQ_OK) goto fail;
     if (res.refined) {
         const eng_refine_report *rr = &res.rr;
         fprintf(stderr,

@@ -487,7 +487,9 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->labels = o->labels;
     job->eval_limit = o->eval_limit;
     TRY(eng_quantize_ranges(job, &q->res));
-    TRY(eng_quantize_model(job, &q->res));
+    TRY(eng_quantize_auto_exclude(job, &q->res));
+    TRY(eng_quantize_build(job, &q->res));
+    TRY(eng_quantize_refine(job, &q->res));
     if (d) {
         q->images = d->used = src.images;
         q->skipped = d->skipped = src.skipped;

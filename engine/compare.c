@@ -34,87 +34,6 @@ static int range_lookup(const char *name, float *amax, void *user)
     return 0;
 }
 
-/* 1 when node n of g computes with a dequantized weight: a quantized weighted layer. */
-static int dq_weighted(const ptq_graph *g, const ptq_node *n)
-{
-    if (n->n_inputs < 2 || n->inputs[1] < 0) return 0;
-    int p = g->values[n->inputs[1]].producer;
-    return p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear");
-}
-
-/* 1 when value v of g is what a refinement learns for a quantized layer: int8 weight codes (read
- * by DequantizeLinear alone) or a bias (read by quantized weighted layers alone, or by the Add
- * of a MatMul's bias whose MatMul is one). Activation scales are not carried: output-mse's
- * choices are the ranges the model is built from. */
-static int learned(const ptq_graph *g, int v)
-{
-    int uses = 0, i8 = g->values[v].t.dtype == PTQ_I8;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ptq_node *n = &g->nodes[i];
-        for (int j = 0; j < n->n_inputs; j++) {
-            if (n->inputs[j] != v) continue;
-            uses++;
-            if (i8) {
-                if (strcmp(n->op_type, "DequantizeLinear") || j != 0) return 0;
-                continue;
-            }
-            if (j == 2 && dq_weighted(g, n)) continue;
-            int other = n->n_inputs == 2 ? n->inputs[1 - j] : -1, p = other >= 0 ? g->values[other].producer : -1;
-            if (!strcmp(n->op_type, "Add") && p >= 0 && !strcmp(g->nodes[p].op_type, "MatMul") && dq_weighted(g, &g->nodes[p])) continue;
-            return 0;
-        }
-    }
-    return uses > 0 && (i8 || g->values[v].t.dtype == PTQ_F32);
-}
-
-ptq_status cmp_carry_refinement(ptq_graph *g, const ptq_graph *refined, int *carried)
-{
-    ptq_status st = PTQ_OK;
-    int n = 0;
-    /* codes and biases present in both */
-    for (int v = 0; v < g->n_values; v++) {
-        ptq_value *gv = &g->values[v];
-        if (gv->kind != PTQ_VALUE_INITIALIZER || !gv->t.data) continue;
-        int r = ptq_graph_find_value(refined, gv->name);
-        const ptq_value *rv = r >= 0 ? &refined->values[r] : NULL;
-        if (!rv || rv->kind != PTQ_VALUE_INITIALIZER || !rv->t.data || rv->t.dtype != gv->t.dtype || !ptq_shape_equal(&rv->t, &gv->t))
-            continue;
-        size_t bytes = ptq_tensor_nbytes(&gv->t);
-        if (!memcmp(gv->t.data, rv->t.data, bytes) || !learned(g, v)) continue;
-        memcpy(gv->t.data, rv->t.data, bytes);
-        n++;
-    }
-    /* a bias the refinement gave a Conv or Gemm that had none */
-    for (int i = 0; i < refined->n_nodes; i++) {
-        const ptq_node *rn = &refined->nodes[i];
-        if ((strcmp(rn->op_type, "Conv") && strcmp(rn->op_type, "Gemm")) || rn->n_inputs < 3 || rn->inputs[2] < 0 || rn->n_outputs < 1 ||
-            rn->outputs[0] < 0)
-            continue;
-        int out = ptq_graph_find_value(g, refined->values[rn->outputs[0]].name), gi = out >= 0 ? g->values[out].producer : -1;
-        const ptq_value *rb = &refined->values[rn->inputs[2]];
-        if (gi < 0 || strcmp(g->nodes[gi].op_type, rn->op_type) || (g->nodes[gi].n_inputs >= 3 && g->nodes[gi].inputs[2] >= 0) ||
-            !dq_weighted(g, &g->nodes[gi]) || rb->kind != PTQ_VALUE_INITIALIZER || !rb->t.data || ptq_graph_find_value(g, rb->name) >= 0)
-            continue;
-        ptq_tensor t;
-        int b;
-        TRY(ptq_tensor_copy(&t, &rb->t));
-        TRY(ptq_graph_add_initializer(g, rb->name, &t, &b));
-        ptq_node *gn = &g->nodes[gi];
-        if (gn->n_inputs < 3) {
-            int *in = realloc(gn->inputs, sizeof(int) * 3);
-            CHECK_ALLOC(in);
-            gn->inputs = in;
-            for (int k = gn->n_inputs; k < 3; k++) in[k] = -1;
-            gn->n_inputs = 3;
-        }
-        gn->inputs[2] = b;
-        n++;
-    }
-done:
-    if (carried) *carried = n;
-    return st;
-}
-
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report)
 {
@@ -130,7 +49,6 @@ ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, cons
     if (ev->eq) TRY(eng_equalize_apply(g, ev->eq));
     TRY(quant_upgrade_opset(g, 13, &changed));
     TRY(quant_insert_qdq(g, &q, report));
-    if (ev->refined) TRY(cmp_carry_refinement(g, ev->refined, NULL));
     *out = g;
     g = NULL;
 done:

@@ -73,9 +73,6 @@ typedef struct {
     cmp_cache *cache;           /* NULL: none (borrowed) */
     cmp_metric metric;          /* zero: cosine */
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
-    const ptq_graph *refined;   /* NULL, or a refined QDQ model of `model` (every candidate quantized):
-                                 * each model cmp_build_qdq makes carries its learned values
-                                 * (cmp_carry_refinement), so the exclusion search measures it */
 } cmp_eval;
 
 typedef struct {
@@ -100,13 +97,6 @@ typedef struct {
 
 /* Loads ev->model again, applies ev->eq, upgrades it to opset 13 and inserts Q/DQ with these
  * ranges and the options' exclusions (range/range_user of qopt are replaced). */
-/* Carries the values a refinement learned (engine/refine.h) from `refined` into g, a QDQ model
- * of the same FP32 model with the same or more nodes left float: where both quantize a layer,
- * its int8 weight codes and its bias (also one the refinement added) become the refined ones,
- * matched by name, shape and type; a node g leaves float keeps its FP32 weights and bias.
- * Activation scales come from the ranges g is built from (output-mse writes its choices
- * there). *carried (may be NULL): initializers changed or added. */
-ptq_status cmp_carry_refinement(ptq_graph *g, const ptq_graph *refined, int *carried);
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report);
 /* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */

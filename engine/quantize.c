@@ -212,8 +212,7 @@ static ptq_status set_exclusions(const eng_quantize_job *job, eng_quantize_resul
     return PTQ_OK;
 }
 
-/* The search; with `refined`, every model it measures carries that model's learned codes and biases. */
-static ptq_status auto_exclude(const eng_quantize_job *job, eng_quantize_result *res, const ptq_graph *refined)
+ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
     if (!job->auto_exclude) return PTQ_OK;
@@ -224,7 +223,7 @@ static ptq_status auto_exclude(const eng_quantize_job *job, eng_quantize_result 
     cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
     cmp_target tg = job->target;
     cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
-                   .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind, .eq = &res->eq, .refined = refined};
+                   .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind, .eq = &res->eq};
     ev.o.images = job->eval_images;
     ev.o.limit = job->eval_limit;
     ev.o.shuffle = 0;
@@ -256,11 +255,6 @@ done:
     return st;
 }
 
-ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res)
-{
-    return auto_exclude(job, res, NULL);
-}
-
 static int lookup(const char *name, float *amax, void *user)
 {
     eng_quantize_result *t = user;
@@ -282,9 +276,7 @@ static int lookup(const char *name, float *amax, void *user)
     return 0;
 }
 
-/* Q/DQ insertion into res->g; warn: report unmatched exclusions and tensors without a range
- * (0 when an earlier build of the same job did). */
-static ptq_status build(const eng_quantize_job *job, eng_quantize_result *res, int warn)
+ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
     int n_const = 0;
@@ -305,19 +297,14 @@ static ptq_status build(const eng_quantize_job *job, eng_quantize_result *res, i
         ptq_error_prefix("%s: ", job->model);
         goto done;
     }
-    for (int i = 0; warn && i < res->rep.n_unmatched; i++)
+    for (int i = 0; i < res->rep.n_unmatched; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", res->rep.unmatched[i]);
-    for (int i = 0; warn && i < res->n_missing; i++)
+    for (int i = 0; i < res->n_missing; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' has no range in %s: the nodes reading it stay float", res->missing[i],
                        job->from_cache ? job->from_cache : job->from_stats ? job->from_stats : "the calibration");
-    if (warn) res->warned += res->n_missing;
+    res->warned += res->n_missing;
 done:
     return st;
-}
-
-ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res)
-{
-    return build(job, res, 1);
 }
 
 /* --method output-mse: the candidates of an activation are the methods' answers. */
@@ -384,35 +371,6 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ptq_graph_destroy(fp);
     if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
     else res->refined = 1;
-    return st;
-}
-
-ptq_status eng_quantize_model(const eng_quantize_job *job, eng_quantize_result *res)
-{
-    ptq_status st = PTQ_OK;
-    ptq_graph *refined = NULL;
-    int refines = job->ro.bias_correction || job->ro.adaround_iters > 0 || job->output_mse;
-    if (!job->auto_exclude || !refines) {
-        TRY(eng_quantize_auto_exclude(job, res));
-        TRY(eng_quantize_build(job, res));
-        TRY(eng_quantize_refine(job, res));
-        goto done;
-    }
-    /* refine the model with the job's own exclusions, then search on it: the FP32 model is
-     * loaded again (and equalized as before) for the search's baseline and the final build */
-    TRY(eng_quantize_build(job, res));
-    TRY(eng_quantize_refine(job, res));
-    refined = res->g;
-    res->g = NULL;
-    TRY(onnx_model_load(job->model, &res->g));
-    TRY(eng_equalize_apply(res->g, &res->eq));
-    TRY(auto_exclude(job, res, refined));
-    quant_report_free(&res->rep);
-    memset(&res->rep, 0, sizeof res->rep);
-    TRY(build(job, res, 0));
-    TRY(cmp_carry_refinement(res->g, refined, NULL));
-done:
-    ptq_graph_destroy(refined);
     return st;
 }
 

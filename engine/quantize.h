@@ -6,8 +6,9 @@
  *   job.model = "m.onnx"; job.src = &src;              // or job.from_stats / job.from_cache
  *   eng_quantize_result res = {0};
  *   TRY(eng_quantize_ranges(&job, &res));             // [equalization,] calibration pass (or stats / cache), ranges
- *   TRY(eng_quantize_model(&job, &res));              // auto-exclusion, Q/DQ insertion, refinement:
- *                                                     // res.g becomes the QDQ model
+ *   TRY(eng_quantize_auto_exclude(&job, &res));       // only with job.auto_exclude
+ *   TRY(eng_quantize_build(&job, &res));              // res.g becomes the QDQ model
+ *   TRY(eng_quantize_refine(&job, &res));             // bias correction, AdaRound, output-mse
  *   TRY(eng_quantize_write(&job, &res, &outputs));
  *   eng_quantize_result_free(&res);
  *
@@ -99,13 +100,6 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
 ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res);
-/* After eng_quantize_ranges: auto-exclusion, Q/DQ insertion and refinement in the order the
- * job needs. Without refinement, or without auto_exclude, the three steps above in turn. With
- * both, the search runs on the refined model: the model with the job's own exclusions is
- * refined once, every model the search measures carries its int8 codes and biases
- * (cmp_carry_refinement), and so does the model written (the layers the search returns to
- * float lose theirs; the others are not refined again). res->rr reports that refinement. */
-ptq_status eng_quantize_model(const eng_quantize_job *job, eng_quantize_result *res);
 
 typedef struct {
     const char *model;          /* the QDQ ONNX file (NULL: not written) */

@@ -9,7 +9,6 @@
 #   `ptq translate` keeps every scale;
 # - the same bytes at 1 and 2 threads, batch 1 and 4;
 # - --seed S draws the samples: 0 is the default, 7 gives other codes, at any thread count;
-# - --auto-exclude with a refinement searches on the refined model and writes what it measured;
 # - usage errors: refinement without images.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
@@ -147,51 +146,6 @@ cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
 row = [l for l in open('$TMP/cmp.out') if l.startswith('mse + bias correction ')][0]
 assert abs(float(row.split()[4]) - cos) < 5e-7, (row, cos)
 print('cosine', cos)\""
-
-# --auto-exclude with a refinement searches on the refined model: the model with the user's
-# exclusions is refined once (AdaRound here: the same codes as `ada`), every model the search
-# measures and the model written carry its codes, the nodes returned to float read FP32 weights,
-# and the cosine printed is the written model's
-check "auto-exclude on the refined model" q axr --method mse --adaround 40 --auto-exclude --eval-images "$TMP/eval.list" \
-  --target-cosine 0.9995
-check "it measured and wrote the refined model" sh -c "
-  '$PTQ' run '$TMP/axr.onnx' --input '$TMP/ev.npy' --output '$TMP/ev_axr.npy' >/dev/null &&
-  $PY - '$TMP' <<'PYEOF'
-import sys, re, numpy as np, onnx
-from onnx import numpy_helper
-d = sys.argv[1]
-a = np.load(f'{d}/ev_fp.npy').astype(np.float64); b = np.load(f'{d}/ev_axr.npy').astype(np.float64)
-cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
-line = re.search(r'auto-exclude: (\\d+) nodes? in float, cosine ([0-9.]+)[^:]*:? ?(.*)', open(f'{d}/axr.err').read())
-n, said, names = int(line.group(1)), float(line.group(2)), line.group(3).split(',')
-assert n > 0 and len(names) == n and abs(said - cos) < 5e-7 and cos >= 0.9995, (n, said, cos)
-def load(t):
-    m = onnx.load(f'{d}/{t}.onnx'); onnx.checker.check_model(m, full_check=True)
-    return m, {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-m, I = load('axr'); _, A = load('ada'); _, P = load('plain')
-codes = [k for k in I if k.endswith('_quantized')]
-assert codes and all((I[k] == A[k]).all() for k in codes), 'codes other than the refined model\'s'
-assert any((I[k] != P[k]).any() for k in codes if k in P), 'nearest codes: nothing carried'
-dq = {o for nd in m.graph.node if nd.op_type == 'DequantizeLinear' for o in nd.output}
-for nd in m.graph.node:
-    if nd.name in names and nd.op_type in ('Conv', 'Gemm', 'MatMul'):
-        assert nd.input[1] not in dq and I[nd.input[1]].dtype == np.float32, nd.name
-print(f'{n} nodes in float, cosine {cos:.6f}, {len(codes)} layers with the refined codes')
-PYEOF"
-check "auto-exclude on the model with all three refinements" q axa --method output-mse --adaround 40 --bias-correction \
-  --auto-exclude --eval-images "$TMP/eval.list" --target-cosine 0.9995
-check "the cosine printed is the written model's (carried biases, output-mse's scales)" sh -c "
-  '$PTQ' run '$TMP/axa.onnx' --input '$TMP/ev.npy' --output '$TMP/ev_axa.npy' >/dev/null &&
-  $PY - '$TMP' <<'PYEOF'
-import sys, re, numpy as np, onnx
-d = sys.argv[1]
-onnx.checker.check_model(onnx.load(f'{d}/axa.onnx'), full_check=True)
-a = np.load(f'{d}/ev_fp.npy').astype(np.float64); b = np.load(f'{d}/ev_axa.npy').astype(np.float64)
-cos = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
-said = float(re.search(r'auto-exclude: .* cosine ([0-9.]+)', open(f'{d}/axa.err').read()).group(1))
-assert abs(said - cos) < 5e-7 and cos >= 0.9995, (said, cos)
-print(f'cosine {cos:.6f}')
-PYEOF"
 
 # usage errors
 "$PTQ" quantize "$CLS" --images "$TMP/calib.list" --preset paddleocr-cls --stats "$TMP/s.ptqstats" -o "$TMP/s.onnx" >/dev/null 2>&1
