@@ -552,7 +552,8 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
 
     method: max, percentile[:P], entropy, mse, output-mse. weights: "int8" or "qdq-fp32".
     adaround: True (2000 iterations) or a number. equalize: activation equalization in front of
-    depthwise Convs before calibration (needs images). Auto-exclusion: eval_images and target_cosine,
+    depthwise Convs before calibration (needs images). seed (0) also draws the refinements' samples
+    (output-mse's positions, AdaRound's batches), as --seed does. Auto-exclusion: eval_images and target_cosine,
     target_top1_drop or metric + target (auto_exclude=True as on the command line is optional).
     Returns {"images", "skipped", "method", "activations", "weights", "quantized_nodes",
     "excluded_nodes", "warnings", "auto_excluded": [nodes], "reached_cosine", "ranges":
