@@ -139,6 +139,17 @@ def test_quantize_equalize_equals_cli(tmp):
         ptq.quantize(MODEL, from_stats=tmp / "none.ptqstats", equalize=True, output=tmp / "py" / "y.onnx")
 
 
+def test_quantize_seed_draws_the_refinement_as_cli(tmp):
+    """seed=7 is --seed 7: the refinements' samples too (AdaRound's codes differ from seed 0's)."""
+    for seed in (0, 7):
+        ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, method="mse", adaround=20, refine_images=2, seed=seed,
+                     output=tmp / "py" / f"s{seed}.onnx")
+        cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--method", "mse",
+            "--adaround", 20, "--refine-images", 2, "--seed", seed, "-o", tmp / "cli" / f"s{seed}.onnx")
+        same_file(tmp / "py" / f"s{seed}.onnx", tmp / "cli" / f"s{seed}.onnx")
+    assert (tmp / "py" / "s0.onnx").read_bytes() != (tmp / "py" / "s7.onnx").read_bytes()
+
+
 def test_quantize_auto_exclude_refined_equals_cli(tmp):
     """auto-exclusion, bias correction and exclusions from a @FILE: the files and what the CLI prints."""
     (tmp / "exclude.txt").write_text("# kept in float\np2o.Conv.0\n")
