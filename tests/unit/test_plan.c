@@ -554,41 +554,54 @@ static ptq_status ignore(const char *name, int node, const ptq_tensor *t, void *
 TEST(elementwise_ops_report_tiles)
 {
     static const char *const ops[] = {"Add", "Mul"};
-    for (int k = 0; k < 2; k++)
-        for (int bcast = 0; bcast < 2; bcast++)
-            for (int nt = 1; nt <= 3; nt += 2) {
-                int64_t xd[4] = {1, 4, 96, 128}, bd[4] = {1, 4, 1, 1};
-                ptq_graph *g = new_graph();
-                input(g, "x", 4, xd);
-                size_t nb = bcast ? 4 : 4 * 96 * 128;
-                float *b = malloc(sizeof(float) * nb);
-                for (size_t i = 0; i < nb; i++) b[i] = 0.25f * (float)(i % 13) - 1.0f;
-                init_f32(g, "b", 4, bcast ? bd : xd, b);
-                node(g, "op", ops[k], "x", "b", "y");
-                output(g, "y");
-                tile_log log = {.sink.tile = log_tile, .nthreads = nt};
-                the_log = &log;
-                ptq_plan_options o = ptq_plan_defaults();
-                o.nthreads = nt;
-                o.observer = ignore;
-                o.tile_sink = sink_for;
-                ptq_plan *p = NULL;
-                EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &o, &p), PTQ_OK);
-                ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {1, 4, 96, 128}};
-                ptq_tensor_alloc(&x);
-                for (size_t i = 0; i < ptq_tensor_numel(&x); i++) ((float *)x.data)[i] = (float)(i % 101) * 0.01f;
-                EXPECT_EQ_INT(ptq_plan_run(p, &x, 1), PTQ_OK);
-                const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
-                tile_log whole = {.nthreads = 1};
-                log_tile(&whole.sink, 0, y->data, 1, (int64_t)ptq_tensor_numel(y), (int64_t)ptq_tensor_numel(y));
-                EXPECT(log.count == ptq_tensor_numel(y));
-                EXPECT(!log.bad_thread);
-                EXPECT(log.hash == whole.hash);
-                ptq_tensor_free(&x);
-                ptq_plan_destroy(p);
-                ptq_graph_destroy(g);
-                free(b);
-            }
+    /* long rows cut into blocks; short rows (a channel scale of 2 x 24 planes of 12 x 16, as SE
+     * blocks have) reported in runs */
+    static const int64_t shapes[2][4] = {{1, 4, 96, 128}, {2, 24, 12, 16}};
+    for (int sh = 0; sh < 2; sh++)
+        for (int k = 0; k < 2; k++)
+            for (int bcast = 0; bcast < 2; bcast++)
+                for (int nt = 1; nt <= 3; nt += 2) {
+                    int64_t xd[4] = {shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3]};
+                    int64_t bd[4] = {xd[0], xd[1], 1, 1};
+                    ptq_graph *g = new_graph();
+                    input(g, "x", 4, xd);
+                    size_t nb = (size_t)(xd[0] * xd[1]) * (bcast ? 1 : (size_t)(xd[2] * xd[3]));
+                    float *b = malloc(sizeof(float) * nb);
+                    for (size_t i = 0; i < nb; i++) b[i] = 0.25f * (float)(i % 13) - 1.0f;
+                    init_f32(g, "b", 4, bcast ? bd : xd, b);
+                    node(g, "op", ops[k], "x", "b", "y");
+                    output(g, "y");
+                    tile_log log = {.sink.tile = log_tile, .nthreads = nt};
+                    the_log = &log;
+                    ptq_plan_options o = ptq_plan_defaults();
+                    o.nthreads = nt;
+                    o.observer = ignore;
+                    o.tile_sink = sink_for;
+                    ptq_plan *p = NULL;
+                    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &o, &p), PTQ_OK);
+                    ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {xd[0], xd[1], xd[2], xd[3]}};
+                    ptq_tensor_alloc(&x);
+                    for (size_t i = 0; i < ptq_tensor_numel(&x); i++) ((float *)x.data)[i] = (float)(i % 101) * 0.01f;
+                    EXPECT_EQ_INT(ptq_plan_run(p, &x, 1), PTQ_OK);
+                    const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+                    for (size_t i = 0; i < ptq_tensor_numel(y); i++) { /* the values themselves, whatever the split */
+                        size_t c = i / (size_t)(xd[2] * xd[3]), bi = bcast ? c : i;
+                        float xv = ((float *)x.data)[i], want = k ? xv * b[bi] : xv + b[bi];
+                        if (((float *)y->data)[i] != want) {
+                            EXPECT(((float *)y->data)[i] == want);
+                            break;
+                        }
+                    }
+                    tile_log whole = {.nthreads = 1};
+                    log_tile(&whole.sink, 0, y->data, 1, (int64_t)ptq_tensor_numel(y), (int64_t)ptq_tensor_numel(y));
+                    EXPECT(log.count == ptq_tensor_numel(y));
+                    EXPECT(!log.bad_thread);
+                    EXPECT(log.hash == whole.hash);
+                    ptq_tensor_free(&x);
+                    ptq_plan_destroy(p);
+                    ptq_graph_destroy(g);
+                    free(b);
+                }
 }
 
 int main(void)
