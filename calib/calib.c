@@ -445,13 +445,13 @@ static void entropy_screen(const double *restrict C, const int *restrict NZ, con
                            double *restrict raw, double *restrict lastq, unsigned char *restrict slow)
 {
     double tab[2 * (NB + 1)]; /* widths w and w + 1 of the candidates i in [128 w, 128 (w + 1)) */
-    int have = 0;
+    int have = START_BIN / NQ;
+    entropy_runs(C, NZ, have, tab);
+    entropy_runs(C, NZ, have + 1, tab + NB + 1);
     for (int i = START_BIN; i <= NB; i++) {
-        int w = i / NQ;
-        if (w >= MAXW) w = MAXW - 1; /* i = 2048: every group is 16 wide, in the upper table */
-        if (w != have) {
-            if (have && w == have + 1) memcpy(tab, tab + NB + 1, sizeof(double) * (NB + 1));
-            else entropy_runs(C, NZ, w, tab);
+        int w = i / NQ < MAXW ? i / NQ : MAXW - 1; /* i = 2048: every group is 16 wide, in the upper table */
+        if (w != have) { /* the next width: the upper table moves down */
+            memcpy(tab, tab + NB + 1, sizeof(double) * (NB + 1));
             entropy_runs(C, NZ, w + 1, tab + NB + 1);
             have = w;
         }

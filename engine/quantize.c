@@ -356,7 +356,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ro_o.label = "refine";
     ro_o.log = job->log;
     ro.nthreads = job->src->o.threads;
-    if (!ro.seed) ro.seed = job->src->o.seed; /* --seed: the samples' draw too */
+    ro.seed = job->src->o.seed; /* --seed: the samples' draw too */
     ro.candidates = candidates;
     ro.on_amax = chosen;
     ro.user = res;
