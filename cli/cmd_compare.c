@@ -45,7 +45,9 @@ static void usage(FILE *fp)
             "  --target-top1-drop X   ... until top-1 (accuracy with labels, else agreement) drops by <= X\n"
             "  --metric M             what picks the best method and what --target means: cosine (default),\n"
             "                         sqnr, top1 (default for classifiers), seq-top1[:AXIS] (argmax agreement per\n"
-            "                         position, e.g. CTC recognisers), mask-iou:T (output map binarised at > T)\n"
+            "                         position, e.g. CTC recognisers), seq-chars[:AXIS] (1 - the CER of the greedy CTC\n"
+            "                         reading against FP32's), seq-exact[:AXIS] (lines read identically),\n"
+            "                         mask-iou:T (output map binarised at > T)\n"
             "  --target X             return the most harmful layers to float until the --metric reaches X\n"
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
@@ -137,7 +139,7 @@ int cmd_compare(int argc, char **argv)
             break;
         case O_METRIC:
             if (cmp_metric_parse(optarg, &metric))
-                return cli_usage_error("compare", "bad --metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", optarg);
+                return cli_usage_error("compare", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
             metric_given = 1;
             break;
         case O_TARGET: {
@@ -244,11 +246,13 @@ int cmd_compare(int argc, char **argv)
     if ((st = eng_compare_evaluate(&job, &res)) != PTQ_OK) goto fail;
     const cmp_metrics *metrics = res.metrics;
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
+    int seq_ctc = !isnan(metrics[0].seq_chars);
     printf("model %s, %d calibration images, %d evaluation images\n", model, src.images, metrics[0].images);
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
     if (classifier) printf(" %10s", "top-1 agr");
     if (labelled) printf(" %10s", "top-1 acc");
     if (seq) printf(" %10s", "seq-top1");
+    if (seq_ctc) printf(" %10s %10s", "seq-chars", "seq-exact");
     if (map) printf(" %10s", "mask-iou");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
@@ -256,6 +260,7 @@ int cmd_compare(int argc, char **argv)
         if (classifier) printf(" %10.4f", metrics[m].top1_agree);
         if (labelled) printf(" %10.4f", metrics[m].top1_acc);
         if (seq) printf(" %10.4f", metrics[m].seq_top1);
+        if (seq_ctc) printf(" %10.4f %10.4f", metrics[m].seq_chars, metrics[m].seq_exact);
         if (map) printf(" %10.4f", metrics[m].mask_iou);
         printf("%s\n", m == best ? "   <- best" : "");
     }
@@ -268,6 +273,7 @@ int cmd_compare(int argc, char **argv)
         if (classifier) printf(" %10.4f", m->top1_agree);
         if (labelled) printf(" %10.4f", m->top1_acc);
         if (seq) printf(" %10.4f", m->seq_top1);
+        if (seq_ctc) printf(" %10.4f %10.4f", m->seq_chars, m->seq_exact);
         if (map) printf(" %10.4f", m->mask_iou);
         printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
     }

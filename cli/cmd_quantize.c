@@ -182,7 +182,7 @@ int cmd_quantize(int argc, char **argv)
         case O_LABELS: labels = optarg; break;
         case O_METRIC:
             if (cmp_metric_parse(optarg, &tg.kind))
-                return cli_usage_error("quantize", "bad --metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", optarg);
+                return cli_usage_error("quantize", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
             break;
         case O_TARGET: {
             char *end;

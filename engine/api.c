@@ -477,7 +477,7 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->target.top1_drop = o->target_top1_drop;
     job->target.metric = o->target;
     if (o->metric && cmp_metric_parse(o->metric, &job->target.kind))
-        FAIL(PTQ_ERR_ARG, "bad metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", o->metric);
+        FAIL(PTQ_ERR_ARG, "bad metric '%s' (" CMP_METRIC_SPELLINGS ")", o->metric);
     int has_target = !isnan(o->target_cosine) || !isnan(o->target_top1_drop) || !isnan(o->target);
     if (!!o->eval_images != has_target)
         FAIL(PTQ_ERR_ARG, "auto-exclusion needs both eval_images and a target (target, target_cosine or target_top1_drop)");
@@ -601,7 +601,7 @@ PTQ_API ptq_err ptq_compare(const ptq_model *m, ptq_dataset *calib, ptq_dataset 
         FAIL(PTQ_ERR_ARG, "bad methods '%s'", methods);
     if (o->metric) {
         if (cmp_metric_parse(o->metric, &job->metric))
-            FAIL(PTQ_ERR_ARG, "bad metric '%s' (cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T)", o->metric);
+            FAIL(PTQ_ERR_ARG, "bad metric '%s' (" CMP_METRIC_SPELLINGS ")", o->metric);
         job->metric_given = 1;
     }
     job->log = log_of(&o->log);
@@ -631,7 +631,7 @@ PTQ_API ptq_err ptq_compare(const ptq_model *m, ptq_dataset *calib, ptq_dataset 
         snprintf(c->pm[k].method, sizeof c->pm[k].method, "%s", c->res.tags[k]);
         c->pm[k] = (ptq_method_metrics){.cosine = mm->cosine, .sqnr_db = mm->sqnr_db, .max_abs = mm->max_abs,
                                         .top1_agree = mm->top1_agree, .top1_acc = mm->top1_acc, .seq_top1 = mm->seq_top1,
-                                        .mask_iou = mm->mask_iou};
+                                        .mask_iou = mm->mask_iou, .seq_chars = mm->seq_chars, .seq_exact = mm->seq_exact};
         snprintf(c->pm[k].method, sizeof c->pm[k].method, "%s", c->res.tags[k]);
     }
     /* the lent strings are not kept */

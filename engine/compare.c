@@ -225,6 +225,8 @@ typedef struct {
     sums s;
     long agree, rows, correct, labelled;
     long seq_agree, seq_positions;   /* seq-top1 */
+    long ctc_seqs, ctc_same;         /* seq-exact */
+    long ctc_chars, ctc_edits;       /* seq-chars */
     long mask_and, mask_or;          /* mask-iou */
 } acc;
 
@@ -240,6 +242,20 @@ static int output_kind(const ptq_tensor *y, int64_t batch, int axis)
     return a >= 1 && a < y->rank && y->dims[a] > 1 ? OUT_SEQUENCE : OUT_OTHER;
 }
 
+/* "NAME" or "NAME:AXIS" (1 <= AXIS < PTQ_MAX_RANK; else axis -2): 1 and out set; 0 when s is
+ * another metric. */
+static int seq_metric(const char *s, const char *name, cmp_metric_kind kind, cmp_metric *out)
+{
+    size_t n = strlen(name);
+    if (strncmp(s, name, n) || (s[n] && s[n] != ':')) return 0;
+    out->kind = kind;
+    if (!s[n]) return 1;
+    char *end;
+    long a = strtol(s + n + 1, &end, 10);
+    out->axis = *end || end == s + n + 1 || a < 1 || a >= PTQ_MAX_RANK ? -2 : (int)a;
+    return 1;
+}
+
 int cmp_metric_parse(const char *s, cmp_metric *out)
 {
     memset(out, 0, sizeof *out);
@@ -249,12 +265,9 @@ int cmp_metric_parse(const char *s, cmp_metric *out)
     if (!strcmp(s, "cosine")) out->kind = CMP_METRIC_COSINE;
     else if (!strcmp(s, "sqnr")) out->kind = CMP_METRIC_SQNR;
     else if (!strcmp(s, "top1")) out->kind = CMP_METRIC_TOP1;
-    else if (!strcmp(s, "seq-top1")) out->kind = CMP_METRIC_SEQ_TOP1;
-    else if (!strncmp(s, "seq-top1:", 9)) {
-        long a = strtol(s + 9, &end, 10);
-        if (*end || end == s + 9 || a < 1 || a >= PTQ_MAX_RANK) return -1;
-        out->kind = CMP_METRIC_SEQ_TOP1;
-        out->axis = (int)a;
+    else if (seq_metric(s, "seq-top1", CMP_METRIC_SEQ_TOP1, out) || seq_metric(s, "seq-chars", CMP_METRIC_SEQ_CHARS, out) ||
+             seq_metric(s, "seq-exact", CMP_METRIC_SEQ_EXACT, out)) {
+        if (out->axis == -2) return -1;
     } else if (!strncmp(s, "mask-iou:", 9)) {
         double t = strtod(s + 9, &end);
         if (*end || end == s + 9 || !(t == t) || t < -1e30 || t > 1e30) return -1;
@@ -271,9 +284,13 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
     case CMP_METRIC_SQNR: snprintf(buf, cap, "sqnr"); break;
     case CMP_METRIC_TOP1: snprintf(buf, cap, "top1"); break;
     case CMP_METRIC_SEQ_TOP1:
-        if (m->axis < 0) snprintf(buf, cap, "seq-top1");
-        else snprintf(buf, cap, "seq-top1:%d", m->axis);
+    case CMP_METRIC_SEQ_CHARS:
+    case CMP_METRIC_SEQ_EXACT: {
+        const char *base = m->kind == CMP_METRIC_SEQ_TOP1 ? "seq-top1" : m->kind == CMP_METRIC_SEQ_CHARS ? "seq-chars" : "seq-exact";
+        if (m->axis < 0) snprintf(buf, cap, "%s", base);
+        else snprintf(buf, cap, "%s:%d", base, m->axis);
         break;
+    }
     case CMP_METRIC_MASK_IOU: snprintf(buf, cap, "mask-iou:%g", (double)m->threshold); break;
     default: snprintf(buf, cap, "cosine");
     }
@@ -291,6 +308,8 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
     case CMP_METRIC_SQNR: return m->sqnr_db;
     case CMP_METRIC_TOP1: return !isnan(m->top1_acc) ? m->top1_acc : m->top1_agree;
     case CMP_METRIC_SEQ_TOP1: return m->seq_top1;
+    case CMP_METRIC_SEQ_CHARS: return m->seq_chars;
+    case CMP_METRIC_SEQ_EXACT: return m->seq_exact;
     case CMP_METRIC_MASK_IOU: return m->mask_iou;
     default: return m->cosine;
     }
@@ -326,6 +345,9 @@ static void metrics_of(const acc *m, int kind, int labelled, int images, float t
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
     out->seq_top1 = kind == OUT_SEQUENCE && m->seq_positions ? (double)m->seq_agree / (double)m->seq_positions : (double)NAN;
+    out->seq_exact = kind == OUT_SEQUENCE && m->ctc_seqs ? (double)m->ctc_same / (double)m->ctc_seqs : (double)NAN;
+    out->seq_chars = kind == OUT_SEQUENCE && m->ctc_seqs ? 1.0 - (double)m->ctc_edits / (double)(m->ctc_chars ? m->ctc_chars : 1)
+                                                         : (double)NAN;
     out->mask_iou = kind != OUT_MAP ? (double)NAN : m->mask_or ? (double)m->mask_and / (double)m->mask_or : 1.0;
     out->mask_threshold = threshold;
     out->images = images;
@@ -349,6 +371,67 @@ static void seq_add(acc *m, const ptq_tensor *y, int axis, const float *a, const
             m->seq_agree += ba == bb;
             m->seq_positions++;
         }
+}
+
+int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, int64_t c_stride, int blank, int *out)
+{
+    int64_t n = 0;
+    int prev = -1;
+    for (int64_t t = 0; t < T; t++) {
+        const float *p = x + t * t_stride;
+        int best = 0;
+        for (int64_t c = 1; c < C; c++)
+            if (p[c * c_stride] > p[best * c_stride]) best = (int)c;
+        if (best != prev && best != blank) out[n++] = best;
+        prev = best;
+    }
+    return n;
+}
+
+int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, int64_t *row)
+{
+    for (int64_t j = 0; j <= nb; j++) row[j] = j;
+    for (int64_t i = 1; i <= na; i++) {
+        int64_t diag = row[0]; /* row[i-1][j-1] */
+        row[0] = i;
+        for (int64_t j = 1; j <= nb; j++) {
+            int64_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[nb];
+}
+
+/* seq-chars and seq-exact of one rank-3 output (C on `axis`, T on the other non-batch axis):
+ * every sequence read by greedy CTC (blank 0) in FP32 a and QDQ b. */
+static ptq_status ctc_add(acc *m, const ptq_tensor *y, int axis, const float *a, const float *b)
+{
+    if (y->rank != 3) return PTQ_OK;
+    ptq_status st = PTQ_OK;
+    int ax = axis < 0 ? 2 : axis, tax = ax == 2 ? 1 : 2;
+    int64_t N = y->dims[0], T = y->dims[tax], C = y->dims[ax];
+    int64_t cs = ax == 2 ? 1 : T, ts = ax == 2 ? C : 1;
+    int *la = malloc(sizeof(int) * (size_t)(2 * T + 1));
+    int64_t *row = malloc(sizeof(int64_t) * (size_t)(T + 1));
+    CHECK_ALLOC(la);
+    CHECK_ALLOC(row);
+    int *lb = la + T;
+    for (int64_t n = 0; n < N; n++) {
+        int64_t na = cmp_ctc_greedy(a + n * T * C, T, C, ts, cs, 0, la);
+        int64_t nb = cmp_ctc_greedy(b + n * T * C, T, C, ts, cs, 0, lb);
+        int64_t e = cmp_edit_distance(la, na, lb, nb, row);
+        m->ctc_seqs++;
+        m->ctc_same += e == 0;
+        m->ctc_chars += (long)na;
+        m->ctc_edits += (long)e;
+    }
+done:
+    free(la);
+    free(row);
+    return st;
 }
 
 /* mask-iou of one map: pixels > t in FP32 a and in QDQ b. */
@@ -479,7 +562,10 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
         }
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
-        if (kind == OUT_SEQUENCE) seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
+        if (kind == OUT_SEQUENCE) {
+            seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
+            TRY(ctc_add(&accs[k], y, metric->axis, fp32[0], y->data));
+        }
         if (kind == OUT_MAP) mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), mask_threshold(metric));
         if (kind != OUT_CLASSIFIER) continue;
         int64_t C = y->dims[1];

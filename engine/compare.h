@@ -49,15 +49,30 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *   top1: argmax agreement over output 0 of shape [N, C] (accuracy with labels);
  *   seq-top1[:axis]: argmax over `axis` (default the last) of output 0 (rank >= 3, e.g.
  *     [N, T, C] of a CTC recogniser), the share of positions where QDQ and FP32 agree;
+ *   seq-chars[:axis], seq-exact[:axis]: output 0 of rank 3, [N, T, C] or [N, C, T] (C the
+ *     argmax axis), read by greedy CTC (argmax per position, repeats collapsed, class 0 the
+ *     blank dropped): seq-chars is 1 - the character error rate of QDQ's reading against
+ *     FP32's (edit distance summed over the sequences / FP32's characters), seq-exact the
+ *     share of sequences read identically. A label that moves by a position reads the same;
  *   mask-iou:T: output 0 as a map ([N, 1, H, W], e.g. a DB probability map) binarised at
  *     > T, |A and B| / |A or B| over all images (1 when both are empty). */
-typedef enum { CMP_METRIC_COSINE = 0, CMP_METRIC_SQNR, CMP_METRIC_TOP1, CMP_METRIC_SEQ_TOP1, CMP_METRIC_MASK_IOU } cmp_metric_kind;
+typedef enum {
+    CMP_METRIC_COSINE = 0,
+    CMP_METRIC_SQNR,
+    CMP_METRIC_TOP1,
+    CMP_METRIC_SEQ_TOP1,
+    CMP_METRIC_MASK_IOU,
+    CMP_METRIC_SEQ_CHARS,
+    CMP_METRIC_SEQ_EXACT
+} cmp_metric_kind;
+/* The metrics' spellings, for error messages. */
+#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T"
 typedef struct {
     cmp_metric_kind kind;
-    int axis;          /* seq-top1: the argmax axis of output 0, -1 = the last */
+    int axis;          /* seq-*: the argmax axis of output 0, -1 = the last */
     float threshold;   /* mask-iou: the binarisation threshold (reported at 0.3 when not chosen) */
 } cmp_metric;
-/* Parses "cosine", "sqnr", "top1", "seq-top1[:AXIS]", "mask-iou:T"; 0 or -1. */
+/* Parses one of CMP_METRIC_SPELLINGS; 0 or -1. */
 int cmp_metric_parse(const char *s, cmp_metric *out);
 /* "seq-top1:2", "mask-iou:0.3", ... */
 void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap);
@@ -79,6 +94,7 @@ typedef struct {
     double cosine, sqnr_db, max_abs;
     double top1_agree, top1_acc; /* NAN when not a classifier / no labels */
     double seq_top1;             /* NAN unless output 0 has rank >= 3 and is not a map */
+    double seq_chars, seq_exact; /* NAN unless output 0 is a sequence of rank 3 */
     double mask_iou;             /* NAN unless output 0 is a map [N, 1, H, W] */
     float mask_threshold;        /* the threshold mask_iou used */
     int images;
@@ -100,6 +116,13 @@ typedef struct {
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report);
 /* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
+/* Greedy CTC reading of one sequence: x[t * t_stride + c * c_stride], t < T, c < C; the argmax
+ * class at every position (the first of equal maxima), repeats collapsed, `blank` dropped.
+ * Writes the labels to out (room for T) and returns their number. */
+int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, int64_t c_stride, int blank, int *out);
+/* Levenshtein distance of a[0..na) and b[0..nb); row has room for nb + 1 ints. */
+int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, int64_t *row);
+
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
 /* Layer-wise errors of one QDQ graph, in FP32 execution order; free with cmp_layers_free. */
 ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *qdq, cmp_layer **out, int *n);

@@ -206,6 +206,8 @@ typedef struct {
     double cosine, sqnr_db, max_abs;
     double top1_agree, top1_acc;     /* NaN when not a classifier / no labels */
     double seq_top1, mask_iou;       /* NaN when output 0 is not a sequence / a map */
+    double seq_chars, seq_exact;     /* greedy CTC reading (rank-3 sequences): 1 - CER against FP32's
+                                        reading, share of sequences read identically; else NaN */
 } ptq_method_metrics;
 
 typedef struct {

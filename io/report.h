@@ -15,7 +15,7 @@
  *
  * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
  *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
- *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, mask_iou,
+ *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou,
  *              mask_threshold}],
  *   refinements: [the same keys; method names the best method and its refinement, "mse + AdaRound"],
  *   layers_method, layers: [{index, tensor, node, op_type, acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine}]
@@ -48,6 +48,8 @@ typedef struct {
     double top1_agree;    /* fraction in [0, 1] of images whose top-1 class equals FP32's; NaN if n/a */
     double top1_acc;      /* top-1 accuracy in [0, 1] against labels; NaN if there are no labels */
     double seq_top1;      /* share of sequence positions whose argmax equals FP32's; NaN if n/a */
+    double seq_chars;     /* 1 - CER of the greedy CTC reading against FP32's; NaN if n/a */
+    double seq_exact;     /* share of sequences read identically by greedy CTC; NaN if n/a */
     double mask_iou;      /* IoU of the binarised output map against FP32's; NaN if n/a */
     double mask_threshold;
 } io_report_method;

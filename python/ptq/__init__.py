@@ -625,7 +625,7 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
 
 # ---- compare ----
 
-_METRICS = ("cosine", "sqnr_db", "max_abs", "top1_agree", "top1_acc", "seq_top1", "mask_iou")
+_METRICS = ("cosine", "sqnr_db", "max_abs", "top1_agree", "top1_acc", "seq_top1", "seq_chars", "seq_exact", "mask_iou")
 
 
 def compare(model, images, eval_images, preset=None, methods=None, metric=None, *, labels=None, exclude_nodes=None,
@@ -634,11 +634,13 @@ def compare(model, images, eval_images, preset=None, methods=None, metric=None, 
     """`ptq compare`: every method's QDQ model against FP32 on held-out images.
 
     methods: a list, "max,entropy" or "all" (default max, percentile:99.99, percentile:99.999,
-    entropy, mse). metric: cosine, sqnr, top1, seq-top1[:AXIS], mask-iou:T (default: top1 for
+    entropy, mse). metric: cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS],
+    mask-iou:T (default: top1 for
     classifiers, else cosine). eval_preset: the evaluation images' preprocessing (default
     preset; the overrides apply to both). json, html: the command's reports.
     Returns {"calib_images", "eval_images", "best", "criterion", "methods": {method: {cosine,
-    sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, mask_iou (None where not applicable)}},
+    sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou (None where not
+    applicable)}},
     "layers_method", "layers": [the JSON report's rows, worst first as printed]}."""
     src, ov = _split_source(options)
     _unknown("compare", options)

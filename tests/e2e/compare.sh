@@ -6,7 +6,8 @@
 # only has to run and stay near FP32, cosine > 0.5; its figure is printed).
 #
 # Asserted: compare's figures for a method (cosine, SQNR, max-abs, and the task metrics that
-# apply: top-1 agreement for cls, seq-top1 (argmax per position) for rec, mask-iou at 0.3 for
+# apply: top-1 agreement for cls, seq-top1 (argmax per position) and the greedy CTC readings:
+# seq-chars (1 - CER against FP32's reading) and seq-exact (lines read alike) for rec, mask-iou at 0.3 for
 # det's probability map) EQUAL,
 # to the last bit of the JSON's doubles, those of ptq's own run of the model `ptq quantize`
 # writes with that method against ptq's run of the FP32 model, scored here as compare
@@ -55,6 +56,21 @@ def figures(fp32, qdq, batch):
         got["mask_iou"] = 1.0 if union == 0 else int(np.count_nonzero(a & b)) / union
     elif A.ndim >= 3:
         got["seq_top1"] = float(np.count_nonzero(A.argmax(-1) == B.argmax(-1))) / A.argmax(-1).size
+    if A.ndim == 3:  # greedy CTC reading of every sequence [T, C], blank 0
+        def read(x):
+            lab = x.argmax(-1)
+            return [int(l) for t, l in enumerate(lab) if l != 0 and (t == 0 or l != lab[t - 1])]
+        def lev(a, b):
+            d = list(range(len(b) + 1))
+            for i in range(1, len(a) + 1):
+                prev, d[0] = d[0], i
+                for j in range(1, len(b) + 1):
+                    prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1]))
+            return d[len(b)]
+        edits = [lev(read(a), read(b)) for a, b in zip(A, B)]
+        chars = sum(len(read(a)) for a in A)
+        got["seq_chars"] = 1.0 - sum(edits) / (chars or 1)
+        got["seq_exact"] = sum(e == 0 for e in edits) / len(edits)
     return got
 r = {m["method"]: m for m in json.load(open(report))["methods"]}[method]
 got = figures(fp32, qdq, int(batch))
@@ -119,7 +135,15 @@ assert r['best_method'] == best['method'] and all(x['mask_iou'] is None for x in
 print('best', r['best_method'], {k: v['seq_top1'] for k, v in m.items()})\" &&
   ! '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec \
      --methods max --metric mask-iou:0.5 > /dev/null 2>'$TMP/rec.bad.err' &&
-  grep -q 'metric mask-iou:0.5 does not apply to its output 0 (a sequence: seq-top1)' '$TMP/rec.bad.err'"
+  grep -q 'metric mask-iou:0.5 does not apply to its output 0 (a sequence: seq-top1, seq-chars, seq-exact)' '$TMP/rec.bad.err' &&
+  '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec --batch 2 \
+     --methods max,entropy --metric seq-chars --json '$TMP/rec.chars.json' > '$TMP/rec.chars.out' 2>/dev/null &&
+  grep -q '^best: .* (by seq-chars, then cosine)' '$TMP/rec.chars.out' && grep -q ' seq-chars  seq-exact' '$TMP/rec.chars.out' && $PY -c \"
+import json; r = json.load(open('$TMP/rec.chars.json'))
+m = {x['method']: x for x in r['methods']}
+best = max(m.values(), key=lambda x: (x['seq_chars'], x['cosine']))
+assert r['best_method'] == best['method'] and all(x['seq_chars'] <= 1 and 0 <= x['seq_exact'] <= 1 for x in m.values())
+print('by seq-chars:', r['best_method'], {k: (v['seq_chars'], v['seq_exact']) for k, v in m.items()})\""
 check "rec: --metric seq-top1 --target: the layers returned to float reach the target in ptq's run" bash -c "
   '$PTQ' compare '$REC' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-rec --batch 2 \
      --methods entropy --metric seq-top1 --target 1 --exclusions '$TMP/rec.excl' > '$TMP/rec.t.out' 2>/dev/null &&

@@ -1,0 +1,150 @@
+/* test_metrics.c: the pieces of compare's CTC metrics (engine/compare.h): greedy CTC reading
+ * (argmax per position, repeats collapsed, the blank dropped; both layouts [T, C] and [C, T]) on
+ * hand-made sequences, and the edit distance against a plain full-table Levenshtein on random
+ * strings and on known pairs; metric names parse and print back. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/compare.h"
+#include "tests/unit/op_test.h"
+
+enum { C = 5 };
+
+/* scores[t][c] with a 1 at the class of each position, 0 elsewhere */
+static void one_hot(const int *cls, int T, float *x)
+{
+    memset(x, 0, sizeof(float) * (size_t)T * C);
+    for (int t = 0; t < T; t++) x[t * C + cls[t]] = 1.0f;
+}
+
+static int64_t read_tc(const int *cls, int T, int *out)
+{
+    float x[64 * C];
+    one_hot(cls, T, x);
+    return cmp_ctc_greedy(x, T, C, C, 1, 0, out);
+}
+
+TEST(greedy_ctc_collapses_repeats_and_drops_the_blank)
+{
+    int out[64];
+    /* 0 0 3 3 0 3 1 1 2 0 -> 3 3 1 2 */
+    const int a[] = {0, 0, 3, 3, 0, 3, 1, 1, 2, 0};
+    int64_t n = read_tc(a, 10, out);
+    EXPECT_EQ_INT((int)n, 4);
+    EXPECT(out[0] == 3 && out[1] == 3 && out[2] == 1 && out[3] == 2);
+    /* the same reading with every label one position later: a moved label reads the same */
+    const int b[] = {0, 0, 0, 3, 0, 3, 3, 1, 2, 2};
+    int ob[64];
+    int64_t nb = read_tc(b, 10, ob);
+    EXPECT_EQ_INT((int)nb, 4);
+    EXPECT(memcmp(out, ob, sizeof(int) * 4) == 0);
+    /* all blank: nothing */
+    const int z[] = {0, 0, 0};
+    EXPECT_EQ_INT((int)read_tc(z, 3, out), 0);
+    /* no blank between repeats: one label */
+    const int r[] = {4, 4, 4};
+    EXPECT_EQ_INT((int)read_tc(r, 3, out), 1);
+    EXPECT_EQ_INT(out[0], 4);
+    /* T = 0 */
+    EXPECT_EQ_INT((int)cmp_ctc_greedy(NULL, 0, C, C, 1, 0, out), 0);
+}
+
+TEST(greedy_ctc_first_of_equal_maxima_and_other_layout)
+{
+    int out[8];
+    /* position 0: classes 2 and 4 tie -> 2; position 1: all equal -> 0 (blank) */
+    float x[2 * C] = {0, 0, 0.5f, 0, 0.5f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
+    EXPECT_EQ_INT((int)cmp_ctc_greedy(x, 2, C, C, 1, 0, out), 1);
+    EXPECT_EQ_INT(out[0], 2);
+    /* [C, T] layout: x'[c * T + t] */
+    const int cls[] = {1, 0, 2, 2, 0, 1};
+    enum { T = 6 };
+    float tc[T * C], ct[C * T];
+    one_hot(cls, T, tc);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) ct[c * T + t] = tc[t * C + c];
+    int a[8], b[8];
+    int64_t na = cmp_ctc_greedy(tc, T, C, C, 1, 0, a), nb = cmp_ctc_greedy(ct, T, C, 1, T, 0, b);
+    EXPECT_EQ_INT((int)na, 3);
+    EXPECT_EQ_INT((int)nb, 3);
+    EXPECT(memcmp(a, b, sizeof(int) * 3) == 0 && a[0] == 1 && a[1] == 2 && a[2] == 1);
+    /* another blank index: class 1 dropped, class 0 kept */
+    EXPECT_EQ_INT((int)cmp_ctc_greedy(tc, T, C, C, 1, 1, a), 3);
+    EXPECT(a[0] == 0 && a[1] == 2 && a[2] == 0);
+}
+
+/* Levenshtein with the whole (na+1) x (nb+1) table */
+static int64_t full_table(const int *a, int na, const int *b, int nb)
+{
+    int64_t *d = malloc(sizeof *d * (size_t)(na + 1) * (size_t)(nb + 1));
+    for (int i = 0; i <= na; i++) d[i * (nb + 1)] = i;
+    for (int j = 0; j <= nb; j++) d[j] = j;
+    for (int i = 1; i <= na; i++)
+        for (int j = 1; j <= nb; j++) {
+            int64_t v = d[(i - 1) * (nb + 1) + j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[(i - 1) * (nb + 1) + j] + 1 < v) v = d[(i - 1) * (nb + 1) + j] + 1;
+            if (d[i * (nb + 1) + j - 1] + 1 < v) v = d[i * (nb + 1) + j - 1] + 1;
+            d[i * (nb + 1) + j] = v;
+        }
+    int64_t r = d[na * (nb + 1) + nb];
+    free(d);
+    return r;
+}
+
+TEST(edit_distance_known_pairs)
+{
+    int64_t row[16];
+    const int kitten[] = {'k', 'i', 't', 't', 'e', 'n'}, sitting[] = {'s', 'i', 't', 't', 'i', 'n', 'g'};
+    EXPECT_EQ_INT((int)cmp_edit_distance(kitten, 6, sitting, 7, row), 3);
+    EXPECT_EQ_INT((int)cmp_edit_distance(sitting, 7, kitten, 6, row), 3);
+    EXPECT_EQ_INT((int)cmp_edit_distance(kitten, 6, kitten, 6, row), 0);
+    EXPECT_EQ_INT((int)cmp_edit_distance(kitten, 6, NULL, 0, row), 6);
+    EXPECT_EQ_INT((int)cmp_edit_distance(NULL, 0, sitting, 7, row), 7);
+    EXPECT_EQ_INT((int)cmp_edit_distance(NULL, 0, NULL, 0, row), 0);
+}
+
+TEST(edit_distance_equals_the_full_table_on_random_strings)
+{
+    int a[40], b[40];
+    int64_t row[41];
+    int bad = 0;
+    for (int k = 0; k < 2000; k++) {
+        int na = irand(0, 40), nb = irand(0, 40), alphabet = irand(1, 6);
+        for (int i = 0; i < na; i++) a[i] = irand(0, alphabet - 1);
+        for (int i = 0; i < nb; i++) b[i] = irand(0, alphabet - 1);
+        bad += cmp_edit_distance(a, na, b, nb, row) != full_table(a, na, b, nb);
+    }
+    EXPECT_EQ_INT(bad, 0);
+}
+
+TEST(metric_names_parse_and_print_back)
+{
+    const char *good[] = {"cosine", "sqnr", "top1", "seq-top1", "seq-top1:1", "seq-chars", "seq-chars:2", "seq-exact",
+                          "seq-exact:1", "mask-iou:0.3"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        cmp_metric m;
+        char buf[64];
+        EXPECT_EQ_INT(cmp_metric_parse(good[i], &m), 0);
+        cmp_metric_name(&m, buf, sizeof buf);
+        EXPECT_STR(buf, good[i]);
+    }
+    cmp_metric m;
+    EXPECT_EQ_INT(cmp_metric_parse("seq-chars", &m), 0);
+    EXPECT(m.kind == CMP_METRIC_SEQ_CHARS && m.axis == -1);
+    EXPECT_EQ_INT(cmp_metric_parse("seq-exact:2", &m), 0);
+    EXPECT(m.kind == CMP_METRIC_SEQ_EXACT && m.axis == 2);
+    const char *bad[] = {"seq-chars:", "seq-chars:0", "seq-chars:x", "seq-charsx", "seq-exact:1x", "seq", "seq-top1:9"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) EXPECT_EQ_INT(cmp_metric_parse(bad[i], &m), -1);
+}
+
+int main(void)
+{
+    op_test_seed(2026u);
+    RUN(greedy_ctc_collapses_repeats_and_drops_the_blank);
+    RUN(greedy_ctc_first_of_equal_maxima_and_other_layout);
+    RUN(edit_distance_known_pairs);
+    RUN(edit_distance_equals_the_full_table_on_random_strings);
+    RUN(metric_names_parse_and_print_back);
+    return test_summary();
+}
