@@ -8,7 +8,8 @@
 # own) plus build/photos/text.png and page.png. CER is against the FP32 pipeline's own reading
 # (not a ground truth): det+rec INT8, det INT8 with rec FP32, rec INT8 on FP32 det's boxes; and
 # the noise floor: FP32 rec on FP32 det's boxes with each corner moved by up to one pixel; and
-# what rec's reading tolerates in its weights alone (rounded mantissas, int8-sized noise).
+# what rec's reading tolerates in its weights alone (rounded mantissas, 9- and 8-bit codes,
+# int8-sized noise).
 # Written to build/bench/ocr_cer.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,13 +79,14 @@ done
   echo
   echo "| rec's Conv/MatMul weights | CER rec only |"
   echo "|---|---:|"
-  for p in "mantissa 8" "mantissa 7" "int8 0.5" "int8 1"; do
+  for p in "mantissa 8" "mantissa 7" "nearest 9" "nearest 8" "int8 0.5" "int8 1"; do
     f="$W/rec.noise.${p/ /}.onnx"
     $PY tests/oracle/perturb_weights.py "$REC" "$f" $p >/dev/null
     $OCR --boxes-from "$W/fp32.json" --rec "$f" --images "$W/eval" --out "$f.json" 2>/dev/null
     case $p in
       mantissa*) what="rounded to ${p#* } mantissa bits" ;;
-      *) what="uniform noise of ${p#* } int8 step(s) per channel (1: nearest rounding's size)" ;;
+      nearest*) what="per-channel symmetric ${p#* }-bit codes, nearest rounding" ;;
+      *) what="uniform noise of ${p#* } int8 step per channel (1: nearest rounding's size)" ;;
     esac
     echo "| $what | $(cer "$f.json") |"
   done

@@ -7,7 +7,10 @@ perturbed, to see how much error a model's task tolerates in its weights alone
                B = 7 is bfloat16's precision, 10 float16's
   int8 F       per output channel, uniform noise of F int8 steps peak to peak (step = the
                channel's max |w| / 127, as ptq's per-channel weight scales): F = 1 has the
-               size and distribution of nearest rounding's error, without its correlations"""
+               size and distribution of nearest rounding's error, without its correlations
+  nearest B    per output channel, rounded to the nearest of the symmetric B-bit levels
+               (step max |w| / (2^(B-1) - 1)): B = 8 is ptq's int8 weights with nearest
+               rounding"""
 import sys
 
 import numpy as np
@@ -21,7 +24,7 @@ def main(argv):
         return 2
     m = onnx.load(argv[1])
     mode, x = argv[3], float(argv[4])
-    if mode not in ("mantissa", "int8"):
+    if mode not in ("mantissa", "int8", "nearest"):
         print(f"perturb_weights.py: unknown mode {mode!r}", file=sys.stderr)
         return 2
     rng = np.random.default_rng(int(argv[5]) if len(argv) == 6 else 0)
@@ -48,9 +51,14 @@ def main(argv):
             trans_b = any(a.name == "transB" and a.i for a in n.attribute)
             axis = 0 if n.op_type == "Conv" or trans_b else w.ndim - 1
             wm = np.moveaxis(w, axis, 0)
-            step = np.abs(wm).reshape(wm.shape[0], -1).max(1) / 127.0
+            levels = 127.0 if mode == "int8" else 2.0 ** (x - 1) - 1
+            step = np.abs(wm).reshape(wm.shape[0], -1).max(1) / levels
             step = step.reshape((-1,) + (1,) * (w.ndim - 1))
-            v = np.moveaxis(wm + rng.uniform(-0.5, 0.5, wm.shape) * step * x, 0, axis)
+            if mode == "int8":
+                v = wm + rng.uniform(-0.5, 0.5, wm.shape) * step * x
+            else:
+                v = np.round(wm / np.where(step > 0, step, 1)) * step
+            v = np.moveaxis(v, 0, axis)
         t.CopyFrom(numpy_helper.from_array(v.astype(np.float32), t.name))
         moved += 1
     onnx.save(m, argv[2])
