@@ -84,7 +84,7 @@ done
     $PY tests/oracle/perturb_weights.py "$REC" "$f" $p >/dev/null
     $OCR --boxes-from "$W/fp32.json" --rec "$f" --images "$W/eval" --out "$f.json" 2>/dev/null
     case $p in
-      mantissa*) what="rounded to ${p#* } mantissa bits" ;;
+      mantissa*) what="rounded to ${p#* } significant bits (8: bfloat16's precision)" ;;
       nearest*) what="per-channel symmetric ${p#* }-bit codes, nearest rounding" ;;
       *) what="uniform noise of ${p#* } int8 step per channel (1: nearest rounding's size)" ;;
     esac

@@ -3,8 +3,8 @@ constant weights (those ptq quantizes; biases, normalisations and the rest untou
 perturbed, to see how much error a model's task tolerates in its weights alone
 (bench/weight_noise.sh):
 
-  mantissa B   every weight rounded to B bits of mantissa (relative error <= 2^-(B+1));
-               B = 7 is bfloat16's precision, 10 float16's
+  mantissa B   every weight rounded to B significant bits (relative error <= 2^-B); B = 8
+               is bfloat16's precision, 11 float16's
   int8 F       per output channel, uniform noise of F int8 steps peak to peak (step = the
                channel's max |w| / 127, as ptq's per-channel weight scales): F = 1 has the
                size and distribution of nearest rounding's error, without its correlations
