@@ -15,7 +15,7 @@ instead is preprocessed here as PaddleOCR's resize_norm_img (needs cv2). The log
 p2o.Add.277, the input of PP-OCRv4 rec's final Softmax. Needs torch (the device machine has it;
 Debian's python3-torch also runs it on a CPU). --check PREFIX writes the first input and the QDQ and
 float outputs as .npy, to compare with `ptq run`."""
-import argparse, math, sys, time
+import argparse, math, os, sys, time
 import numpy as np, onnx, torch
 try:
     import cv2
@@ -23,6 +23,9 @@ except ImportError:
     cv2 = None
 import torch.nn.functional as F
 from onnx import numpy_helper as nh
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "oracle"))
+from edit_distance import levenshtein  # noqa: E402
 
 def attrs(n):
     return {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
@@ -247,20 +250,13 @@ def main():
         def read(lab):
             lab = lab.flatten().tolist()
             return [l for k, l in enumerate(lab) if l != 0 and (k == 0 or l != lab[k - 1])]
-        def lev(a, b):
-            d = list(range(len(b) + 1))
-            for i in range(1, len(a) + 1):
-                prev, d[0] = d[0], i
-                for j in range(1, len(b) + 1):
-                    prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1]))
-            return d[len(b)]
         with torch.no_grad():
             agree = tot = edits = chars = 0
             for x, t in zip(val, vt):
                 p = m.run(x, True, "logits").argmax(-1)
                 agree += (p == t).sum().item(); tot += t.numel()
                 ra, rb = read(t), read(p)
-                edits += lev(ra, rb); chars += len(ra)
+                edits += levenshtein(ra, rb); chars += len(ra)
         print(f"{tag}: val seq-top1 {agree / tot:.5f} seq-chars {1 - edits / chars:.4f} ({edits} edits) ({time.time() - t0:.0f} s)", flush=True)
 
     m.hard = True

@@ -20,6 +20,7 @@
 # int8 code for the same float input). Only a sanity bound is kept: ORT runs the model and
 # its QDQ output has cosine > 0.5 against its FP32 output.
 . "$(dirname "$0")/lib.sh"
+export ORACLE_DIR="$ROOT/tests/oracle" # metrics.py's edit distance
 export OMP_WAIT_POLICY=passive # 2 cores shared with other jobs: no spinning OpenMP threads
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
 DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
@@ -34,7 +35,9 @@ head -n 2 "$TMP/eval.list" > "$TMP/eval2.list"
 # product (float32 products are exact in double), added to the total; cosine ab/sqrt(aa bb),
 # SQNR 10 log10(aa/dd). Equal exactly. ORT's pair, if given, is printed beside.
 cat > "$TMP/metrics.py" <<'PYEOF'
-import json, math, sys, numpy as np
+import json, math, os, sys, numpy as np
+sys.path.insert(0, os.environ["ORACLE_DIR"])
+from edit_distance import levenshtein
 report, method, batch, fp32, qdq = sys.argv[1:6]
 ort = sys.argv[6:8]
 def figures(fp32, qdq, batch):
@@ -60,14 +63,7 @@ def figures(fp32, qdq, batch):
         def read(x):
             lab = x.argmax(-1)
             return [int(l) for t, l in enumerate(lab) if l != 0 and (t == 0 or l != lab[t - 1])]
-        def lev(a, b):
-            d = list(range(len(b) + 1))
-            for i in range(1, len(a) + 1):
-                prev, d[0] = d[0], i
-                for j in range(1, len(b) + 1):
-                    prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1]))
-            return d[len(b)]
-        edits = [lev(read(a), read(b)) for a, b in zip(A, B)]
+        edits = [levenshtein(read(a), read(b)) for a, b in zip(A, B)]
         chars = sum(len(read(a)) for a in A)
         got["seq_chars"] = 1.0 - sum(edits) / (chars or 1)
         got["seq_exact"] = sum(e == 0 for e in edits) / len(edits)

@@ -56,6 +56,8 @@ from collections import Counter
 import cv2
 import numpy as np
 
+from edit_distance import levenshtein
+
 try:
     import pyclipper
 except ImportError:  # see unclip()
@@ -312,18 +314,6 @@ def ocr(args):
 
 
 # ---- CER ----
-
-def levenshtein(a, b):
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
 
 def cer(ref_path, hyp_path):
     ref = {r["image"]: r for r in json.load(open(ref_path))["images"]}
