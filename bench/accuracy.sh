@@ -37,10 +37,14 @@ for k in det rec cls; do
   [ -f "$W/$k.fp32.npy" ] || "$PTQ" run "$M/${MODEL[$k]}.onnx" --input "$W/$k.eval.npy" --output "$W/$k.fp32.npy" --threads 2 >/dev/null
 done
 
-# "name|flags[|det preset[|rec preset]]": det calibrates at each image's own size (paddleocr-det-dynamic: the
-# longer side at most 960, sides multiples of 32, as the pipeline runs it) unless a preset is given;
-# rec at paddleocr-rec unless a second preset is given
-CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction;output-mse + AdaRound, rec at the lines' widths|--method output-mse --adaround|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization|--method mse --equalize;mse, rec at the lines' widths|--method mse|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization, rec at the lines' widths|--method mse --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic;output-mse + AdaRound + equalization, rec at the lines' widths|--method output-mse --adaround --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic"}
+# "name|flags[|det preset[|rec preset[|det's own flags]]]": det calibrates at each image's own size
+# (paddleocr-det-dynamic: the longer side at most 960, sides multiples of 32, as the pipeline runs it)
+# unless a preset is given; rec at paddleocr-rec unless a second preset is given. det.val: renders 2
+# and 3 of the calibration photos (bench/ocr_cer.sh's build/textphotos8), no held-out image, where
+# det's exclusion search measures mask-iou.
+ls "$PWD"/build/textphotos8/det/*_[23].png 2>/dev/null | awk 'NR == FNR { calib[$1] = 1; next }
+  { n = $0; sub(/.*\//, "", n); sub(/_[0-9]+\.png$/, "", n); if (n in calib) print }' "$OUT/ocr/calib.photos" - > "$W/det.val" || true
+CONFIGS=${ACC_CONFIGS:-"mse, det calibrated at 640x640|--method mse|paddleocr-det;mse|--method mse;mse + bias correction|--method mse --bias-correction;output-mse|--method output-mse;mse + AdaRound|--method mse --adaround;mse + AdaRound + bias correction|--method mse --adaround --bias-correction;output-mse + AdaRound + bias correction|--method output-mse --adaround --bias-correction;output-mse + AdaRound, rec at the lines' widths|--method output-mse --adaround|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization|--method mse --equalize;mse, rec at the lines' widths|--method mse|paddleocr-det-dynamic|paddleocr-rec-dynamic;mse + equalization, rec at the lines' widths|--method mse --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic;output-mse + AdaRound + equalization, rec at the lines' widths|--method output-mse --adaround --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic;the same + det's layers in float by mask-iou:0.3 0.97 on det.val|--method output-mse --adaround --equalize|paddleocr-det-dynamic|paddleocr-rec-dynamic|--auto-exclude --eval-images $W/det.val --metric mask-iou:0.3 --target 0.97"}
 metrics() { # KIND QDQ_OUT.npy
   $PY - "$1" "$W/$1.fp32.npy" "$2" <<'PY'
 import sys, numpy as np
@@ -62,15 +66,17 @@ PY
     name=${c%%|*}; flags=${c#*|}; detp=paddleocr-det-dynamic recp=paddleocr-rec
     case $flags in *"|"*) detp=${flags#*|}; flags=${flags%%|*} ;; esac
     case $detp in *"|"*) recp=${detp#*|}; detp=${detp%%|*} ;; esac
+    detx=""; case $recp in *"|"*) detx=${recp#*|}; recp=${recp%%|*} ;; esac
     tag=$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
     row="| $name"
     declare -A SECS=()
     for k in det rec cls; do
       calib=$W/$k.calib; [ $k = cls ] || calib=$OUT/ocr/$k.calib
       preset=paddleocr-$k; [ $k = det ] && preset=$detp; [ $k = rec ] && preset=$recp
+      own=""; [ $k = det ] && own=$detx
       s0=$(date +%s.%N)
       # shellcheck disable=SC2086
-      "$PTQ" quantize "$M/${MODEL[$k]}.onnx" --images "$calib" --preset "$preset" $flags --threads 2 \
+      "$PTQ" quantize "$M/${MODEL[$k]}.onnx" --images "$calib" --preset "$preset" $flags $own --threads 2 \
         -o "$W/$k.$tag.qdq.onnx" > "$W/$k.$tag.log" 2>&1
       SECS[$k]=$(echo "$(date +%s.%N) - $s0" | bc)
       "$PTQ" run "$W/$k.$tag.qdq.onnx" --input "$W/$k.eval.npy" --output "$W/$k.$tag.out.npy" --threads 2 >/dev/null
