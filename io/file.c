@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/graph.h"
@@ -17,6 +18,8 @@ ptq_status io_read_file(const char *path, uint8_t **data, size_t *len, size_t ma
     *data = NULL;
     *len = 0;
     if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb; /* Linux opens a folder for reading, and its "size" is LONG_MAX */
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) FAIL(PTQ_ERR_IO, "%s: is a folder, not a file", path);
     if (fseek(fp, 0, SEEK_END) == 0) { /* a file: its size, then one read */
         long size = ftell(fp);
         if (size < 0) FAIL(PTQ_ERR_IO, "%s: not a regular file", path);
