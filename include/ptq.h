@@ -156,7 +156,7 @@ typedef struct {
     const char *eval_images;         /* auto-exclusion: held-out images (same preprocessing); NULL = off */
     const char *labels;              /* auto-exclusion: "image,class" file or "folders": NULL */
     int eval_limit;                  /* 0 = all */
-    const char *metric;              /* "cosine" (default), sqnr, top1, seq-top1[:AXIS], mask-iou:T */
+    const char *metric;              /* "cosine" (default), sqnr, top1, seq-top1, seq-chars or seq-exact[:AXIS], mask-iou:T */
     double target;                   /* auto-exclusion: metric >= target (NaN: unused, the default) */
     double target_cosine;            /* NaN */
     double target_top1_drop;         /* NaN */
