@@ -11,7 +11,8 @@
 #   --threads 1 and at --batch 8, default threads write the same statistics, cache and QDQ
 #   model, byte for byte (as determinism.sh);
 # - quantize and compare (--metric seq-top1 on rec, mask-iou on det) run with the dynamic
-#   presets, and compare --eval-preset evaluates a model calibrated at the fixed preset at
+#   presets, compare's greedy CTC readings (seq-chars, seq-exact) equal a numpy port's on the
+#   text lines, and compare --eval-preset evaluates a model calibrated at the fixed preset at
 #   the real widths; the evaluation cache (the methods after the first) gives the figures
 #   that streaming gives.
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +104,38 @@ for f in sys.argv[1:]:
 PYEOF
 }
 check "compare rec: calibrated at paddleocr-rec-dynamic and at paddleocr-rec, evaluated at the real widths" compare_rec
+
+# compare's greedy CTC readings on real text lines at their own widths: the max model compare
+# evaluated is the one quantize writes, ptq run reads each line in FP32 and INT8, and a numpy
+# port (tests/oracle/edit_distance.py) gives seq-chars and seq-exact to the last bit
+ctc_readings() {
+  "$PTQ" quantize "$REC" --images "$TMP/calib.txt" --preset paddleocr-rec-dynamic --method max -o "$TMP/rec.max.onnx" 2>/dev/null &&
+  rm -rf "$TMP/ctc" && "$PTQ" preprocess --images "$TMP/eval.txt" --preset paddleocr-rec-dynamic --dump "$TMP/ctc" >/dev/null 2>&1 || return 1
+  local f
+  for f in "$TMP"/ctc/*.npy; do
+    "$PTQ" run "$REC" --input "$f" --output "${f%.npy}.fp32.npy" >/dev/null &&
+    "$PTQ" run "$TMP/rec.max.onnx" --input "$f" --output "${f%.npy}.int8.npy" >/dev/null || return 1
+  done
+  $PY - "$TMP/rec.paddleocr-rec-dynamic.json" "$TMP/ctc" "$ROOT/tests/oracle" <<'PYEOF'
+import glob, json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[3])
+from edit_distance import levenshtein
+m = {x["method"]: x for x in json.load(open(sys.argv[1]))["methods"]}["max"]
+def read(y):
+    lab = y[0].argmax(-1)
+    return [int(v) for t, v in enumerate(lab) if v != 0 and (t == 0 or v != lab[t - 1])]
+ref = [read(np.load(f)) for f in sorted(glob.glob(sys.argv[2] + "/*.fp32.npy"))]
+hyp = [read(np.load(f)) for f in sorted(glob.glob(sys.argv[2] + "/*.int8.npy"))]
+assert len(ref) == len(hyp) == 24, (len(ref), len(hyp))
+edits = [levenshtein(a, b) for a, b in zip(ref, hyp)]
+chars = sum(map(len, ref))
+got = (1.0 - sum(edits) / chars, sum(e == 0 for e in edits) / len(edits))
+assert chars > 100 and (m["seq_chars"], m["seq_exact"]) == got, (m["seq_chars"], m["seq_exact"], got)
+print(f"max: seq-chars {got[0]:.4f} ({sum(edits)} edits in {chars} characters), seq-exact {got[1]:.3f}", end="")
+PYEOF
+}
+check "compare rec: seq-chars and seq-exact equal a numpy port of the greedy CTC readings of ptq run" ctc_readings
 
 det_dynamic() {
   ls -d "$ROOT"/build/textphotos/det/*.png | LC_ALL=C sort | head -n 4 > "$TMP/det.txt"
