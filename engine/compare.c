@@ -353,7 +353,7 @@ static void metrics_of(const acc *m, int kind, int labelled, int images, float t
     out->images = images;
 }
 
-/* seq-top1 of one output: argmax over `axis` at every other index, FP32 a against QDQ b. */
+/* seq-top1 of one output of rank > 3: argmax over `axis` at every other index, FP32 a against QDQ b. */
 static void seq_add(acc *m, const ptq_tensor *y, int axis, const float *a, const float *b)
 {
     int ax = axis < 0 ? y->rank - 1 : axis;
@@ -373,19 +373,35 @@ static void seq_add(acc *m, const ptq_tensor *y, int axis, const float *a, const
         }
 }
 
-int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, int64_t c_stride, int blank, int *out)
+/* The argmax class of each of T positions, x[t * t_stride + c * c_stride] (first of equal maxima). */
+static void argmax_positions(const float *x, int64_t T, int64_t C, int64_t t_stride, int64_t c_stride, int *lab)
 {
-    int64_t n = 0;
-    int prev = -1;
     for (int64_t t = 0; t < T; t++) {
         const float *p = x + t * t_stride;
         int best = 0;
         for (int64_t c = 1; c < C; c++)
             if (p[c * c_stride] > p[best * c_stride]) best = (int)c;
-        if (best != prev && best != blank) out[n++] = best;
-        prev = best;
+        lab[t] = best;
+    }
+}
+
+/* Greedy CTC collapse of T labels, in place: repeats merged, `blank` dropped; the new length. */
+static int64_t ctc_collapse(int *lab, int64_t T, int blank)
+{
+    int64_t n = 0;
+    int prev = -1;
+    for (int64_t t = 0; t < T; t++) {
+        int l = lab[t];
+        if (l != prev && l != blank) lab[n++] = l;
+        prev = l;
     }
     return n;
+}
+
+int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, int64_t c_stride, int blank, int *out)
+{
+    argmax_positions(x, T, C, t_stride, c_stride, out);
+    return ctc_collapse(out, T, blank);
 }
 
 int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, int64_t *row)
@@ -405,11 +421,11 @@ int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, in
     return row[nb];
 }
 
-/* seq-chars and seq-exact of one rank-3 output (C on `axis`, T on the other non-batch axis):
- * every sequence read by greedy CTC (blank 0) in FP32 a and QDQ b. */
-static ptq_status ctc_add(acc *m, const ptq_tensor *y, int axis, const float *a, const float *b)
+/* seq-top1, seq-chars and seq-exact of one rank-3 output (C on `axis`, T on the other non-batch
+ * axis), from one argmax per position: the positions' agreement, then every sequence read by
+ * greedy CTC (blank 0) in FP32 a and QDQ b. */
+static ptq_status seq3_add(acc *m, const ptq_tensor *y, int axis, const float *a, const float *b)
 {
-    if (y->rank != 3) return PTQ_OK;
     ptq_status st = PTQ_OK;
     int ax = axis < 0 ? 2 : axis, tax = ax == 2 ? 1 : 2;
     int64_t N = y->dims[0], T = y->dims[tax], C = y->dims[ax];
@@ -420,8 +436,11 @@ static ptq_status ctc_add(acc *m, const ptq_tensor *y, int axis, const float *a,
     CHECK_ALLOC(row);
     int *lb = la + T;
     for (int64_t n = 0; n < N; n++) {
-        int64_t na = cmp_ctc_greedy(a + n * T * C, T, C, ts, cs, 0, la);
-        int64_t nb = cmp_ctc_greedy(b + n * T * C, T, C, ts, cs, 0, lb);
+        argmax_positions(a + n * T * C, T, C, ts, cs, la);
+        argmax_positions(b + n * T * C, T, C, ts, cs, lb);
+        for (int64_t t = 0; t < T; t++) m->seq_agree += la[t] == lb[t];
+        m->seq_positions += (long)T;
+        int64_t na = ctc_collapse(la, T, 0), nb = ctc_collapse(lb, T, 0);
         int64_t e = cmp_edit_distance(la, na, lb, nb, row);
         m->ctc_seqs++;
         m->ctc_same += e == 0;
@@ -562,10 +581,8 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
         }
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
-        if (kind == OUT_SEQUENCE) {
-            seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
-            TRY(ctc_add(&accs[k], y, metric->axis, fp32[0], y->data));
-        }
+        if (kind == OUT_SEQUENCE && y->rank == 3) TRY(seq3_add(&accs[k], y, metric->axis, fp32[0], y->data));
+        else if (kind == OUT_SEQUENCE) seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
         if (kind == OUT_MAP) mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), mask_threshold(metric));
         if (kind != OUT_CLASSIFIER) continue;
         int64_t C = y->dims[1];

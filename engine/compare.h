@@ -115,7 +115,6 @@ typedef struct {
  * ranges and the options' exclusions (range/range_user of qopt are replaced). */
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report);
-/* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
 /* Greedy CTC reading of one sequence: x[t * t_stride + c * c_stride], t < T, c < C; the argmax
  * class at every position (the first of equal maxima), repeats collapsed, `blank` dropped.
  * Writes the labels to out (room for T) and returns their number. */
@@ -123,6 +122,7 @@ int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, i
 /* Levenshtein distance of a[0..na) and b[0..nb); row has room for nb + 1 ints. */
 int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, int64_t *row);
 
+/* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
 /* Layer-wise errors of one QDQ graph, in FP32 execution order; free with cmp_layers_free. */
 ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *qdq, cmp_layer **out, int *n);
