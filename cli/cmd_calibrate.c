@@ -72,7 +72,7 @@ int cmd_calibrate(int argc, char **argv)
     ptq_status st = PTQ_OK;
     ptq_graph *g = NULL;
     eng_collector col = {0};
-    o.batch = 8;
+    o.batch = 0; /* the model's (eng_fit_batch) */
     int expanded = cli_config_expand("calibrate", longopts, &argc, &argv);
     if (expanded) return expanded;
     opterr = 0;

@@ -105,7 +105,7 @@ int cmd_compare(int argc, char **argv)
     eng_compare_result res = {0};
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    src.o.batch = 8;
+    src.o.batch = 0; /* the model's (eng_fit_batch) */
     int expanded = cli_config_expand("compare", longopts, &argc, &argv);
     if (expanded) return expanded;
     opterr = 0;

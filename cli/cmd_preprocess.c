@@ -75,7 +75,7 @@ int cmd_preprocess(int argc, char **argv)
     ptq_status st = PTQ_OK;
     pp_dataset *d = NULL;
     float *all = NULL;
-    o.batch = 8;
+    o.batch = 0; /* PP_DEFAULT_BATCH */
     opterr = 0;
     optind = 1;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {

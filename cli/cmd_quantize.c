@@ -115,7 +115,7 @@ int cmd_quantize(int argc, char **argv)
     eng_quantize_result res = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    src.o.batch = 8;
+    src.o.batch = 0; /* the model's (eng_fit_batch) */
     int expanded = cli_config_expand("quantize", longopts, &argc, &argv);
     if (expanded) return expanded;
     opterr = 0;

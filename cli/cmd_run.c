@@ -119,7 +119,7 @@ int cmd_run(int argc, char **argv)
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0, idx;
     pp_dataset_options images = pp_dataset_defaults();
-    images.batch = 8;
+    images.batch = 0; /* the model's (eng_fit_batch) */
     ptq_graph *g = NULL;
     ptq_plan *plan = NULL;
     ptq_tensor *inputs = NULL;

@@ -146,7 +146,7 @@ PTQ_API void ptq_dataset_defaults(ptq_dataset_options *o)
 {
     pp_dataset_options d = pp_dataset_defaults();
     memset(o, 0, sizeof *o);
-    o->batch = 8;
+    o->batch = 0; /* the model's (eng_fit_batch); 8 when the dataset is read alone */
     o->limit = d.limit;
     o->exif = d.exif;
     o->seed = d.seed;
@@ -162,7 +162,7 @@ PTQ_API ptq_err ptq_dataset_open(const char *images, const ptq_dataset_options *
     if (!out) return fail(PTQ_ERR_ARG, "ptq_dataset_open: out is NULL");
     *out = NULL;
     if (!images || !o) return fail(PTQ_ERR_ARG, "ptq_dataset_open: no images or options");
-    if (o->batch < 1 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "bad batch %d (1 to 4096)", o->batch);
+    if (o->batch < 0 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "bad batch %d (1 to 4096, or 0: the model's)", o->batch);
     if (o->shard_count < 0 || (o->shard_count && (o->shard_index < 0 || o->shard_index >= o->shard_count)) ||
         (!o->shard_count && o->shard_index))
         FAIL(PTQ_ERR_ARG, "bad shard %d/%d (index 0 to count - 1)", o->shard_index, o->shard_count);

@@ -321,6 +321,8 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         if (!col->pos) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
         TRY(plan_order(g, col->pos));
     }
+    TRY(eng_fit_batch(g, model, &o));
+    srcp->o.batch = o.batch; /* later passes over the same images (refinement, equalization) take it too */
     if (!input) { /* decoding starts now, while the placement rules and the plan are worked out */
         TRY(eng_check_input_dims(g, model, &cfg));
         TRY(pp_dataset_open(&o, &cfg, &d));
@@ -349,10 +351,11 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         /* fed in batches of --batch; the last batch runs smaller (its own plan) */
         for (int64_t start = 0; start < N; start += o.batch) {
             int64_t nb = N - start < o.batch ? N - start : o.batch;
-            ptq_tensor x = samples;
-            x.dims[0] = nb;
-            x.data = (float *)samples.data + (size_t)start * per;
-            x.owns_data = 0;
+            ptq_tensor xb = samples;
+            xb.dims[0] = nb;
+            xb.data = (float *)samples.data + (size_t)start * per;
+            xb.owns_data = 0;
+            ptq_tensor x = eng_model_tensor(g, &xb);
             ptq_plan **pp = nb == o.batch ? &plan : &tail_plan;
             if (!*pp) {
                 ptq_input_shape s = {.name = in_name, .rank = x.rank};
@@ -381,7 +384,8 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
             ptq_tensor t = eng_shaped_tensor(&cfg, w, h, x, n);
             if ((st = eng_runner_ready(&runner, &t)) != PTQ_OK) goto fail;
             col->cursor = 0;
-            if ((st = ptq_plan_run(runner.plan, &t, 1)) != PTQ_OK) goto fail;
+            ptq_tensor tm = eng_model_tensor(g, &t);
+            if ((st = ptq_plan_run(runner.plan, &tm, 1)) != PTQ_OK) goto fail;
             batch_done++;
         }
         pp_dataset_counts(d, &images, &skipped);

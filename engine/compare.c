@@ -647,7 +647,9 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         cache->overflow = 0;
     }
     if (ev->labels) TRY(labels_load(ev->labels, ev->o.images, &labels));
-    TRY(pp_dataset_open(&ev->o, &ev->cfg, &d));
+    pp_dataset_options eo = ev->o;
+    TRY(eng_fit_batch(ev->g, ev->model, &eo));
+    TRY(pp_dataset_open(&eo, &ev->cfg, &d));
     fp32 = calloc((size_t)n_out + 1, sizeof *fp32);
     cap = calloc((size_t)n_out + 1, sizeof *cap);
     CHECK_ALLOC(fp32);
@@ -976,7 +978,9 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
     rb.popt = ra.popt;
     rb.popt.observer = observe_qdq;
     rb.popt.observe_filter = wants_qdq;
-    TRY(pp_dataset_open(&ev->o, &ev->cfg, &d));
+    pp_dataset_options eo = ev->o;
+    TRY(eng_fit_batch(ev->g, ev->model, &eo));
+    TRY(pp_dataset_open(&eo, &ev->cfg, &d));
     for (;;) {
         const float *x;
         int nb, w, h;
@@ -991,8 +995,9 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
             ls.spare.slab = ptq_arena_pool_take(ev->cache->pool, ptq_plan_arena_bytes(rb.plan), &ls.spare.slab_cap);
         ls.qplan = rb.plan;
         ls.q_finished = 0;
-        TRY(ptq_plan_begin(rb.plan, &t, 1));
-        TRY(ptq_plan_run(ra.plan, &t, 1));
+        ptq_tensor tm = eng_model_tensor(ev->g, &t);
+        TRY(ptq_plan_begin(rb.plan, &tm, 1));
+        TRY(ptq_plan_run(ra.plan, &tm, 1));
         for (int k = 0; k < ls.n; k++) { /* the QDQ side of a tensor FP32 never showed */
             spare_put(&ls.spare, ls.l[k].copy, ls.l[k].copy_cap);
             ls.l[k].copy = NULL;

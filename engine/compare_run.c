@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "calib/calib.h"
+#include "engine/runner.h"
 #include "engine/compare.h"
 #include "engine/equalize.h"
 #include "engine/quantize.h"
@@ -195,6 +196,7 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
     o.limit = o.limit > 0 && o.limit < job->refine_images ? o.limit : job->refine_images;
     o.label = "refining";
     o.log = job->log;
+    TRY(eng_fit_batch(fp, job->model, &o));
     eng_source es = eng_source_dataset(&ds, &o, &job->src->cfg);
     for (int k = 0; k < ns; k++) {
         quant_report rep = {0};

@@ -1,4 +1,5 @@
 /* equalize.c: activation equalization in front of depthwise convolutions (see equalize.h). */
+#include "engine/runner.h"
 #include "engine/equalize.h"
 
 #include <math.h>
@@ -221,6 +222,7 @@ ptq_status eng_equalize_images(ptq_graph *g, const pp_dataset_options *o, const 
     TRY(eng_equalize_find(g, eq));
     pp_dataset_options po = *o;
     po.label = "equalize";
+    TRY(eng_fit_batch(g, NULL, &po));
     eng_source es = eng_source_dataset(&ds, &po, cfg);
     TRY(eng_equalize_measure(g, &es, o->threads, pool, eq));
     TRY(eng_equalize_apply(g, eq));

@@ -53,14 +53,16 @@ ptq_status eng_run_pass(const ptq_graph *g, eng_pass *ps, const ptq_graph *g2, e
                 po.observer = pass_observe;
                 po.observer_user = pk;
                 po.observe_filter = pass_wants;
-                ptq_input_shape s = {.name = gk->values[eng_graph_input(gk)].name, .rank = t.rank};
-                memcpy(s.dims, t.dims, sizeof s.dims);
+                ptq_tensor tm = eng_model_tensor(gk, &t);
+                ptq_input_shape s = {.name = gk->values[eng_graph_input(gk)].name, .rank = tm.rank};
+                memcpy(s.dims, tm.dims, sizeof s.dims);
                 TRY(ptq_plan_create(gk, &s, 1, &po, &plan[slot][k]));
             }
             pk->first = done;
             pk->stopped = 0;
             TRY(eng_memory_bind(&mem, plan[slot][k]));
-            TRY(ptq_plan_begin(plan[slot][k], &t, 1));
+            ptq_tensor tm = eng_model_tensor(gk, &t);
+            TRY(ptq_plan_begin(plan[slot][k], &tm, 1));
             for (int fin = 0; !fin && !pk->stopped;) TRY(ptq_plan_step(plan[slot][k], &fin));
         }
         shape[slot] = t;

@@ -1,4 +1,5 @@
 /* quantize.c: see quantize.h. */
+#include "engine/runner.h"
 #include "engine/quantize.h"
 
 #include <math.h>
@@ -365,6 +366,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
         st = quant_upgrade_opset(fp, 13, &fp_upgraded);
     if (st == PTQ_OK) st = eng_equalize_apply(fp, &res->eq); /* the FP32 model the QDQ one was made from */
     eng_dataset_source ds;
+    if (st == PTQ_OK) st = eng_fit_batch(fp, job->model, &ro_o);
     eng_source es = eng_source_dataset(&ds, &ro_o, &job->src->cfg);
     if (st == PTQ_OK) st = eng_refine(res->g, fp, &es, &ro, &res->rr);
     eng_source_dataset_free(&ds);

@@ -15,6 +15,48 @@ int eng_graph_input(const ptq_graph *g)
     return -1;
 }
 
+int eng_batchless(const ptq_graph *g)
+{
+    int in = eng_graph_input(g);
+    return in >= 0 && g->values[in].t.rank == 3;
+}
+
+ptq_tensor eng_model_tensor(const ptq_graph *g, const ptq_tensor *x)
+{
+    ptq_tensor t = *x;
+    if (eng_batchless(g) && t.rank == 4 && t.dims[0] == 1) {
+        memmove(t.dims, t.dims + 1, sizeof(int64_t) * 3);
+        t.dims[3] = 0;
+        t.rank = 3;
+    }
+    return t;
+}
+
+ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_options *o)
+{
+    int in = eng_graph_input(g);
+    const ptq_value *v = in >= 0 ? &g->values[in] : NULL;
+    int64_t fixed = v && v->t.rank == 4 && v->t.dims[0] > 0 ? v->t.dims[0] : 0;
+    if (v && v->t.rank == 3) { /* [C, H, W]: one image at a time */
+        if (o->batch > 1) {
+            ptq_error("%s: the model takes one image at a time (%s has no batch dim), so --batch %d cannot apply; "
+                      "leave --batch out",
+                      model ? model : "model", v->name, o->batch);
+            return PTQ_ERR_ARG;
+        }
+        o->batch = 1;
+    } else if (fixed) {
+        if (o->batch > 0 && o->batch != fixed) {
+            ptq_error("%s: the model fixes the batch of %s to %lld, so --batch %d cannot apply; leave --batch out",
+                      model ? model : "model", v->name, (long long)fixed, o->batch);
+            return PTQ_ERR_ARG;
+        }
+        o->batch = (int)(fixed <= 4096 ? fixed : 4096);
+    } else if (o->batch <= 0)
+        o->batch = ENG_DEFAULT_BATCH;
+    return PTQ_OK;
+}
+
 ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n)
 {
     pp_config c = *cfg;
@@ -55,11 +97,12 @@ ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_
     char want[160], got[96];
     declared_dims(v, want, sizeof want);
     dims_text(x.dims + 1, 3, got, sizeof got);
-    if (v->t.rank != 4) {
-        ptq_error("%s: %s gives %s images (rank 4 with the batch) but the model declares %s as %s", model,
-                  eng_preprocessing_origin(), got, v->name, want);
+    if (v->t.rank != 4 && v->t.rank != 3) {
+        ptq_error("%s: %s gives %s images (rank 4 with the batch, or 3 without) but the model declares %s as %s",
+                  model, eng_preprocessing_origin(), got, v->name, want);
         return PTQ_ERR_SHAPE;
     }
+    int off = v->t.rank == 3 ? 1 : 0; /* declared dim of x's dim d: d - off */
     int dyn = pp_dynamic(cfg), wd = cfg->nhwc ? 2 : 3, hd = cfg->nhwc ? 1 : 2;
     if (dyn) { /* "3x48xW": the dims that follow the image by letter */
         char t[3][24];
@@ -71,17 +114,18 @@ ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_
     }
     for (int d = 1; d < 4; d++) {
         int follows = (dyn & PP_DYN_WIDTH && d == wd) || (dyn & PP_DYN_HEIGHT && d == hd);
-        if (follows && v->t.dims[d] >= 0) {
+        int64_t decl = v->t.dims[d - off];
+        if (follows && decl >= 0) {
             ptq_error("%s: %s gives %s images (%s follow%s the image) but the model fixes %s as %s (dim %d is %lld); use "
                       "a fixed-size preset",
                       model, eng_preprocessing_origin(), got, dyn == PP_DYN_WIDTH ? "W" : "H and W",
-                      dyn == PP_DYN_WIDTH ? "s" : "", v->name, want, d, (long long)v->t.dims[d]);
+                      dyn == PP_DYN_WIDTH ? "s" : "", v->name, want, d - off, (long long)decl);
             return PTQ_ERR_SHAPE;
         }
-        if (!follows && v->t.dims[d] >= 0 && v->t.dims[d] != x.dims[d]) {
+        if (!follows && decl >= 0 && decl != x.dims[d]) {
             ptq_error("%s: %s gives %s images but the model declares %s as %s (dim %d is %lld); use a preset or "
                       "--size that matches it",
-                      model, eng_preprocessing_origin(), got, v->name, want, d, (long long)v->t.dims[d]);
+                      model, eng_preprocessing_origin(), got, v->name, want, d - off, (long long)decl);
             return PTQ_ERR_SHAPE;
         }
     }
@@ -103,8 +147,9 @@ ptq_status eng_plan_images(const ptq_graph *g, const char *model, const ptq_inpu
     return st;
 }
 
-ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x)
+ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *xb)
 {
+    ptq_tensor xm = eng_model_tensor(r->g, xb), *x = &xm;
     ptq_status st = PTQ_OK;
     eng_runner_slot *e = NULL;
     int64_t dims[PTQ_MAX_RANK + 1] = {0}; /* the key: rank, then the dims */
@@ -140,7 +185,8 @@ done:
 ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x)
 {
     ptq_status st = eng_runner_ready(r, x);
-    return st == PTQ_OK ? ptq_plan_run(r->plan, x, 1) : st;
+    ptq_tensor t = eng_model_tensor(r->g, x);
+    return st == PTQ_OK ? ptq_plan_run(r->plan, &t, 1) : st;
 }
 
 ptq_status eng_memory_bind(eng_memory *m, ptq_plan *p)
@@ -188,7 +234,9 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     r.popt.nthreads = o->threads;
     r.popt.fuse = fuse;
     TRY(eng_check_input_dims(g, model, cfg));
-    TRY(pp_dataset_open(o, cfg, &d));
+    pp_dataset_options of = *o;
+    TRY(eng_fit_batch(g, model, &of));
+    TRY(pp_dataset_open(&of, cfg, &d));
     for (;;) {
         const float *x;
         int n, w, h;

@@ -56,6 +56,18 @@ typedef struct {
 
 /* The graph's first input that is not an initializer, or -1. */
 int eng_graph_input(const ptq_graph *g);
+enum { ENG_DEFAULT_BATCH = PP_DEFAULT_BATCH }; /* images per batch when neither the user nor the model says */
+
+/* 1 when the model's data input has no batch dim ([C, H, W], as torchvision's detectors export):
+ * it is fed one image at a time. */
+int eng_batchless(const ptq_graph *g);
+/* x ([N, ...], a batch of preprocessed images) as the model's input takes it: without its
+ * batch dim for a batchless model (N must then be 1), else x itself. Data borrowed. */
+ptq_tensor eng_model_tensor(const ptq_graph *g, const ptq_tensor *x);
+/* Sets o->batch to what the model takes: 1 for a batchless model, k when its input fixes dim 0
+ * to k, else the user's (o->batch > 0) or ENG_DEFAULT_BATCH (o->batch == 0, "the model's").
+ * Fails, naming the input, when a batch the user gave contradicts the model. */
+ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_options *o);
 /* A batch of n preprocessed images of w x h (a dataset batch: pp_dataset_batch_shape) as the
  * model's input tensor (NCHW or NHWC float32; data borrowed). eng_batch_tensor (source.h): cfg's size. */
 ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);
@@ -68,7 +80,8 @@ ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_
  * names the input shape, the preprocessing it came from and the model's declared dims. */
 ptq_status eng_plan_images(const ptq_graph *g, const char *model, const ptq_input_shape *s,
                            const ptq_plan_options *popt, ptq_plan **out);
-/* Makes r->plan the plan for x's shape (from the cache, or made now), without running it. */
+/* Makes r->plan the plan for x's shape (from the cache, or made now), without running it.
+ * x is a batch [N, ...]; a batchless model's plan takes eng_model_tensor(r->g, x). */
 ptq_status eng_runner_ready(eng_runner *r, const ptq_tensor *x);
 ptq_status eng_runner_run(eng_runner *r, const ptq_tensor *x);
 void eng_runner_free(eng_runner *r);

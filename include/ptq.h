@@ -81,7 +81,8 @@ typedef struct {
     const char *preset;              /* NULL: default preprocessing; a name (configs/NAME.yaml) or a .yaml path */
     const char *const *overrides;    /* n_overrides "key=value" strings, e.g. "mean=0,0,0", "size=192x48" (the CLI's --key value) */
     int n_overrides;
-    int batch;                       /* images per batch: 8 */
+    int batch;                       /* images per batch: 0 = the model's (1 for a model without a batch dim,
+                                        k for one that fixes it to k), else 8 */
     int limit;                       /* at most this many usable images: 0 = all */
     int shuffle;                     /* 0 */
     uint64_t seed;                   /* shuffle seed: 0 */

@@ -270,7 +270,7 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     *out = NULL;
     TRY(pp_validate(c));
     if (!o->images) FAIL(PTQ_ERR_ARG, "no image folder or list given");
-    if (o->batch < 1 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "batch %d out of range (1 to 4096)", o->batch);
+    if (o->batch < 0 || o->batch > 4096) FAIL(PTQ_ERR_ARG, "batch %d out of range (1 to 4096)", o->batch);
     if (o->shard_count < 0 || (o->shard_count > 0 && (o->shard_index < 0 || o->shard_index >= o->shard_count)))
         FAIL(PTQ_ERR_ARG, "shard %d/%d: the index must be 0 to count-1", o->shard_index, o->shard_count);
     if (stat(o->images, &sb) != 0) FAIL(PTQ_ERR_IO, "%s: %s", o->images, strerror(errno));
@@ -308,6 +308,7 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     pthread_cond_init(&d->done_cv, NULL);
     d->sync = 1;
     d->o = *o;
+    if (d->o.batch == 0) d->o.batch = PP_DEFAULT_BATCH;
     d->o.prefetch = o->prefetch < 1 ? 1 : (o->prefetch > 16 ? 16 : o->prefetch);
     d->cfg = *c;
     d->files = files.v;
@@ -316,7 +317,7 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     d->floats = pp_tensor_floats(c);
     d->out_w = c->width;
     d->out_h = c->height;
-    d->n_cells = d->o.prefetch * o->batch;
+    d->n_cells = d->o.prefetch * d->o.batch;
     d->cells = calloc((size_t)d->n_cells, sizeof *d->cells);
     CHECK_ALLOC(d->cells);
     for (int i = 0; i < d->n_cells && !pp_dynamic(c); i++) { /* dynamic: each cell grows as needed */
@@ -324,10 +325,10 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
         CHECK_ALLOC(d->cells[i].data);
         d->cells[i].cap = d->floats;
     }
-    d->out_cap = pp_dynamic(c) ? 0 : d->floats * (size_t)o->batch;
+    d->out_cap = pp_dynamic(c) ? 0 : d->floats * (size_t)d->o.batch;
     d->out = malloc(sizeof(float) * (d->out_cap ? d->out_cap : 1));
-    d->out_meta = malloc(sizeof(pp_meta) * (size_t)o->batch);
-    d->out_paths = malloc(sizeof(char *) * (size_t)o->batch);
+    d->out_meta = malloc(sizeof(pp_meta) * (size_t)d->o.batch);
+    d->out_paths = malloc(sizeof(char *) * (size_t)d->o.batch);
     CHECK_ALLOC(d->out);
     CHECK_ALLOC(d->out_meta);
     CHECK_ALLOC(d->out_paths);

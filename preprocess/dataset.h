@@ -48,7 +48,7 @@ typedef struct {
     uint64_t seed;
     int strict;          /* a bad image is an error instead of a counted skip */
     int exif;            /* apply EXIF orientation (1) */
-    int batch;           /* images per batch (>= 1) */
+    int batch;           /* images per batch (>= 1; 0: PP_DEFAULT_BATCH, the engine fits it to the model) */
     int threads;         /* decoding worker threads (0: OpenMP's default thread count) */
     int prefetch;        /* batches prepared ahead (>= 1) */
     int quiet;           /* no warnings or progress on stderr */
@@ -63,6 +63,8 @@ pp_dataset_options pp_dataset_defaults(void);
 ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_dataset **out);
 /* Files found that look like images (before decoding). */
 int pp_dataset_files(const pp_dataset *d);
+enum { PP_DEFAULT_BATCH = 8 };
+
 /* Next batch: *n images (0 at the end), data borrowed until the next call; meta and
  * paths (may be NULL) are per image. Fails on a bad image with strict. */
 ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_meta **meta,

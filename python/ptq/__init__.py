@@ -333,12 +333,12 @@ class Dataset(_Closing):
 
         for x in ptq.Dataset("photos", preset="paddleocr-cls", size="192x48", batch=4): ...
 
-    Options: batch (8), limit, shuffle, seed, strict, exif (True | "on" | "off"), threads, shard ("I/N"), and the
+    Options: batch (the model's when quantizing; 8 when iterated alone), limit, shuffle, seed, strict, exif (True | "on" | "off"), threads, shard ("I/N"), and the
     overrides (size, mode, resize, shorter, mean, std, scale, channel_order, layout, pad_value,
     max_width, limit_side, limit_type, multiple, max_side). A Dataset can also be given as the
     images of quantize(), calibrate() and compare()."""
 
-    def __init__(self, images, preset=None, batch=8, log=None, progress=None, **options):
+    def __init__(self, images, preset=None, batch=None, log=None, progress=None, **options):
         src, ov = _split_source(options)
         _unknown("Dataset", options)
         src["batch"] = batch
