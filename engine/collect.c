@@ -14,6 +14,7 @@
 #include "io/preset.h"
 #include "io/stats.h"
 #include "quant/qdq.h"
+#include "runtime/graph_edit.h"
 #include "runtime/op.h"
 #include "runtime/plan.h"
 
@@ -228,6 +229,36 @@ done:
     return st;
 }
 
+/* Warns, when some nodes of g are ops ptq does not run, which graph outputs depend on them:
+ * the calibration pass leaves them out (they come after the last quantized layer), but ptq run
+ * and compare cannot produce those outputs. */
+static void warn_unrunnable_outputs(const ptq_graph *g, const char *model, const pp_log *log)
+{
+    unsigned char *bad = calloc((size_t)g->n_values + 1, 1);
+    char ops[256] = "", outs[512] = "";
+    size_t ko = 0, kq = 0;
+    if (!bad) return;
+    for (int n = 0; n < g->n_nodes; n++) { /* file order is topological after loading */
+        const ptq_node *node = &g->nodes[n];
+        int unsupported = ptq_op_find(node->domain, node->op_type) < 0, from_bad = 0;
+        for (int i = 0; i < node->n_inputs; i++) from_bad |= node->inputs[i] >= 0 && bad[node->inputs[i]];
+        if (unsupported && ko < sizeof ops && !strstr(ops, node->op_type))
+            ko += (size_t)snprintf(ops + ko, sizeof ops - ko, "%s%s", ko ? ", " : "", node->op_type);
+        if (unsupported || from_bad)
+            for (int o = 0; o < node->n_outputs; o++)
+                if (node->outputs[o] >= 0) bad[node->outputs[o]] = 1;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        if (bad[g->outputs[i]] && kq < sizeof outs)
+            kq += (size_t)snprintf(outs + kq, sizeof outs - kq, "%s%s", kq ? ", " : "", g->values[g->outputs[i]].name);
+    if (kq)
+        pp_log_message(log, PP_LOG_WARNING,
+                       "%s: outputs %s need ops ptq does not run (%s); calibration does not (they come after the "
+                       "last quantized layer), but ptq run and compare cannot produce them",
+                       model, outs, ops);
+    free(bad);
+}
+
 /* Plan order of every value: graph inputs, then node outputs in execution order. */
 static ptq_status plan_order(const ptq_graph *g, int *pos)
 {
@@ -288,6 +319,8 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
 {
     ptq_status st = PTQ_OK;
     ptq_plan *plan = NULL, *tail_plan = NULL;
+    ptq_graph *view = NULL;
+    unsigned char *keep = NULL;
     eng_runner runner = {.g = g, .model = model};
     pp_dataset *d = NULL;
     ptq_tensor samples = {0};
@@ -328,6 +361,21 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         TRY(pp_dataset_open(&o, &cfg, &d));
     }
     if (!col->n_globs && !col->want) TRY(calib_tensors(g, model, col));
+    /* only the part of the model the observed tensors need runs: post-processing after the
+     * last quantized layer (box decoding, TopK, NMS) is left out of the calibration pass */
+    keep = calloc((size_t)g->n_values + 1, 1);
+    CHECK_ALLOC(keep);
+    for (int v = 0; v < g->n_values; v++) keep[v] = observed_name(g->values[v].name, col) != 0;
+    int n_dropped = 0;
+    TRY(ptq_graph_view_create(g, keep, &view, &n_dropped));
+    if (n_dropped == 0) {
+        ptq_graph_view_destroy(view);
+        view = NULL;
+    } else {
+        runner.g = view;
+        if (ptq_graph_check_ops(g) != PTQ_OK) warn_unrunnable_outputs(g, model, &o.log);
+    }
+    const ptq_graph *gp = view ? view : g; /* what the calibration plans run */
     if (!col->parts) {
         int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
         if (np < col->nthreads) np = col->nthreads;
@@ -360,7 +408,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
             if (!*pp) {
                 ptq_input_shape s = {.name = in_name, .rank = x.rank};
                 memcpy(s.dims, x.dims, sizeof s.dims);
-                if ((st = ptq_plan_create(g, &s, 1, &popt, pp)) != PTQ_OK) {
+                if ((st = ptq_plan_create(gp, &s, 1, &popt, pp)) != PTQ_OK) {
                     ptq_error_prefix("%s: ", model);
                     goto fail;
                 }
@@ -409,6 +457,8 @@ done:
     ptq_plan_destroy(plan);
     ptq_plan_destroy(tail_plan);
     eng_runner_free(&runner);
+    ptq_graph_view_destroy(view);
+    free(keep);
     return st;
 }
 

@@ -245,7 +245,7 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
         pp_dataset_batch_shape(d, &w, &h);
         ptq_tensor t = eng_shaped_tensor(cfg, w, h, x, n);
         if ((st = eng_runner_run(&r, &t)) != PTQ_OK) {
-            ptq_error_prefix("%s: ", model);
+            if (strncmp(ptq_last_error(), model, strlen(model)) != 0) ptq_error_prefix("%s: ", model);
             goto done;
         }
     }

@@ -140,3 +140,73 @@ ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
 done:
     return st;
 }
+
+ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, ptq_graph **out, int *n_dropped)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *w = NULL;
+    unsigned char *need = calloc((size_t)g->n_values + 1, 1), *use = calloc((size_t)g->n_nodes + 1, 1);
+    int *remap = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    *out = NULL;
+    CHECK_ALLOC(need);
+    CHECK_ALLOC(use);
+    CHECK_ALLOC(remap);
+    for (int v = 0; v < g->n_values; v++) need[v] = keep[v] != 0;
+    /* walk back from the wanted values: a node is used when one of its outputs is needed */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int n = g->n_nodes - 1; n >= 0; n--) {
+            const ptq_node *node = &g->nodes[n];
+            if (use[n]) continue;
+            for (int o = 0; o < node->n_outputs && !use[n]; o++)
+                if (node->outputs[o] >= 0 && need[node->outputs[o]]) use[n] = 1;
+            if (!use[n]) continue;
+            changed = 1;
+            for (int i = 0; i < node->n_inputs; i++)
+                if (node->inputs[i] >= 0) need[node->inputs[i]] = 1;
+        }
+    }
+    w = calloc(1, sizeof *w);
+    CHECK_ALLOC(w);
+    *w = *g; /* names, opsets, initializers and inputs shared */
+    w->values = malloc(sizeof *w->values * ((size_t)g->n_values + 1));
+    w->nodes = malloc(sizeof *w->nodes * ((size_t)g->n_nodes + 1));
+    w->outputs = malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    if (!w->values || !w->nodes || !w->outputs) {
+        ptq_graph_view_destroy(w);
+        w = NULL;
+        FAIL(PTQ_ERR_NOMEM, "out of memory for a view of the graph");
+    }
+    memcpy(w->values, g->values, sizeof *w->values * (size_t)g->n_values);
+    w->n_nodes = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        remap[n] = use[n] ? w->n_nodes : -1;
+        if (use[n]) w->nodes[w->n_nodes++] = g->nodes[n];
+    }
+    w->n_outputs = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_value *val = &w->values[v];
+        val->producer = val->producer >= 0 ? remap[val->producer] : -1;
+        val->is_output = 0;
+        if (keep[v] && val->producer >= 0) {
+            val->is_output = 1;
+            w->outputs[w->n_outputs++] = v;
+        }
+    }
+    if (n_dropped) *n_dropped = g->n_nodes - w->n_nodes;
+    *out = w;
+done:
+    free(need);
+    free(use);
+    free(remap);
+    return st;
+}
+
+void ptq_graph_view_destroy(ptq_graph *view)
+{
+    if (!view) return;
+    free(view->values);
+    free(view->nodes);
+    free(view->outputs);
+    free(view);
+}

@@ -30,4 +30,13 @@ void ptq_graph_unique_name(const ptq_graph *g, const char *base, char *buf, size
  * Sets *n_converted. */
 ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted);
 
+/* A view of g reduced to what computing the values keep[v] != 0 needs: the nodes that produce
+ * them and their ancestors (in g's order), with those values as the view's outputs. It shares
+ * g's names, tensors, nodes' contents and attributes (borrowed: g must outlive it, unchanged);
+ * node indices are the view's own. A plan of the view runs only that part of the model: a
+ * calibration pass needs no post-processing after the last quantized layer. *n_dropped: nodes
+ * left out (may be NULL). Free with ptq_graph_view_destroy (never ptq_graph_destroy). */
+ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, ptq_graph **out, int *n_dropped);
+void ptq_graph_view_destroy(ptq_graph *view); /* NULL-safe */
+
 #endif

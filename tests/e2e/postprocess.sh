@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Calibration runs only what the quantized tensors need: post-processing after the last
+# quantized layer (here an op ptq does not run, in a custom domain) is left out of the
+# calibration pass, so calibrate and quantize work and say which outputs ptq run cannot produce;
+# ptq run refuses the model naming the op.
+. "$(dirname "$0")/lib.sh"
+PHOTOS=$ROOT/build/photos
+PRE=(--preset imagenet-torchvision --size 32x32 --limit 8)
+
+$PY - "$TMP" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+rng = np.random.default_rng(3)
+def model(path, post):
+    inits = [nh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, 'w1'),
+             nh.from_array(rng.standard_normal((10, 8)).astype(np.float32) * 0.3, 'wf')]
+    nodes = [h.make_node('Conv', ['x', 'w1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),
+             h.make_node('Relu', ['c1'], ['r1'], name='relu1'),
+             h.make_node('GlobalAveragePool', ['r1'], ['p'], name='gap'),
+             h.make_node('Flatten', ['p'], ['f'], name='flat'),
+             h.make_node('Gemm', ['f', 'wf'], ['logits'], name='fc', transB=1)] + post
+    outs = [h.make_tensor_value_info('logits', T.FLOAT, ['N', 10])]
+    if post: outs.append(h.make_tensor_value_info('decoded', T.FLOAT, None))
+    g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 3, 32, 32])], outs, inits)
+    ops = [h.make_opsetid('', 13)] + ([h.make_opsetid('ptq.test', 1)] if post else [])
+    onnx.save(h.make_model(g, opset_imports=ops), path)
+d = sys.argv[1]
+model(d + '/plain.onnx', [])
+rng = np.random.default_rng(3)
+model(d + '/post.onnx', [h.make_node('Decode', ['logits'], ['decoded'], name='decode', domain='ptq.test')])
+PYEOF
+
+check "calibrate: post-processing ptq does not run is left out; the cache equals the model's without it" bash -c "
+  '$PTQ' calibrate '$TMP/post.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/post.cache' 2>'$TMP/post.err' &&
+  '$PTQ' calibrate '$TMP/plain.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/plain.cache' 2>/dev/null &&
+  cmp '$TMP/post.cache' '$TMP/plain.cache' && wc -l < '$TMP/post.cache'"
+check "calibrate: warns which outputs ptq run cannot produce, naming the op" bash -c "
+  grep -F 'outputs decoded need ops ptq does not run (Decode)' '$TMP/post.err'"
+check "quantize: the model with unrunnable post-processing is quantized (Q/DQ before it)" bash -c "
+  '$PTQ' quantize '$TMP/post.onnx' --images '$PHOTOS' ${PRE[*]} -o '$TMP/post.qdq.onnx' 2>/dev/null &&
+  $PY -c \"import onnx; m = onnx.load('$TMP/post.qdq.onnx'); t = [n.op_type for n in m.graph.node]
+assert t.count('QuantizeLinear') >= 2 and t[-1] == 'Decode', t; print(t.count('QuantizeLinear'), 'QuantizeLinear')\""
+check "run: refused in one line naming the op" \
+  refused "Decode" "$PTQ" run "$TMP/post.onnx" --images "$PHOTOS" "${PRE[@]}"
+finish
