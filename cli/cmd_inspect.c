@@ -4,12 +4,33 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/runner.h"
 #include "io/onnx.h"
+#include "io/preset.h"
 #include "runtime/graph.h"
 #include "runtime/op.h"
 #include "runtime/plan.h"
 
 #define MAX_SHAPES 64
+
+/* "presets that fit: a, b" for the model's data input (ptq preprocess --preset NAME). */
+static void print_fitting_presets(const ptq_graph *g)
+{
+    char **names = NULL;
+    int n = io_preset_names(&names), shown = 0;
+    if (eng_graph_input(g) < 0) n = 0;
+    printf("presets that fit:");
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        pp_config c = pp_defaults();
+        if (io_preset_find(names[i], path, sizeof path) == PTQ_OK && io_preset_load(path, &c) == PTQ_OK &&
+            eng_preset_fits(g, &c))
+            printf("%s %s", shown++ ? "," : "", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    printf("%s\n", shown ? "" : " none (--size, --layout or a preset of your own: docs/preprocessing.md)");
+}
 
 static void print_value(const ptq_graph *g, int v)
 {
@@ -93,6 +114,7 @@ int cmd_inspect(int argc, char **argv)
     printf("\ninputs:\n");
     for (int i = 0; i < g->n_inputs; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) print_value(g, g->inputs[i]);
+    print_fitting_presets(g);
     printf("outputs:\n");
     for (int i = 0; i < g->n_outputs; i++) print_value(g, g->outputs[i]);
 

@@ -20,4 +20,12 @@ ptq_status eng_preprocessing(const char *preset, const char *const *keys, const 
  * paddleocr-cls with --mean 0,0,0", "preset paddleocr-det", "the default preprocessing". */
 const char *eng_preprocessing_origin(void);
 
+/* 1 when the calling thread's last eng_preprocessing() left that part to the model: no preset
+ * and no --size/--width/--height (ENG_PP_SIZE) or no --layout (ENG_PP_LAYOUT). */
+enum { ENG_PP_SIZE = 1, ENG_PP_LAYOUT = 2 };
+int eng_preprocessing_free(int what);
+/* Makes the origin text of the default preprocessing say what it is ("the default
+ * preprocessing (stretch to 224x224, RGB, x/255, NCHW; name a --preset)"). */
+void eng_preprocessing_describe_default(const pp_config *cfg);
+
 #endif

@@ -87,6 +87,36 @@ static void dims_text(const int64_t *dims, int rank, char *buf, size_t cap)
     for (int d = 0; d < rank && k < cap; d++) k += (size_t)snprintf(buf + k, cap - k, d ? "x%lld" : "%lld", (long long)dims[d]);
 }
 
+void eng_fit_preprocessing(const ptq_graph *g, pp_config *cfg)
+{
+    int in = eng_graph_input(g);
+    const ptq_value *v = in >= 0 ? &g->values[in] : NULL;
+    if (v && (v->t.rank == 4 || v->t.rank == 3) && !pp_dynamic(cfg)) {
+        const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
+        if (eng_preprocessing_free(ENG_PP_LAYOUT) && d[2] == 3 && d[0] != 3 && d[0] != 1) cfg->nhwc = 1;
+        int hd = cfg->nhwc ? 0 : 1, wd = cfg->nhwc ? 1 : 2;
+        if (eng_preprocessing_free(ENG_PP_SIZE) && d[hd] > 0 && d[wd] > 0 && d[hd] <= 16384 && d[wd] <= 16384) {
+            cfg->height = (int)d[hd];
+            cfg->width = (int)d[wd];
+        }
+    }
+    eng_preprocessing_describe_default(cfg);
+}
+
+int eng_preset_fits(const ptq_graph *g, const pp_config *c)
+{
+    int in = eng_graph_input(g);
+    if (in < 0) return 0;
+    const ptq_value *v = &g->values[in];
+    if (v->t.rank != 4 && v->t.rank != 3) return 0;
+    const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
+    int cd = c->nhwc ? 2 : 0, hd = c->nhwc ? 0 : 1, wd = c->nhwc ? 1 : 2, dyn = pp_dynamic(c);
+    if (d[cd] >= 0 && d[cd] != 3) return 0;
+    if (d[hd] >= 0 && (dyn & PP_DYN_HEIGHT || d[hd] != c->height)) return 0;
+    if (d[wd] >= 0 && (dyn & PP_DYN_WIDTH || d[wd] != c->width)) return 0;
+    return 1;
+}
+
 ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)
 {
     int in = eng_graph_input(g);
@@ -233,6 +263,9 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     r.popt = ptq_plan_defaults();
     r.popt.nthreads = o->threads;
     r.popt.fuse = fuse;
+    pp_config cf = *cfg;
+    eng_fit_preprocessing(g, &cf);
+    cfg = &cf;
     TRY(eng_check_input_dims(g, model, cfg));
     pp_dataset_options of = *o;
     TRY(eng_fit_batch(g, model, &of));

@@ -71,6 +71,12 @@ ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_optio
 /* A batch of n preprocessed images of w x h (a dataset batch: pp_dataset_batch_shape) as the
  * model's input tensor (NCHW or NHWC float32; data borrowed). eng_batch_tensor (source.h): cfg's size. */
 ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);
+/* Fits the default preprocessing to the model: without a preset, its size (no --size) and
+ * layout (no --layout) follow the model's data input where it fixes them. */
+void eng_fit_preprocessing(const ptq_graph *g, pp_config *cfg);
+/* 1 when preprocessing c gives tensors the model's data input takes (layout, 3 channels, and
+ * the size where the model fixes it; dims that follow the image need dynamic dims). */
+int eng_preset_fits(const ptq_graph *g, const pp_config *c);
 /* Refuses (before anything runs) preprocessing whose tensor contradicts a fixed dim of the
  * model's data input: "model: preset paddleocr-det gives x 1x3x640x640 but the model declares
  * x as [?, 3, 48, 192] (dim 2 is 48)"; a dim that follows the image (pp_dynamic) needs a

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,14 +118,10 @@ ptq_status io_preset_parse(const uint8_t *buf, size_t len, const char *what, pp_
     return st != PTQ_OK ? st : pp_validate(c);
 }
 
-ptq_status io_preset_find(const char *name, char *buf, size_t cap)
+/* The folders presets are looked up in, in order; returns their count. */
+static int preset_dirs(char dirs[5][4200])
 {
-    size_t n = strlen(name);
-    if (strchr(name, '/') || (n > 5 && !strcmp(name + n - 5, ".yaml"))) {
-        snprintf(buf, cap, "%s", name);
-        return PTQ_OK;
-    }
-    char exe[4096], dirs[5][4200];
+    char exe[4096];
     int nd = 0;
     const char *env = getenv("PTQ_CONFIGS");
     if (env) snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
@@ -144,6 +141,18 @@ ptq_status io_preset_find(const char *name, char *buf, size_t cap)
         snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/ptq/configs", exe);
     }
     snprintf(dirs[nd++], sizeof dirs[0], "configs");
+    return nd;
+}
+
+ptq_status io_preset_find(const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    if (strchr(name, '/') || (n > 5 && !strcmp(name + n - 5, ".yaml"))) {
+        snprintf(buf, cap, "%s", name);
+        return PTQ_OK;
+    }
+    char dirs[5][4200];
+    int nd = preset_dirs(dirs);
     for (int i = 0; i < nd; i++) {
         snprintf(buf, cap, "%s/%s.yaml", dirs[i], name);
         if (access(buf, R_OK) == 0) return PTQ_OK;
@@ -169,4 +178,38 @@ void io_preset_describe(const pp_config *c, char *buf, size_t cap)
              (double)c->mean[1], (double)c->mean[2], (double)c->std[0], (double)c->std[1], (double)c->std[2],
              c->nhwc ? "NHWC" : "NCHW");
     if (k >= 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, "%s", dyn);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int io_preset_names(char ***out)
+{
+    char dirs[5][4200];
+    int nd = preset_dirs(dirs), n = 0, cap = 0;
+    char **names = NULL;
+    for (int i = 0; i < nd; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) continue;
+        for (struct dirent *e; (e = readdir(d));) {
+            size_t len = strlen(e->d_name);
+            if (len <= 5 || strcmp(e->d_name + len - 5, ".yaml") != 0) continue;
+            int dup = 0;
+            for (int k = 0; k < n && !dup; k++) dup = strncmp(names[k], e->d_name, len - 5) == 0 && !names[k][len - 5];
+            if (dup) continue;
+            if (n == cap) {
+                char **nn = realloc(names, sizeof *nn * (size_t)(cap = cap ? 2 * cap : 16));
+                if (!nn) break;
+                names = nn;
+            }
+            if (!(names[n] = strndup(e->d_name, len - 5))) break;
+            n++;
+        }
+        closedir(d);
+    }
+    if (n) qsort(names, (size_t)n, sizeof *names, cmp_name);
+    *out = names;
+    return n;
 }
