@@ -335,6 +335,99 @@ TEST(missing_range_and_low_opset_are_reported)
     ptq_graph_destroy(g);
 }
 
+/* A transformer block's pieces: both operands of Q*K^T and softmax*V per tensor; Softmax,
+ * LayerNormalization, GELU (tanh form: x + 0.044715*x^3) float with the table's reasons. */
+TEST(attention_products_and_transformer_floats)
+{
+    ptq_graph *g = new_graph("x", 8);
+    int64_t wd[2] = {8, 8};
+    weight(g, "wq", 2, wd);
+    weight(g, "wk", 2, wd);
+    weight(g, "wv", 2, wd);
+    weight(g, "c044", 1, (int64_t[]){1});
+    weight(g, "gamma", 1, (int64_t[]){8});
+    node(g, "q", "MatMul", "x", "wq", "q_out");
+    node(g, "k", "MatMul", "x", "wk", "k_out");
+    node(g, "kt", "Transpose", "k_out", NULL, "kt_out");
+    node(g, "qk", "MatMul", "q_out", "kt_out", "s");
+    node(g, "softmax", "Softmax", "s", NULL, "p");
+    node(g, "v", "MatMul", "x", "wv", "v_out");
+    node(g, "pv", "MatMul", "p", "v_out", "o");
+    node(g, "ln", "LayerNormalization", "o", "gamma", "h");
+    node(g, "sq", "Mul", "h", "h", "h2");
+    node(g, "cube", "Mul", "h", "h2", "h3");
+    node(g, "scale", "Mul", "h3", "c044", "h3c");
+    node(g, "inner", "Add", "h", "h3c", "a");
+    node(g, "tanh", "Tanh", "a", NULL, "t");
+    output(g, "t");
+    quant_options o = quant_defaults();
+    quant_report rep;
+    EXPECT_EQ_INT(quantize(g, &o, &rep), PTQ_OK);
+    EXPECT_STR(input_of(g, "qk", 0), "q_out_dequantized");
+    EXPECT_STR(input_of(g, "qk", 1), "kt_out_dequantized");
+    EXPECT_STR(input_of(g, "pv", 0), "p_dequantized"); /* the softmax output, per tensor */
+    EXPECT_STR(input_of(g, "pv", 1), "v_out_dequantized");
+    const ptq_node *dq = find_node(g, "p_DequantizeLinear");
+    EXPECT(dq && ptq_node_attr(dq, "axis") == NULL);
+    EXPECT_STR(input_of(g, "softmax", 0), "s");
+    EXPECT_STR(input_of(g, "ln", 0), "o");
+    EXPECT_STR(input_of(g, "inner", 0), "h");
+    EXPECT_STR(input_of(g, "inner", 1), "h3c");
+    for (int i = 0; i < rep.n_nodes; i++) {
+        const quant_node_report *r = &rep.nodes[i];
+        if (!strcmp(r->node_name, "softmax")) EXPECT(strstr(r->reason, "Softmax: float") != NULL);
+        if (!strcmp(r->node_name, "ln")) EXPECT(strstr(r->reason, "LayerNormalization: float") != NULL);
+        if (!strcmp(r->node_name, "inner")) {
+            EXPECT_EQ_INT(r->state, QUANT_NODE_NO_RULE);
+            EXPECT(strstr(r->reason, "GELU") != NULL);
+        }
+    }
+    EXPECT_EQ_INT(count_op(g, "QuantizeLinear"), 5); /* x, q_out, kt_out, p, v_out */
+    quant_report_free(&rep);
+    ptq_graph_destroy(g);
+}
+
+/* ranges: "tiny*" tensors have amax *(float *)user, the others 2.0 */
+static int ranges_tiny(const char *name, float *amax, void *user)
+{
+    *amax = strncmp(name, "tiny", 4) == 0 ? *(const float *)user : 2.0f;
+    return 1;
+}
+
+/* ONNX Runtime's QLinearGlobalAveragePool needs x_scale / (y_scale * H*W) in [2^-32, 256):
+ * a pool whose scales break it keeps a float input (and is reported); one within it does not. */
+TEST(global_pool_scales_outside_onnx_runtime_range_keep_float)
+{
+    const float tiny[2] = {2e-9f, 0.5f};
+    for (int k = 0; k < 2; k++) {
+        ptq_graph *g = new_graph("x", 8);
+        conv(g, "c1", "x", "w1", 8, 8, "tiny_act");
+        node(g, "gap", "GlobalAveragePool", "tiny_act", NULL, "pooled");
+        weight(g, "w2", 4, (int64_t[]){8, 8, 1, 1}); /* a squeeze-excitation's 1x1 conv */
+        node(g, "c2", "Conv", "pooled", "w2", "y");
+        output(g, "y");
+        quant_options o = quant_defaults();
+        o.range = ranges_tiny;
+        o.range_user = (void *)&tiny[k];
+        quant_report rep;
+        EXPECT_EQ_INT(quant_insert_qdq(g, &o, &rep), PTQ_OK);
+        EXPECT_STR(input_of(g, "c2", 0), "pooled_dequantized");
+        if (k == 0) {
+            EXPECT_STR(input_of(g, "gap", 0), "tiny_act");
+            EXPECT_EQ_INT(rep.n_ort_float, 1);
+            EXPECT_EQ_INT(rep.nodes[1].state, QUANT_NODE_UNSUPPORTED);
+            EXPECT(strstr(rep.nodes[1].reason, "QLinearGlobalAveragePool") != NULL);
+            if (!strstr(rep.nodes[1].reason, "y_scale*36")) TEST_FAILF("reason: %s (%s)", rep.nodes[1].reason, ptq_last_error()); /* 6x6: inferred */
+        } else {
+            EXPECT_STR(input_of(g, "gap", 0), "tiny_act_dequantized");
+            EXPECT_EQ_INT(rep.n_ort_float, 0);
+            EXPECT_EQ_INT(rep.nodes[1].state, QUANT_NODE_QUANTIZED);
+        }
+        quant_report_free(&rep);
+        ptq_graph_destroy(g);
+    }
+}
+
 int main(void)
 {
     RUN(conv_bn_relu_chain);
@@ -345,5 +438,7 @@ int main(void)
     RUN(exclusions_by_name_glob_and_op_type);
     RUN(weight_quantization_is_bit_exact);
     RUN(missing_range_and_low_opset_are_reported);
+    RUN(attention_products_and_transformer_floats);
+    RUN(global_pool_scales_outside_onnx_runtime_range_keep_float);
     return test_summary();
 }
