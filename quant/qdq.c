@@ -110,12 +110,25 @@ done:
     return st;
 }
 
-/* Producer op of v, looking through BatchNormalization (TensorRT folds it into the conv). */
-static const char *producer_op(const ptq_graph *g, int v)
+/* uses[v]: the nodes reading v, plus one if v is a graph output. */
+static void count_uses(const ptq_graph *g, int *uses)
+{
+    for (int v = 0; v < g->n_values; v++) uses[v] = g->values[v].is_output;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) uses[g->nodes[i].inputs[k]]++;
+}
+
+/* Producer op of v, looking through BatchNormalization (TensorRT folds it into the conv), when
+ * the Add reading v is that op's only reader: TensorRT can fuse an add into a convolution's
+ * epilogue only then. A conv whose output also feeds the other branch (ConvNeXt's and
+ * MobileNetV2's identity) is not fusible: ModelOpt's build_non_residual_input_map finds the
+ * same (the lowest common ancestor of the two inputs is that conv). NULL otherwise. */
+static const char *fusible_producer(const ptq_graph *g, int v, const int *uses)
 {
     for (int hops = 0; v >= 0 && hops < 4; hops++) {
         int p = g->values[v].producer;
-        if (p < 0) return NULL;
+        if (p < 0 || uses[v] != 1) return NULL;
         const ptq_node *n = &g->nodes[p];
         if (strcmp(n->op_type, "BatchNormalization") != 0) return n->op_type;
         v = n->n_inputs ? n->inputs[0] : -1;
@@ -163,7 +176,7 @@ static int excluded(const ptq_graph *g, const ptq_node *n, const quant_options *
 }
 
 /* Appends the edges of node ni; returns the node's state and reason. */
-static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const quant_options *opt,
+static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const int *uses, const quant_options *opt,
                                edge *edges, int *n_edges, char *why, size_t cap)
 {
     const ptq_node *n = &g->nodes[ni];
@@ -190,11 +203,11 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
             snprintf(why, cap, "Add of x and a pointwise function of x (GELU's tanh form x + 0.044715 x^3): stays float");
             return QUANT_NODE_NO_RULE;
         }
-        const char *p0 = producer_op(g, n->inputs[0]), *p1 = producer_op(g, n->inputs[1]);
+        const char *p0 = fusible_producer(g, n->inputs[0], uses), *p1 = fusible_producer(g, n->inputs[1], uses);
         int w0 = p0 && quant_is_weighted_op(p0), w1 = p1 && quant_is_weighted_op(p1);
         if (w0 && !w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0};
         else if (w1 && !w0) local[k++] = (edge){ni, 0, EDGE_ACT, 0};
-        else if (w0 && w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0}; /* both convs: fuse into the first */
+        else if (w0 && w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0}; /* both fusible convs: fuse into the first */
         else {
             local[k++] = (edge){ni, 0, EDGE_ACT, 0};
             local[k++] = (edge){ni, 1, EDGE_ACT, 0};
@@ -515,21 +528,24 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
     int n_orig = g->n_nodes, n_edges = 0, n_pat = opt->n_exclude_op_types + opt->n_exclude_nodes;
     uint8_t *is_const = NULL, *matched = NULL;
     edge *edges = NULL;
-    int *act_dq = NULL, *w_dq = NULL, *weights = NULL, n_weights = 0;
+    int *act_dq = NULL, *w_dq = NULL, *weights = NULL, *uses = NULL, n_weights = 0;
     memset(rep, 0, sizeof *rep);
     int64_t opset = ptq_graph_opset(g, "");
     if (opset < 13)
         FAIL(PTQ_ERR_UNSUPPORTED, "model opset %lld: per-channel Q/DQ needs opset 13 (upgrade the model first)",
              (long long)opset);
     is_const = calloc((size_t)g->n_values + 1, 1);
+    uses = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     matched = calloc((size_t)n_pat + 1, 1);
     edges = malloc(sizeof *edges * ((size_t)n_orig * 4 + 1));
     rep->nodes = calloc((size_t)n_orig + 1, sizeof *rep->nodes);
     CHECK_ALLOC(is_const);
+    CHECK_ALLOC(uses);
     CHECK_ALLOC(matched);
     CHECK_ALLOC(edges);
     CHECK_ALLOC(rep->nodes);
     TRY(constant_values(g, is_const));
+    count_uses(g, uses);
     rep->n_nodes = n_orig;
     for (int i = 0; i < n_orig; i++) {
         quant_node_report *r = &rep->nodes[i];
@@ -542,7 +558,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
             rep->n_excluded++;
             continue;
         }
-        r->state = decide(g, i, is_const, opt, edges, &n_edges, r->reason, sizeof r->reason);
+        r->state = decide(g, i, is_const, uses, opt, edges, &n_edges, r->reason, sizeof r->reason);
     }
     for (int i = 0; i < n_pat; i++) {
         if (matched[i]) continue;
@@ -601,6 +617,7 @@ done:
     free(act_dq);
     free(w_dq);
     free(weights);
+    free(uses);
     return st;
 }
 
@@ -627,7 +644,7 @@ static int is_view_op(const ptq_node *n)
 ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 {
     ptq_status st = PTQ_OK;
-    int n_changed, *want = NULL;
+    int n_changed, *want = NULL, *uses = NULL;
     uint8_t *is_const = NULL;
     edge *edges = NULL;
     quant_options opt = quant_defaults();
@@ -638,16 +655,19 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
     TRY(quant_upgrade_opset(g, 13, &n_changed));
     want = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     is_const = calloc((size_t)g->n_values + 1, 1);
+    uses = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     edges = malloc(sizeof *edges * ((size_t)g->n_nodes * 4 + 1));
     CHECK_ALLOC(want);
     CHECK_ALLOC(is_const);
+    CHECK_ALLOC(uses);
     CHECK_ALLOC(edges);
     TRY(constant_values(g, is_const));
+    count_uses(g, uses);
     for (int v = 0; v < g->n_values; v++) want[v] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         char why[160];
         int n_edges = 0;
-        if (decide(g, i, is_const, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
+        if (decide(g, i, is_const, uses, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
         for (int e = 0; e < n_edges; e++) {
             if (edges[e].kind != EDGE_ACT) continue;
             int v = g->nodes[i].inputs[edges[e].input], root = v;
@@ -669,6 +689,7 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 done:
     free(want);
     free(is_const);
+    free(uses);
     free(edges);
     return st;
 }

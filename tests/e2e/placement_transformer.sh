@@ -63,10 +63,12 @@ def pointwise_of(v, x, depth=4):
     if p is None or depth == 0 or p.op_type not in POINTWISE: return False
     ins = [i for i in p.input if i and i not in const]
     return bool(ins) and all(pointwise_of(i, x, depth - 1) for i in ins)
-def producer_op(v):
+uses = collections.Counter(i for n in fp.graph.node for i in n.input if i)
+uses.update(o.name for o in fp.graph.output)
+def producer_op(v):  # through BatchNormalization, only when the add is the only reader
     p = prod.get(v)
-    while p is not None and p.op_type == "BatchNormalization": p = prod.get(p.input[0])
-    return p.op_type if p is not None else None
+    while p is not None and uses[v] == 1 and p.op_type == "BatchNormalization": v = p.input[0]; p = prod.get(v)
+    return p.op_type if p is not None and uses[v] == 1 else None
 expect, why = {}, {}
 for n in fp.graph.node:
     q = set()

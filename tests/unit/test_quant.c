@@ -428,6 +428,29 @@ TEST(global_pool_scales_outside_onnx_runtime_range_keep_float)
     }
 }
 
+/* An add can fuse only into a conv whose output nothing else reads: MobileNetV2's and
+ * ConvNeXt's identity comes from a conv that also feeds the branch, so the identity is the
+ * residual input (quantized) and the branch's own conv takes the add. */
+TEST(residual_add_identity_from_a_shared_conv)
+{
+    ptq_graph *g = new_graph("x", 8);
+    conv(g, "c1", "x", "w1", 8, 8, "c1_out");
+    conv(g, "c2", "c1_out", "w2", 8, 8, "c2_out");
+    node(g, "add", "Add", "c1_out", "c2_out", "sum"); /* c1_out: read by c2 and the add */
+    node(g, "mul", "Mul", "c1_out", "c1_out", "sq");
+    node(g, "add2", "Add", "sq", "c1_out", "u");      /* c1_out is no fusible conv output here either */
+    output(g, "sum");
+    output(g, "u");
+    quant_options o = quant_defaults();
+    quant_report rep;
+    EXPECT_EQ_INT(quantize(g, &o, &rep), PTQ_OK);
+    EXPECT_STR(input_of(g, "add", 0), "c1_out_dequantized");
+    EXPECT_STR(input_of(g, "add", 1), "c2_out");
+    EXPECT_STR(input_of(g, "add2", 0), "sq"); /* x*x + x: a pointwise function of x, float */
+    quant_report_free(&rep);
+    ptq_graph_destroy(g);
+}
+
 int main(void)
 {
     RUN(conv_bn_relu_chain);
@@ -439,6 +462,7 @@ int main(void)
     RUN(weight_quantization_is_bit_exact);
     RUN(missing_range_and_low_opset_are_reported);
     RUN(attention_products_and_transformer_floats);
+    RUN(residual_add_identity_from_a_shared_conv);
     RUN(global_pool_scales_outside_onnx_runtime_range_keep_float);
     return test_summary();
 }
