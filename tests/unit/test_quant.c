@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "quant/qdq.h"
+#include "quant/rules.h"
 #include "runtime/graph.h"
 #include "tests/test.h"
 
@@ -451,6 +452,24 @@ TEST(residual_add_identity_from_a_shared_conv)
     ptq_graph_destroy(g);
 }
 
+/* The table (docs/placement.md lists it): one row per op, each with a reason; the float rows
+ * quantize nothing. */
+TEST(rules_table_is_one_row_per_op)
+{
+    int n = 0;
+    const quant_rule *r = quant_rules(&n);
+    EXPECT(n >= 18);
+    for (int i = 0; i < n; i++) {
+        EXPECT(r[i].why && r[i].why[0]);
+        EXPECT(quant_rule_find(r[i].op_type) == &r[i]);
+        if (r[i].kind == QUANT_RULE_FLOAT) EXPECT(r[i].act_inputs == 0 && r[i].weight_input < 0);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(r[i].op_type, r[j].op_type)) TEST_FAILF("op %s has two rows", r[i].op_type);
+    }
+    EXPECT(quant_rule_find("Relu") == NULL);
+    EXPECT(quant_rule_find("Softmax") && quant_rule_find("Softmax")->kind == QUANT_RULE_FLOAT);
+}
+
 int main(void)
 {
     RUN(conv_bn_relu_chain);
@@ -463,6 +482,7 @@ int main(void)
     RUN(missing_range_and_low_opset_are_reported);
     RUN(attention_products_and_transformer_floats);
     RUN(residual_add_identity_from_a_shared_conv);
+    RUN(rules_table_is_one_row_per_op);
     RUN(global_pool_scales_outside_onnx_runtime_range_keep_float);
     return test_summary();
 }
