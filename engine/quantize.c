@@ -298,6 +298,11 @@ ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *
         ptq_error_prefix("%s: ", job->model);
         goto done;
     }
+    for (int i = 0; i < res->rep.n_nodes; i++) /* quant/qdq.c's ort_limits: the reason names the rule */
+        if (res->rep.nodes[i].state == QUANT_NODE_UNSUPPORTED && strncmp(res->rep.nodes[i].reason, "input kept float: ONNX Runtime", 30) == 0)
+            pp_log_message(&job->log, PP_LOG_WARNING, "%s '%s': %s", res->rep.nodes[i].op_type, res->rep.nodes[i].node_name,
+                           res->rep.nodes[i].reason);
+    res->warned += res->rep.n_ort_float;
     for (int i = 0; i < res->rep.n_unmatched; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", res->rep.unmatched[i]);
     for (int i = 0; i < res->n_missing; i++)

@@ -12,6 +12,7 @@
 #include "quant/opset.h"
 #include "quant/rules.h"
 #include "runtime/graph_edit.h"
+#include "runtime/plan.h"
 
 #define NAME_CAP 1024
 
@@ -109,17 +110,50 @@ done:
     return st;
 }
 
-/* Producer op of v, looking through BatchNormalization (TensorRT folds it into the conv). */
-static const char *producer_op(const ptq_graph *g, int v)
+/* uses[v]: the nodes reading v, plus one if v is a graph output. */
+static void count_uses(const ptq_graph *g, int *uses)
+{
+    for (int v = 0; v < g->n_values; v++) uses[v] = g->values[v].is_output;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) uses[g->nodes[i].inputs[k]]++;
+}
+
+/* Producer op of v, looking through BatchNormalization (TensorRT folds it into the conv), when
+ * the Add reading v is that op's only reader: TensorRT can fuse an add into a convolution's
+ * epilogue only then. A conv whose output also feeds the other branch (ConvNeXt's and
+ * MobileNetV2's identity) is not fusible: ModelOpt's build_non_residual_input_map finds the
+ * same (the lowest common ancestor of the two inputs is that conv). NULL otherwise. */
+static const char *fusible_producer(const ptq_graph *g, int v, const int *uses)
 {
     for (int hops = 0; v >= 0 && hops < 4; hops++) {
         int p = g->values[v].producer;
-        if (p < 0) return NULL;
+        if (p < 0 || uses[v] != 1) return NULL;
         const ptq_node *n = &g->nodes[p];
         if (strcmp(n->op_type, "BatchNormalization") != 0) return n->op_type;
         v = n->n_inputs ? n->inputs[0] : -1;
     }
     return NULL;
+}
+
+/* 1 when v is computed from `from` by pointwise ops (quant_is_pointwise_op) whose other inputs
+ * are constants, within `depth` nodes: x*x*x, 0.044715*x^3, tanh(x), ... A residual branch
+ * holds a weighted op, so it never matches. */
+static int pointwise_of(const ptq_graph *g, const uint8_t *is_const, int v, int from, int depth)
+{
+    if (v == from) return 1;
+    int p = v >= 0 ? g->values[v].producer : -1;
+    if (p < 0 || depth <= 0) return 0;
+    const ptq_node *n = &g->nodes[p];
+    if (n->domain[0] || !quant_is_pointwise_op(n->op_type)) return 0;
+    int any = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int u = n->inputs[i];
+        if (u < 0 || is_const[u]) continue;
+        if (!pointwise_of(g, is_const, u, from, depth - 1)) return 0;
+        any = 1;
+    }
+    return any;
 }
 
 static int excluded(const ptq_graph *g, const ptq_node *n, const quant_options *opt, uint8_t *matched, char *why,
@@ -142,7 +176,7 @@ static int excluded(const ptq_graph *g, const ptq_node *n, const quant_options *
 }
 
 /* Appends the edges of node ni; returns the node's state and reason. */
-static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const quant_options *opt,
+static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const int *uses, const quant_options *opt,
                                edge *edges, int *n_edges, char *why, size_t cap)
 {
     const ptq_node *n = &g->nodes[ni];
@@ -150,6 +184,10 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
     float amax;
     if (!r) {
         snprintf(why, cap, "no rule for %s: stays float (fused or propagated by TensorRT)", n->op_type);
+        return QUANT_NODE_NO_RULE;
+    }
+    if (r->kind == QUANT_RULE_FLOAT) {
+        snprintf(why, cap, "%s", r->why);
         return QUANT_NODE_NO_RULE;
     }
     edge local[4];
@@ -160,11 +198,16 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
             snprintf(why, cap, "Add with a constant input (a bias, not a residual): stays float");
             return QUANT_NODE_NO_RULE;
         }
-        const char *p0 = producer_op(g, n->inputs[0]), *p1 = producer_op(g, n->inputs[1]);
+        if (pointwise_of(g, is_const, n->inputs[1], n->inputs[0], 4) ||
+            pointwise_of(g, is_const, n->inputs[0], n->inputs[1], 4)) {
+            snprintf(why, cap, "Add of x and a pointwise function of x (GELU's tanh form x + 0.044715 x^3): stays float");
+            return QUANT_NODE_NO_RULE;
+        }
+        const char *p0 = fusible_producer(g, n->inputs[0], uses), *p1 = fusible_producer(g, n->inputs[1], uses);
         int w0 = p0 && quant_is_weighted_op(p0), w1 = p1 && quant_is_weighted_op(p1);
         if (w0 && !w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0};
         else if (w1 && !w0) local[k++] = (edge){ni, 0, EDGE_ACT, 0};
-        else if (w0 && w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0}; /* both convs: fuse into the first */
+        else if (w0 && w1) local[k++] = (edge){ni, 1, EDGE_ACT, 0}; /* both fusible convs: fuse into the first */
         else {
             local[k++] = (edge){ni, 0, EDGE_ACT, 0};
             local[k++] = (edge){ni, 1, EDGE_ACT, 0};
@@ -210,6 +253,132 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
     *n_edges += k;
     snprintf(why, cap, "%s", r->why);
     return QUANT_NODE_QUANTIZED;
+}
+
+/* ---- ONNX Runtime's limits on scales ----
+ * ONNX Runtime fuses DequantizeLinear -> GlobalAveragePool -> QuantizeLinear (and an
+ * AveragePool whose kernel is the whole image, without pads: QLinearAveragePool falls back to
+ * the same kernel) into QLinearGlobalAveragePool, whose MLAS kernel (onnxruntime/core/mlas/lib/
+ * qlgavgpool.cpp, CheckQLinearGlobalAveragePoolScaleAndSize) throws "parameter out of
+ * computation range" at run time unless x_scale / (y_scale * image_size), in float, lies in
+ * [2^-32, 256) and image_size < 2^24. ONNX Runtime's other int8 kernels (QLinearConv,
+ * QLinearMatMul, QGemm, QLinearAdd, QLinearMul, QLinearConcat, the lookup tables) take any
+ * positive scales. Where the calibrated scales break the rule, the pool's input keeps float:
+ * ONNX Runtime then runs the pool in float, TensorRT loses only an INT8 pooling. */
+
+static int ort_gap_fits(float sx, float sy, int64_t image)
+{
+    if (image < 1 || image >= 0x1000000) return 0;
+    float s = sx / (sy * (float)image);
+    return s >= 0x1p-32f && s < 256.0f;
+}
+
+/* The scale activation_pair writes for v. */
+static float act_scale(const ptq_graph *g, int v, const quant_options *opt)
+{
+    float amax = 1.0f;
+    opt->range(g->values[v].name, &amax, opt->range_user);
+    return safe_amax(amax) / 127.0f;
+}
+
+/* Product of dims 2.. of t, or -1 unless t has rank >= 3 and all those dims are known. */
+static int64_t spatial_size(const ptq_tensor *t)
+{
+    if (!t || t->rank < 3) return -1;
+    int64_t n = 1;
+    for (int d = 2; d < t->rank; d++) {
+        if (t->dims[d] < 1) return -1;
+        n *= t->dims[d];
+    }
+    return n;
+}
+
+/* For a pool ORT may run as QLinearGlobalAveragePool, given its input's shape (NULL or rank -1:
+ * unknown): 1 and *image (-1: unknown) if it may, 0 if it cannot (an AveragePool with pads, or
+ * whose kernel is not the known image). */
+static int ort_global_pool(const ptq_node *n, const ptq_tensor *in_shape, int64_t *image)
+{
+    *image = spatial_size(in_shape);
+    if (strcmp(n->op_type, "GlobalAveragePool") == 0) return 1;
+    size_t nk = 0, np = 0;
+    const int64_t *k = ptq_attr_ints(n, "kernel_shape", &nk), *pads = ptq_attr_ints(n, "pads", &np);
+    const char *ap = ptq_attr_string(n, "auto_pad", "NOTSET");
+    if (!k || nk == 0 || (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0)) return 0;
+    for (size_t i = 0; i < np; i++)
+        if (pads[i] != 0) return 0;
+    int64_t kn = 1;
+    for (size_t i = 0; i < nk; i++) kn *= k[i];
+    if (*image < 0) {
+        *image = kn; /* it falls back only when the kernel is the image: the image is then kn */
+        return 1;
+    }
+    if (in_shape->rank != (int)nk + 2) return 0;
+    for (size_t i = 0; i < nk; i++)
+        if (in_shape->dims[2 + i] != k[i]) return 0;
+    return 1;
+}
+
+/* image < 0 (unknown): the rule for every image size (monotone in the size: 1 and 2^24-1). */
+static int ort_gap_fits_any(float sx, float sy, int64_t image)
+{
+    return image > 0 ? ort_gap_fits(sx, sy, image) : ort_gap_fits(sx, sy, 1) && ort_gap_fits(sx, sy, 0xFFFFFF);
+}
+
+static ptq_status ort_limits(const ptq_graph *g, const quant_options *opt, edge *edges, int n_edges, quant_report *rep)
+{
+    ptq_status st = PTQ_OK;
+    uint8_t *quantized = calloc((size_t)g->n_values + 1, 1);
+    ptq_plan *plan = NULL;
+    int plan_tried = 0;
+    CHECK_ALLOC(quantized);
+    for (int e = 0; e < n_edges; e++)
+        if (edges[e].kind == EDGE_ACT) quantized[g->nodes[edges[e].node].inputs[edges[e].input]] = 1;
+    for (int e = 0; e < n_edges; e++) {
+        int ni = edges[e].node;
+        if (ni < 0 || edges[e].kind != EDGE_ACT || edges[e].input != 0) continue;
+        const ptq_node *n = &g->nodes[ni];
+        if (n->domain[0] || n->n_outputs < 1 || n->outputs[0] < 0 ||
+            (strcmp(n->op_type, "GlobalAveragePool") != 0 && strcmp(n->op_type, "AveragePool") != 0))
+            continue;
+        int x = n->inputs[0], y = n->outputs[0];
+        if (!quantized[y]) continue; /* no QuantizeLinear after the pool: nothing to fuse */
+        float sx = act_scale(g, x, opt), sy = act_scale(g, y, opt);
+        const ptq_tensor *shape = g->values[x].t.rank >= 0 ? &g->values[x].t : NULL;
+        int known = spatial_size(shape) > 0;
+        int64_t image;
+        if (!ort_global_pool(n, shape, &image)) continue;
+        int ok = ort_gap_fits_any(sx, sy, image);
+        if (!ok && !known) {
+            /* the image size decides: infer the shapes once (this fails for symbolic input
+             * dims; the size stays unknown and the rule for every size applies) */
+            if (!plan_tried) {
+                plan_tried = 1;
+                ptq_plan_options po = ptq_plan_defaults();
+                po.bound_memory = 1;
+                if (ptq_plan_create(g, NULL, 0, &po, &plan) != PTQ_OK) plan = NULL;
+            }
+            const ptq_tensor *t = plan ? ptq_plan_value(plan, x) : NULL;
+            if (t && spatial_size(t) > 0) ok = !ort_global_pool(n, t, &image) || ort_gap_fits(sx, sy, image);
+        }
+        if (ok) continue;
+        quant_node_report *r = &rep->nodes[ni];
+        r->state = QUANT_NODE_UNSUPPORTED;
+        if (image > 0)
+            snprintf(r->reason, sizeof r->reason,
+                     "input kept float: ONNX Runtime's QLinearGlobalAveragePool needs x_scale/(y_scale*%lld) in [2^-32, 256), "
+                     "here %.3g/%.3g", (long long)image, (double)sx, (double)sy);
+        else
+            snprintf(r->reason, sizeof r->reason,
+                     "input kept float: ONNX Runtime's QLinearGlobalAveragePool needs x_scale/(y_scale*HW) in [2^-32, 256), "
+                     "here %.3g/%.3g", (double)sx, (double)sy);
+        rep->n_ort_float++;
+        for (int f = 0; f < n_edges; f++)
+            if (edges[f].node == ni) edges[f].node = -1; /* dropped: the pool keeps float inputs */
+    }
+done:
+    ptq_plan_destroy(plan);
+    free(quantized);
+    return st;
 }
 
 /* ---- rewriting ---- */
@@ -359,21 +528,24 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
     int n_orig = g->n_nodes, n_edges = 0, n_pat = opt->n_exclude_op_types + opt->n_exclude_nodes;
     uint8_t *is_const = NULL, *matched = NULL;
     edge *edges = NULL;
-    int *act_dq = NULL, *w_dq = NULL, *weights = NULL, n_weights = 0;
+    int *act_dq = NULL, *w_dq = NULL, *weights = NULL, *uses = NULL, n_weights = 0;
     memset(rep, 0, sizeof *rep);
     int64_t opset = ptq_graph_opset(g, "");
     if (opset < 13)
         FAIL(PTQ_ERR_UNSUPPORTED, "model opset %lld: per-channel Q/DQ needs opset 13 (upgrade the model first)",
              (long long)opset);
     is_const = calloc((size_t)g->n_values + 1, 1);
+    uses = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     matched = calloc((size_t)n_pat + 1, 1);
     edges = malloc(sizeof *edges * ((size_t)n_orig * 4 + 1));
     rep->nodes = calloc((size_t)n_orig + 1, sizeof *rep->nodes);
     CHECK_ALLOC(is_const);
+    CHECK_ALLOC(uses);
     CHECK_ALLOC(matched);
     CHECK_ALLOC(edges);
     CHECK_ALLOC(rep->nodes);
     TRY(constant_values(g, is_const));
+    count_uses(g, uses);
     rep->n_nodes = n_orig;
     for (int i = 0; i < n_orig; i++) {
         quant_node_report *r = &rep->nodes[i];
@@ -386,7 +558,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
             rep->n_excluded++;
             continue;
         }
-        r->state = decide(g, i, is_const, opt, edges, &n_edges, r->reason, sizeof r->reason);
+        r->state = decide(g, i, is_const, uses, opt, edges, &n_edges, r->reason, sizeof r->reason);
     }
     for (int i = 0; i < n_pat; i++) {
         if (matched[i]) continue;
@@ -400,6 +572,8 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
         rep->n_unmatched++;
     }
 
+    TRY(ort_limits(g, opt, edges, n_edges, rep));
+
     /* rewrite: one pair per activation tensor (or per edge with dedicated_qdq), one per weight */
     int n_vals0 = g->n_values;
     act_dq = malloc(sizeof(int) * ((size_t)n_vals0 + 1));
@@ -411,6 +585,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
     for (int v = 0; v < n_vals0; v++) act_dq[v] = w_dq[v] = -1;
     for (int e = 0; e < n_edges; e++) {
         const edge *ed = &edges[e];
+        if (ed->node < 0) continue; /* dropped by ort_limits */
         int v = g->nodes[ed->node].inputs[ed->input], dq;
         if (ed->kind == EDGE_ACT) {
             if (act_dq[v] < 0 || opt->dedicated_qdq) {
@@ -442,6 +617,7 @@ done:
     free(act_dq);
     free(w_dq);
     free(weights);
+    free(uses);
     return st;
 }
 
@@ -468,7 +644,7 @@ static int is_view_op(const ptq_node *n)
 ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 {
     ptq_status st = PTQ_OK;
-    int n_changed, *want = NULL;
+    int n_changed, *want = NULL, *uses = NULL;
     uint8_t *is_const = NULL;
     edge *edges = NULL;
     quant_options opt = quant_defaults();
@@ -479,16 +655,19 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
     TRY(quant_upgrade_opset(g, 13, &n_changed));
     want = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     is_const = calloc((size_t)g->n_values + 1, 1);
+    uses = malloc(sizeof(int) * ((size_t)g->n_values + 1));
     edges = malloc(sizeof *edges * ((size_t)g->n_nodes * 4 + 1));
     CHECK_ALLOC(want);
     CHECK_ALLOC(is_const);
+    CHECK_ALLOC(uses);
     CHECK_ALLOC(edges);
     TRY(constant_values(g, is_const));
+    count_uses(g, uses);
     for (int v = 0; v < g->n_values; v++) want[v] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         char why[160];
         int n_edges = 0;
-        if (decide(g, i, is_const, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
+        if (decide(g, i, is_const, uses, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
         for (int e = 0; e < n_edges; e++) {
             if (edges[e].kind != EDGE_ACT) continue;
             int v = g->nodes[i].inputs[edges[e].input], root = v;
@@ -510,6 +689,7 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 done:
     free(want);
     free(is_const);
+    free(uses);
     free(edges);
     return st;
 }

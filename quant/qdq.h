@@ -51,6 +51,7 @@ typedef struct {
     int n_activations;           /* activation tensors given a Q/DQ pair */
     int n_weights;               /* weights quantized per channel */
     int n_excluded;
+    int n_ort_float;             /* pools kept float so that ONNX Runtime runs the model (reason in nodes[]) */
     char **unmatched;            /* exclusion patterns that matched nothing */
     int n_unmatched;
 } quant_report;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "quant/qdq.h"
+#include "quant/rules.h"
 #include "runtime/graph.h"
 #include "tests/test.h"
 
@@ -335,6 +336,140 @@ TEST(missing_range_and_low_opset_are_reported)
     ptq_graph_destroy(g);
 }
 
+/* A transformer block's pieces: both operands of Q*K^T and softmax*V per tensor; Softmax,
+ * LayerNormalization, GELU (tanh form: x + 0.044715*x^3) float with the table's reasons. */
+TEST(attention_products_and_transformer_floats)
+{
+    ptq_graph *g = new_graph("x", 8);
+    int64_t wd[2] = {8, 8};
+    weight(g, "wq", 2, wd);
+    weight(g, "wk", 2, wd);
+    weight(g, "wv", 2, wd);
+    weight(g, "c044", 1, (int64_t[]){1});
+    weight(g, "gamma", 1, (int64_t[]){8});
+    node(g, "q", "MatMul", "x", "wq", "q_out");
+    node(g, "k", "MatMul", "x", "wk", "k_out");
+    node(g, "kt", "Transpose", "k_out", NULL, "kt_out");
+    node(g, "qk", "MatMul", "q_out", "kt_out", "s");
+    node(g, "softmax", "Softmax", "s", NULL, "p");
+    node(g, "v", "MatMul", "x", "wv", "v_out");
+    node(g, "pv", "MatMul", "p", "v_out", "o");
+    node(g, "ln", "LayerNormalization", "o", "gamma", "h");
+    node(g, "sq", "Mul", "h", "h", "h2");
+    node(g, "cube", "Mul", "h", "h2", "h3");
+    node(g, "scale", "Mul", "h3", "c044", "h3c");
+    node(g, "inner", "Add", "h", "h3c", "a");
+    node(g, "tanh", "Tanh", "a", NULL, "t");
+    output(g, "t");
+    quant_options o = quant_defaults();
+    quant_report rep;
+    EXPECT_EQ_INT(quantize(g, &o, &rep), PTQ_OK);
+    EXPECT_STR(input_of(g, "qk", 0), "q_out_dequantized");
+    EXPECT_STR(input_of(g, "qk", 1), "kt_out_dequantized");
+    EXPECT_STR(input_of(g, "pv", 0), "p_dequantized"); /* the softmax output, per tensor */
+    EXPECT_STR(input_of(g, "pv", 1), "v_out_dequantized");
+    const ptq_node *dq = find_node(g, "p_DequantizeLinear");
+    EXPECT(dq && ptq_node_attr(dq, "axis") == NULL);
+    EXPECT_STR(input_of(g, "softmax", 0), "s");
+    EXPECT_STR(input_of(g, "ln", 0), "o");
+    EXPECT_STR(input_of(g, "inner", 0), "h");
+    EXPECT_STR(input_of(g, "inner", 1), "h3c");
+    for (int i = 0; i < rep.n_nodes; i++) {
+        const quant_node_report *r = &rep.nodes[i];
+        if (!strcmp(r->node_name, "softmax")) EXPECT(strstr(r->reason, "Softmax: float") != NULL);
+        if (!strcmp(r->node_name, "ln")) EXPECT(strstr(r->reason, "LayerNormalization: float") != NULL);
+        if (!strcmp(r->node_name, "inner")) {
+            EXPECT_EQ_INT(r->state, QUANT_NODE_NO_RULE);
+            EXPECT(strstr(r->reason, "GELU") != NULL);
+        }
+    }
+    EXPECT_EQ_INT(count_op(g, "QuantizeLinear"), 5); /* x, q_out, kt_out, p, v_out */
+    quant_report_free(&rep);
+    ptq_graph_destroy(g);
+}
+
+/* ranges: "tiny*" tensors have amax *(float *)user, the others 2.0 */
+static int ranges_tiny(const char *name, float *amax, void *user)
+{
+    *amax = strncmp(name, "tiny", 4) == 0 ? *(const float *)user : 2.0f;
+    return 1;
+}
+
+/* ONNX Runtime's QLinearGlobalAveragePool needs x_scale / (y_scale * H*W) in [2^-32, 256):
+ * a pool whose scales break it keeps a float input (and is reported); one within it does not. */
+TEST(global_pool_scales_outside_onnx_runtime_range_keep_float)
+{
+    const float tiny[2] = {2e-9f, 0.5f};
+    for (int k = 0; k < 2; k++) {
+        ptq_graph *g = new_graph("x", 8);
+        conv(g, "c1", "x", "w1", 8, 8, "tiny_act");
+        node(g, "gap", "GlobalAveragePool", "tiny_act", NULL, "pooled");
+        weight(g, "w2", 4, (int64_t[]){8, 8, 1, 1}); /* a squeeze-excitation's 1x1 conv */
+        node(g, "c2", "Conv", "pooled", "w2", "y");
+        output(g, "y");
+        quant_options o = quant_defaults();
+        o.range = ranges_tiny;
+        o.range_user = (void *)&tiny[k];
+        quant_report rep;
+        EXPECT_EQ_INT(quant_insert_qdq(g, &o, &rep), PTQ_OK);
+        EXPECT_STR(input_of(g, "c2", 0), "pooled_dequantized");
+        if (k == 0) {
+            EXPECT_STR(input_of(g, "gap", 0), "tiny_act");
+            EXPECT_EQ_INT(rep.n_ort_float, 1);
+            EXPECT_EQ_INT(rep.nodes[1].state, QUANT_NODE_UNSUPPORTED);
+            EXPECT(strstr(rep.nodes[1].reason, "QLinearGlobalAveragePool") != NULL);
+            if (!strstr(rep.nodes[1].reason, "y_scale*36")) TEST_FAILF("reason: %s (%s)", rep.nodes[1].reason, ptq_last_error()); /* 6x6: inferred */
+        } else {
+            EXPECT_STR(input_of(g, "gap", 0), "tiny_act_dequantized");
+            EXPECT_EQ_INT(rep.n_ort_float, 0);
+            EXPECT_EQ_INT(rep.nodes[1].state, QUANT_NODE_QUANTIZED);
+        }
+        quant_report_free(&rep);
+        ptq_graph_destroy(g);
+    }
+}
+
+/* An add can fuse only into a conv whose output nothing else reads: MobileNetV2's and
+ * ConvNeXt's identity comes from a conv that also feeds the branch, so the identity is the
+ * residual input (quantized) and the branch's own conv takes the add. */
+TEST(residual_add_identity_from_a_shared_conv)
+{
+    ptq_graph *g = new_graph("x", 8);
+    conv(g, "c1", "x", "w1", 8, 8, "c1_out");
+    conv(g, "c2", "c1_out", "w2", 8, 8, "c2_out");
+    node(g, "add", "Add", "c1_out", "c2_out", "sum"); /* c1_out: read by c2 and the add */
+    node(g, "mul", "Mul", "c1_out", "c1_out", "sq");
+    node(g, "add2", "Add", "sq", "c1_out", "u");      /* c1_out is no fusible conv output here either */
+    output(g, "sum");
+    output(g, "u");
+    quant_options o = quant_defaults();
+    quant_report rep;
+    EXPECT_EQ_INT(quantize(g, &o, &rep), PTQ_OK);
+    EXPECT_STR(input_of(g, "add", 0), "c1_out_dequantized");
+    EXPECT_STR(input_of(g, "add", 1), "c2_out");
+    EXPECT_STR(input_of(g, "add2", 0), "sq"); /* x*x + x: a pointwise function of x, float */
+    quant_report_free(&rep);
+    ptq_graph_destroy(g);
+}
+
+/* The table (docs/placement.md lists it): one row per op, each with a reason; the float rows
+ * quantize nothing. */
+TEST(rules_table_is_one_row_per_op)
+{
+    int n = 0;
+    const quant_rule *r = quant_rules(&n);
+    EXPECT(n >= 18);
+    for (int i = 0; i < n; i++) {
+        EXPECT(r[i].why && r[i].why[0]);
+        EXPECT(quant_rule_find(r[i].op_type) == &r[i]);
+        if (r[i].kind == QUANT_RULE_FLOAT) EXPECT(r[i].act_inputs == 0 && r[i].weight_input < 0);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(r[i].op_type, r[j].op_type)) TEST_FAILF("op %s has two rows", r[i].op_type);
+    }
+    EXPECT(quant_rule_find("Relu") == NULL);
+    EXPECT(quant_rule_find("Softmax") && quant_rule_find("Softmax")->kind == QUANT_RULE_FLOAT);
+}
+
 int main(void)
 {
     RUN(conv_bn_relu_chain);
@@ -345,5 +480,9 @@ int main(void)
     RUN(exclusions_by_name_glob_and_op_type);
     RUN(weight_quantization_is_bit_exact);
     RUN(missing_range_and_low_opset_are_reported);
+    RUN(attention_products_and_transformer_floats);
+    RUN(residual_add_identity_from_a_shared_conv);
+    RUN(rules_table_is_one_row_per_op);
+    RUN(global_pool_scales_outside_onnx_runtime_range_keep_float);
     return test_summary();
 }
