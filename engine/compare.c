@@ -1170,13 +1170,15 @@ static ptq_status sensitivity(search *s, const cmp_metric *k, double all, double
     ptq_status st = PTQ_OK;
     cmp_metrics m;
     int *use = calloc((size_t)s->n_cand + 1, sizeof *use);
+    double t0 = omp_get_wtime();
     CHECK_ALLOC(use);
     for (int c = 0; c < s->n_cand; c++) {
         for (int j = 0; j < s->n_cand; j++) use[j] = j == c;
         TRY(eval_excluding(s, use, &m));
         all_but[c] = cmp_metric_value(k, &m);
         only[c] = NAN;
-        if (!s->ev->quiet) pp_log_progress(&s->ev->o.log, "sensitivity: candidates", c + 1, s->n_cand, 0, c + 1 == s->n_cand);
+        if (!s->ev->quiet) pp_log_progress(&s->ev->o.log, "sensitivity: candidates", c + 1, s->n_cand, omp_get_wtime() - t0,
+                                            c + 1 == s->n_cand);
     }
     for (int c = 0; c < s->n_cand; c++) {
         int tied = 0;

@@ -366,8 +366,15 @@ void pp_progress(const char *label, int done, int total, double seconds, int las
     if (!isatty(STDERR_FILENO)) return;
     double rate = seconds > 0 ? done / seconds : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
-    fprintf(stderr, "\r%s%s%d/%d images, %.1f images/s, ETA %.0f s   %s", label ? label : "", label ? ": " : "", done,
-            total, rate, eta > 0 ? eta : 0, last ? "\n" : "");
+    /* "phase: unit" labels count that unit ("refine: layers" -> "refine: 3/54 layers"); others images */
+    const char *unit = "images", *colon = label ? strrchr(label, ':') : NULL;
+    int head = label ? (int)strlen(label) : 0;
+    if (colon && colon[1] == ' ' && colon[2]) {
+        unit = colon + 2;
+        head = (int)(colon - label);
+    }
+    fprintf(stderr, "\r%.*s%s%d/%d %s, %.1f %s/s, ETA %.0f s   %s", head, label ? label : "", label ? ": " : "", done,
+            total, unit, rate, unit, eta > 0 ? eta : 0, last ? "\n" : "");
 }
 
 void pp_log_progress(const pp_log *log, const char *label, int done, int total, double seconds, int last)

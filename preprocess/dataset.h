@@ -84,7 +84,9 @@ const uint64_t *pp_dataset_image_ids(const pp_dataset *d, int *n);
 void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
 
 /* The progress line on stderr when it is a terminal: "\r[label: ]done/total images, rate,
- * ETA"; seconds since the work began; last ends the line. Callers limit the refresh rate. */
+ * ETA"; a label "phase: unit" counts that unit instead ("refine: layers" -> "refine: 3/54 layers,
+ * 1.2 layers/s, ETA 40 s"); seconds since the work began; last ends the line. Callers limit the
+ * refresh rate. */
 void pp_progress(const char *label, int done, int total, double seconds, int last);
 /* A progress line through log (log NULL or without progress: pp_progress). */
 void pp_log_progress(const pp_log *log, const char *label, int done, int total, double seconds, int last);
