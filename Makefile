@@ -104,6 +104,13 @@ $(BUILD)/gen/onnx.pb-c.c $(GEN_H) &: $(ONNX_PROTO)
 	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
 	cd $(BUILD)/gen && protoc-c --c_out=. onnx.proto
 
+# The source commit `ptq --version` prints (build/gen/version.h, rewritten only when it changes):
+# git's short hash, "-dirty" with uncommitted changes, "unknown" outside a git checkout.
+COMMIT   := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git rev-parse HEAD >/dev/null 2>&1 && \
+              ! git diff --quiet HEAD -- 2>/dev/null && echo -dirty)
+$(shell mkdir -p $(BUILD)/gen && echo '#define PTQ_SOURCE_COMMIT "$(COMMIT)"' | cmp -s - $(BUILD)/gen/version.h || \
+        echo '#define PTQ_SOURCE_COMMIT "$(COMMIT)"' > $(BUILD)/gen/version.h)
+
 # Objects depend on the compile flags: a change of BASE or WARN (e.g. -fPIC) rebuilds them all.
 FLAGS_STAMP := $(BUILD)/obj/.flags
 $(shell mkdir -p $(BUILD)/obj && echo '$(CC) $(BASE) $(WARN)' | cmp -s - $(FLAGS_STAMP) || echo '$(CC) $(BASE) $(WARN)' > $(FLAGS_STAMP))

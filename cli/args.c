@@ -219,3 +219,23 @@ double cli_peak_rss_mb(void)
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
     return (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
 }
+
+int cli_list_options(int argc, char **argv, const struct option *opts)
+{
+    if (argc != 2 || strcmp(argv[1], "--list-options") != 0) return 0;
+    for (const struct option *o = opts; o->name; o++) printf("--%s\n", o->name);
+    return 1;
+}
+
+void cli_help_overrides(FILE *fp)
+{
+    fprintf(fp, "  preprocessing overrides of the preset (ptq preprocess --help; docs/preprocessing.md):\n"
+                "    --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
+                "    --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
+                "    --max-width N --limit-side N --limit-type max|min --multiple N --max-side N\n");
+}
+
+void cli_help_help(FILE *fp)
+{
+    fprintf(fp, "  -h, --help            this text\n");
+}

@@ -5,6 +5,7 @@
 #define PTQ_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 
 #include "runtime/plan.h"
 #include "runtime/status.h"
@@ -37,6 +38,12 @@ int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage);
 /* --adaround [ITERS]: the iteration count from --adaround=N, from a following number argument
  * (consumed: *optind advances), or 2000. Returns 0, or prints the usage error and returns -1. */
 int cli_adaround_arg(const char *cmd, const char *arg, int argc, char **argv, int *optind_p, int *iters);
+/* Help lines every image command shares: the preprocessing overrides (CLI_PP_LONGOPTS), and -h. */
+void cli_help_overrides(FILE *fp);
+void cli_help_help(FILE *fp);
+/* `ptq CMD --list-options` (for shell completion and the docs' test): prints opts' long names,
+ * "--name" one per line, and returns 1; otherwise returns 0. */
+int cli_list_options(int argc, char **argv, const struct option *opts);
 /* Non-negative integer in [lo, hi]; returns 0 or -1. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 

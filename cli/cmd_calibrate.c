@@ -40,8 +40,10 @@ static void usage(FILE *fp)
                 "                    then ptq stats merge, give one pass's statistics byte for byte (docs/cluster.md)\n"
                 "  --from-stats FILE ranges from saved statistics of this model, without images\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
-                "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N, preprocessing overrides as in ptq preprocess\n"
+                "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
                 "With several methods, one cache per method: OUT.<method>.cache (and .json).\n");
+    cli_help_overrides(fp);
+    cli_help_help(fp);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -77,6 +79,7 @@ int cmd_calibrate(int argc, char **argv)
     if (expanded) return expanded;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("calibrate", longopts[idx].name, optarg, &o) : 0;
         if (shared < 0) return CLI_EXIT_USAGE;

@@ -58,9 +58,11 @@ static void usage(FILE *fp)
             "                        one more calibration pass)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
-            "  preprocessing overrides as in ptq preprocess (--seed S also draws the refinements' samples, as in quantize)\n"
+            "  (--seed S also draws the refinements' samples, as in quantize)\n"
             "  --eval-preset P        preprocessing of the evaluation images (default: --preset's; the overrides\n"
             "                         apply to both), e.g. calibrate at paddleocr-rec, evaluate at paddleocr-rec-dynamic\n");
+    cli_help_overrides(fp);
+    cli_help_help(fp);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -110,6 +112,7 @@ int cmd_compare(int argc, char **argv)
     if (expanded) return expanded;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("compare", longopts[idx].name, optarg, &src.o) : 0;
         if (shared < 0) return CLI_EXIT_USAGE;

@@ -15,10 +15,11 @@ int cmd_convert(int argc, char **argv)
     int c, rc = CLI_EXIT_OK;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
-        case 'h': printf("usage: ptq convert MODEL -o OUT.onnx\n"); return CLI_EXIT_OK;
+        case 'h': printf("usage: ptq convert MODEL -o, --output OUT.onnx\n"); cli_help_help(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option("convert", c, argv);
         }
     }

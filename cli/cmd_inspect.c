@@ -82,6 +82,7 @@ int cmd_inspect(int argc, char **argv)
     ptq_status st;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
@@ -92,7 +93,10 @@ int cmd_inspect(int argc, char **argv)
             }
             n_shapes++;
             break;
-        case 'h': printf("usage: ptq inspect MODEL [--input-shape NAME:D1xD2x...]...\n"); goto out;
+        case 'h':
+            printf("usage: ptq inspect MODEL [--input-shape NAME:D1xD2x...]...\n");
+            cli_help_help(stdout);
+            goto out;
         default: rc = cli_bad_option("inspect", c, argv); goto out;
         }
     }

@@ -27,6 +27,7 @@ static void usage(FILE *fp)
             "  folder: one 000000.npy (1 image) per image, in order\n"
             "presets: imagenet-torchvision, imagenet-caffe, yolo-letterbox-640, paddleocr-det, paddleocr-cls,\n"
             "         paddleocr-rec, paddleocr-det-dynamic, paddleocr-rec-dynamic (configs/*.yaml)\n");
+    cli_help_help(fp);
 }
 
 /* Undoes normalisation of image i of the dump and writes it as PNG (RGB). */
@@ -78,6 +79,7 @@ int cmd_preprocess(int argc, char **argv)
     o.batch = 0; /* PP_DEFAULT_BATCH */
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("preprocess", longopts[idx].name, optarg, &o) : 0;
         if (shared < 0) return CLI_EXIT_USAGE;

@@ -29,7 +29,7 @@
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq quantize MODEL (--images DIR --preset P | --input X.npy | --from-stats S | --from-cache C)\n"
-                "                    -o OUT.qdq.onnx [options]\n"
+                "                    -o, --output OUT.qdq.onnx [options]\n"
                 "  --method M            max, percentile[:P], entropy (default), mse\n"
                 "  --stats FILE          also save the calibration statistics (ptq stats merge)\n"
                 "  --from-stats FILE     ranges of --method from saved statistics of this model, without images\n"
@@ -47,9 +47,9 @@ static void usage(FILE *fp)
                 "                        N files merged (ptq stats merge) equal one pass byte for byte (docs/cluster.md)\n"
                 "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
                 "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n"
-                "  --size WxH --mode M --resize I --shorter N --mean a,b,c --std a,b,c --scale V --channel-order RGB|BGR\n"
-                "  --layout NCHW|NHWC --pad-value V   preprocessing overrides of the preset (as in ptq preprocess)\n"
+
                 "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
+                "  [--eval-limit N] [--labels FILE|folders]   (the evaluation images and their classes, as in ptq compare)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
                 "  --method output-mse   each activation's amax among the methods' answers and a grid between them,\n"
                 "                        by the error of the layers reading it (sequential, from the inputs)\n"
@@ -62,6 +62,8 @@ static void usage(FILE *fp)
                 "                        and the int8 weight codes are unchanged; the cache then fits the model\n"
                 "                        'ptq translate OUT.qdq.onnx' writes, so not with --cache)\n"
                 "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n");
+    cli_help_overrides(fp);
+    cli_help_help(fp);
 }
 
 int cmd_quantize(int argc, char **argv)
@@ -121,6 +123,7 @@ int cmd_quantize(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int idx;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((idx = -1, c = getopt_long(argc, argv, ":ho:", longopts, &idx)) != -1) {
         int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("quantize", longopts[idx].name, optarg, &src.o) : 0;
         if (shared < 0) return CLI_EXIT_USAGE;

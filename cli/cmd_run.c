@@ -33,8 +33,9 @@ static void run_usage(FILE *fp)
             "  --no-fuse                     do not fuse BatchNormalization or activations\n"
             "  --images DIR --preset P       instead: run over an image folder (or list) in batches of\n"
             "  [--batch N] [--limit N]       --batch (default 8) and print images/s (plain FP32 inference,\n"
-            "                                the baseline of calibration's cost); preprocessing overrides\n"
-            "                                as in ptq preprocess\n");
+            "                                the baseline of calibration's cost)\n");
+    cli_help_overrides(fp);
+    cli_help_help(fp);
 }
 
 /* splitmix64: a documented, portable stream for reproducible random inputs */
@@ -129,6 +130,7 @@ int cmd_run(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         switch (c) {
         case 'p':

@@ -16,13 +16,14 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: ptq stats merge A.ptqstats B.ptqstats ... -o OUT.ptqstats\n"
+    fprintf(fp, "usage: ptq stats merge A.ptqstats B.ptqstats ... -o, --output OUT.ptqstats\n"
                 "       ptq stats show FILE.ptqstats [--hist H.npy]\n"
                 "Statistics come from ptq calibrate/quantize --stats. merge refuses files of different models or\n"
                 "preprocessing, any image in two files (the same shard twice), and corrupt or truncated files; the\n"
                 "result is the file one pass over all their images writes (calibrate/quantize --stats), byte for byte,\n"
                 "so --from-stats gives the same ranges; --shard I/N makes such shards (docs/cluster.md).\n"
                 "--hist writes the analysis histograms (float64 [tensors, 2048], over [0, amax] of each tensor).\n");
+    cli_help_help(fp);
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -32,6 +33,7 @@ static int cmd_merge(int argc, char **argv)
     int c;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
@@ -118,6 +120,11 @@ int cmd_stats(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--list-options")) { /* the subcommands', for completion */
+        static const struct option all[] = {{"output", required_argument, 0, 'o'}, {"hist", required_argument, 0, 'H'},
+                                            {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        return cli_list_options(argc, argv, all) ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "merge")) return cmd_merge(argc - 1, argv + 1);
     if (!strcmp(argv[1], "show")) return cmd_show(argc - 1, argv + 1);

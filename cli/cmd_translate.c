@@ -17,7 +17,7 @@
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq translate MODEL.qdq.onnx [-o PREFIX] [options]\n"
-                "  -o PREFIX             output prefix (default: MODEL without .onnx); writes PREFIX_noqdq.onnx,\n"
+                "  -o, --output PREFIX   output prefix (default: MODEL without .onnx); writes PREFIX_noqdq.onnx,\n"
                 "                        PREFIX_precision_config.json, PREFIX_precision_config_calib.cache and\n"
                 "                        PREFIX_precision_config_layer_arg.txt (trtexec --layerPrecisions=...)\n"
                 "  --propagate-concat    Concat outputs take the largest of their inputs' scales\n"
@@ -27,6 +27,7 @@ static void usage(FILE *fp)
                 "  --trt-version V       cache header version (default 8601)\n"
                 "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2)\n"
                 "Scales always propagate through Pad, Transpose, MaxPool, Flatten, Relu, Squeeze, Reshape, Sigmoid.\n");
+    cli_help_help(fp);
 }
 
 int cmd_translate(int argc, char **argv)
@@ -47,6 +48,7 @@ int cmd_translate(int argc, char **argv)
     int c, rc = CLI_EXIT_OK;
     opterr = 0;
     optind = 1;
+    if (cli_list_options(argc, argv, longopts)) return CLI_EXIT_OK;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': prefix_arg = optarg; break;

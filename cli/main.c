@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "version.h" /* build/gen: PTQ_SOURCE_COMMIT */
 #include "runtime/kernels/sgemm.h"
 
 typedef struct {
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ptq 0.1 (GEMM path %s)\n", kern_isa_name(kern_isa_current()));
+        printf("ptq 0.1 (source commit %s, GEMM path %s)\n", PTQ_SOURCE_COMMIT, kern_isa_name(kern_isa_current()));
         return CLI_EXIT_OK;
     }
     /* Decoded images, tensors and batches of a few MB are allocated and freed per image; served
