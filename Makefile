@@ -7,7 +7,10 @@
 #   make SANITIZE=1 test    ASan + UBSan
 #   make fuzz       libFuzzer harnesses (clang, ASan + UBSan), each run FUZZ_SECONDS on a seed corpus
 #   make lib        build/libptq.a, build/libptq.so.0 (+ libptq.so), build/ptq.pc: the C API of include/ptq.h
-#   make install PREFIX=/usr/local    bin/ptq, lib/libptq.*, include/ptq.h, lib/pkgconfig/ptq.pc, share/ptq/configs
+#   make install PREFIX=/usr/local    bin/ptq, lib/libptq.*, include/ptq.h, lib/pkgconfig/ptq.pc, share/ptq/configs,
+#                   share/man/man1/ptq.1, share/bash-completion/completions/ptq
+#   make man        build/ptq.1, generated from the binary's --help texts
+#   make wheel      build/wheel/ptq-*.whl: the Python package with libptq.so.0 and the presets inside
 
 CC       ?= gcc
 BUILD    ?= build
@@ -54,7 +57,7 @@ PREFIX   ?= /usr/local
 VERSION  := 0.1.0
 SOVER    := 0
 
-.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers lib install
+.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers lib install man wheel
 all: ptq
 
 ptq: $(BUILD)/ptq
@@ -86,9 +89,27 @@ $(BUILD)/ptq.pc: Makefile
 	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lptq' \
 	  'Libs.private: $(LIBS)' > $@
 
-install: ptq lib
+# The man page comes from the binary's own --help texts (scripts/man.sh): it cannot disagree with them.
+man: $(BUILD)/ptq.1
+$(BUILD)/ptq.1: $(BUILD)/ptq scripts/man.sh
+	scripts/man.sh $(BUILD)/ptq > $@.tmp && mv $@.tmp $@
+
+# The Python package as a wheel that carries the library and the presets (python/ptq/_capi.py finds
+# a libptq.so.0 beside the package first): pip install build/wheel/ptq-*.whl, nothing else to set.
+wheel: lib
+	rm -rf $(BUILD)/wheel $(BUILD)/wheel-src && mkdir -p $(BUILD)/wheel && cp -r python $(BUILD)/wheel-src
+	mkdir -p $(BUILD)/wheel-src/ptq/configs
+	cp $(BUILD)/libptq.so.$(SOVER) $(BUILD)/wheel-src/ptq/ && cp configs/*.yaml $(BUILD)/wheel-src/ptq/configs/
+	cd $(BUILD)/wheel-src && PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip wheel -q --no-deps --no-build-isolation \
+	  --no-index -w ../wheel .
+	@ls $(BUILD)/wheel/*.whl
+
+install: ptq lib man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/share/ptq/configs
+	  $(DESTDIR)$(PREFIX)/share/ptq/configs $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 $(BUILD)/ptq.1 $(DESTDIR)$(PREFIX)/share/man/man1/ptq.1
+	install -m 644 scripts/ptq-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/ptq
 	install -m 755 $(BUILD)/ptq $(DESTDIR)$(PREFIX)/bin/ptq
 	install -m 644 $(BUILD)/libptq.a $(DESTDIR)$(PREFIX)/lib/libptq.a
 	install -m 755 $(BUILD)/libptq.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libptq.so.$(SOVER)

@@ -25,8 +25,16 @@ static void usage(FILE *fp)
             "  --dump-png DIR   also write each tensor back as an 8-bit PNG (undoing mean, std and scale)\n"
             "  with a preset whose size follows the image (max_width, mode limit-side), --dump names a\n"
             "  folder: one 000000.npy (1 image) per image, in order\n"
-            "presets: imagenet-torchvision, imagenet-caffe, yolo-letterbox-640, paddleocr-det, paddleocr-cls,\n"
-            "         paddleocr-rec, paddleocr-det-dynamic, paddleocr-rec-dynamic (configs/*.yaml)\n");
+            "  --list-presets   the presets found (configs/*.yaml), one per line; ptq inspect MODEL says which fit\n");
+    char **names = NULL;
+    int n = io_preset_names(&names);
+    fprintf(fp, "presets:");
+    for (int i = 0; i < n; i++) {
+        fprintf(fp, "%s %s", i ? "," : "", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    fprintf(fp, "%s\n", n ? "" : " none found");
     cli_help_help(fp);
 }
 
@@ -67,7 +75,8 @@ int cmd_preprocess(int argc, char **argv)
         {"dump", required_argument, 0, O_DUMP},     {"dump-png", required_argument, 0, O_DUMP_PNG},
         {"shard", required_argument, 0, O_SHARD},
         CLI_PP_LONGOPTS(O_SET),
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+        {"list-presets", no_argument, 0, 'L'},      {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
     const char *preset = NULL, *dump = NULL, *dump_png = NULL;
@@ -95,6 +104,16 @@ int cmd_preprocess(int argc, char **argv)
             set_vals[n_set++] = optarg;
             break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
+        case 'L': {
+            char **names = NULL;
+            int n = io_preset_names(&names);
+            for (int i = 0; i < n; i++) {
+                printf("%s\n", names[i]);
+                free(names[i]);
+            }
+            free(names);
+            return CLI_EXIT_OK;
+        }
         default: return cli_bad_option("preprocess", c, argv);
         }
     }

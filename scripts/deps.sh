@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PKGS="gcc make libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev
 libcjson-dev libyaml-dev libdeflate-dev python3-onnx python3-numpy libonnx-testdata python3-opencv python3-pil python3-pyclipper
 parallel
-python3-pytest python3-pip python3-setuptools python3-wheel
+python3-pytest python3-pip python3-setuptools python3-wheel python3-venv man-db
 clang libclang-rt-14-dev libomp-14-dev"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
