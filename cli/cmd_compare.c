@@ -47,7 +47,8 @@ static void usage(FILE *fp)
             "                         sqnr, top1 (default for classifiers), seq-top1[:AXIS] (argmax agreement per\n"
             "                         position, e.g. CTC recognisers), seq-chars[:AXIS] (1 - the CER of the greedy CTC\n"
             "                         reading against FP32's), seq-exact[:AXIS] (lines read identically),\n"
-            "                         mask-iou:T (output map binarised at > T)\n"
+            "                         mask-iou:T (output map binarised at > T), box-f1 (a detector's boxes against\n"
+            "                         FP32's: final boxes with scores, or a YOLOv8-style raw head, decoded)\n"
             "  --target X             return the most harmful layers to float until the --metric reaches X\n"
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
@@ -250,6 +251,7 @@ int cmd_compare(int argc, char **argv)
     if ((st = eng_compare_evaluate(&job, &res)) != PTQ_OK) goto fail;
     const cmp_metrics *metrics = res.metrics;
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
+    int boxes = res.boxes;
     int seq_ctc = !isnan(metrics[0].seq_chars);
     printf("model %s, %d calibration images, %d evaluation images\n", model, src.images, metrics[0].images);
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
@@ -258,6 +260,7 @@ int cmd_compare(int argc, char **argv)
     if (seq) printf(" %10s", "seq-top1");
     if (seq_ctc) printf(" %10s %10s", "seq-chars", "seq-exact");
     if (map) printf(" %10s", "mask-iou");
+    if (boxes) printf(" %10s", "box-f1");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
         printf("%-20s %10.6f %10.2f %12.6g", tags[m], metrics[m].cosine, metrics[m].sqnr_db, metrics[m].max_abs);
@@ -266,6 +269,7 @@ int cmd_compare(int argc, char **argv)
         if (seq) printf(" %10.4f", metrics[m].seq_top1);
         if (seq_ctc) printf(" %10.4f %10.4f", metrics[m].seq_chars, metrics[m].seq_exact);
         if (map) printf(" %10.4f", metrics[m].mask_iou);
+        if (boxes) printf(" %10.4f", metrics[m].box_f1);
         printf("%s\n", m == best ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
@@ -279,6 +283,7 @@ int cmd_compare(int argc, char **argv)
         if (seq) printf(" %10.4f", m->seq_top1);
         if (seq_ctc) printf(" %10.4f %10.4f", m->seq_chars, m->seq_exact);
         if (map) printf(" %10.4f", m->mask_iou);
+        if (boxes) printf(" %10.4f", m->box_f1);
         printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
     }
     if (st != PTQ_OK) goto fail;

@@ -631,7 +631,8 @@ PTQ_API ptq_err ptq_compare(const ptq_model *m, ptq_dataset *calib, ptq_dataset 
         snprintf(c->pm[k].method, sizeof c->pm[k].method, "%s", c->res.tags[k]);
         c->pm[k] = (ptq_method_metrics){.cosine = mm->cosine, .sqnr_db = mm->sqnr_db, .max_abs = mm->max_abs,
                                         .top1_agree = mm->top1_agree, .top1_acc = mm->top1_acc, .seq_top1 = mm->seq_top1,
-                                        .mask_iou = mm->mask_iou, .seq_chars = mm->seq_chars, .seq_exact = mm->seq_exact};
+                                        .mask_iou = mm->mask_iou, .seq_chars = mm->seq_chars, .seq_exact = mm->seq_exact,
+                                        .box_f1 = mm->box_f1};
         snprintf(c->pm[k].method, sizeof c->pm[k].method, "%s", c->res.tags[k]);
     }
     /* the lent strings are not kept */

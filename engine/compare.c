@@ -228,13 +228,45 @@ typedef struct {
     long ctc_seqs, ctc_same;         /* seq-exact */
     long ctc_chars, ctc_edits;       /* seq-chars */
     long mask_and, mask_or;          /* mask-iou */
+    long box_match, box_fp, box_q;   /* box-f1: matched boxes, FP32's and the QDQ model's */
 } acc;
 
-/* What output 0 is, from its shape: which of top1, seq-top1 and mask-iou apply. */
-enum { OUT_OTHER = 0, OUT_CLASSIFIER, OUT_SEQUENCE, OUT_MAP };
+/* What output 0 is, from its shape: which of top1, seq-top1, mask-iou and box-f1 apply. */
+enum { OUT_OTHER = 0, OUT_CLASSIFIER, OUT_SEQUENCE, OUT_MAP, OUT_BOXES, OUT_YOLO };
 
-static int output_kind(const ptq_tensor *y, int64_t batch, int axis)
+/* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
+ * than output 0 whose shape is y's without its last dim; -1 when there is none. */
+static int box_scores_output(const ptq_plan *p, const ptq_tensor *y)
 {
+    for (int o = 1; o < ptq_plan_n_outputs(p); o++) {
+        const ptq_tensor *s = ptq_plan_output(p, o, NULL);
+        int same = s->dtype == PTQ_F32 && s->rank == y->rank - 1;
+        for (int d = 0; same && d < s->rank; d++) same = s->dims[d] == y->dims[d];
+        if (same) return o;
+    }
+    return -1;
+}
+
+/* 1 when output y looks like a YOLOv8-style raw head for input x: [N, 4 + classes, anchors], the
+ * anchors being the cells of strides 8, 16 and 32 (or any count when `asked`). */
+static int yolo_head(const ptq_tensor *y, const ptq_tensor *x, int64_t batch, int asked)
+{
+    if (y->dtype != PTQ_F32 || y->rank != 3 || y->dims[0] != batch || y->dims[1] < 5 || y->dims[2] <= y->dims[1]) return 0;
+    if (asked) return 1;
+    if (x->rank < 3) return 0;
+    int64_t h = x->dims[x->rank - 2], w = x->dims[x->rank - 1], cells = 0;
+    for (int s = 8; s <= 32; s *= 2) cells += ((h + s - 1) / s) * ((w + s - 1) / s);
+    return y->dims[2] == cells;
+}
+
+static int output_kind(const ptq_plan *p, const ptq_tensor *x, int64_t batch, const cmp_metric *m)
+{
+    const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+    int asked = m->kind == CMP_METRIC_BOX_F1, axis = m->axis;
+    if (yolo_head(y, x, batch, asked)) return OUT_YOLO;
+    if (y->dtype == PTQ_F32 && y->dims[y->rank - 1] == 4 &&
+        ((y->rank == 2 && (batch == 1 || asked)) || (y->rank == 3 && y->dims[0] == batch)) && box_scores_output(p, y) > 0)
+        return OUT_BOXES;
     if (y->dtype != PTQ_F32 || y->rank < 2 || y->dims[0] != batch) return OUT_OTHER;
     if (y->rank == 2) return y->dims[1] > 1 ? OUT_CLASSIFIER : OUT_OTHER;
     if (y->rank == 4 && y->dims[1] == 1) return OUT_MAP;
@@ -265,6 +297,7 @@ int cmp_metric_parse(const char *s, cmp_metric *out)
     if (!strcmp(s, "cosine")) out->kind = CMP_METRIC_COSINE;
     else if (!strcmp(s, "sqnr")) out->kind = CMP_METRIC_SQNR;
     else if (!strcmp(s, "top1")) out->kind = CMP_METRIC_TOP1;
+    else if (!strcmp(s, "box-f1")) out->kind = CMP_METRIC_BOX_F1;
     else if (seq_metric(s, "seq-top1", CMP_METRIC_SEQ_TOP1, out) || seq_metric(s, "seq-chars", CMP_METRIC_SEQ_CHARS, out) ||
              seq_metric(s, "seq-exact", CMP_METRIC_SEQ_EXACT, out)) {
         if (out->axis == -2) return -1;
@@ -292,6 +325,7 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
         break;
     }
     case CMP_METRIC_MASK_IOU: snprintf(buf, cap, "mask-iou:%g", (double)m->threshold); break;
+    case CMP_METRIC_BOX_F1: snprintf(buf, cap, "box-f1"); break;
     default: snprintf(buf, cap, "cosine");
     }
 }
@@ -311,6 +345,7 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
     case CMP_METRIC_SEQ_CHARS: return m->seq_chars;
     case CMP_METRIC_SEQ_EXACT: return m->seq_exact;
     case CMP_METRIC_MASK_IOU: return m->mask_iou;
+    case CMP_METRIC_BOX_F1: return m->box_f1;
     default: return m->cosine;
     }
 }
@@ -350,6 +385,8 @@ static void metrics_of(const acc *m, int kind, int labelled, int images, float t
                                                          : (double)NAN;
     out->mask_iou = kind != OUT_MAP ? (double)NAN : m->mask_or ? (double)m->mask_and / (double)m->mask_or : 1.0;
     out->mask_threshold = threshold;
+    int boxes = kind == OUT_BOXES || kind == OUT_YOLO;
+    out->box_f1 = !boxes ? (double)NAN : m->box_fp + m->box_q ? 2.0 * (double)m->box_match / (double)(m->box_fp + m->box_q) : 1.0;
     out->images = images;
 }
 
@@ -466,11 +503,142 @@ static void mask_add(acc *m, const float *a, const float *b, size_t n, float t)
     m->mask_or += either;
 }
 
+/* ---- box-f1: a detector's boxes against FP32's ---- */
+
+#define BOX_CONF 0.25f      /* boxes scoring below are not counted */
+#define BOX_MATCH_IOU 0.5f  /* a QDQ box agrees with an FP32 box of the same class at this IoU */
+#define BOX_NMS_IOU 0.7f    /* YOLOv8's NMS for raw heads */
+enum { BOX_MAX = 300 };     /* boxes kept per image after NMS */
+
+typedef struct {
+    float x1, y1, x2, y2, score;
+    int cls;       /* -1: class-agnostic */
+    int64_t idx;   /* position in the output: the tie-break */
+} det_box;
+
+static float box_iou(const det_box *a, const det_box *b)
+{
+    float w = fminf(a->x2, b->x2) - fmaxf(a->x1, b->x1), h = fminf(a->y2, b->y2) - fmaxf(a->y1, b->y1);
+    if (w <= 0 || h <= 0) return 0;
+    float inter = w * h, ua = (a->x2 - a->x1) * (a->y2 - a->y1) + (b->x2 - b->x1) * (b->y2 - b->y1) - inter;
+    return ua > 0 ? inter / ua : 0;
+}
+
+static int by_score(const void *pa, const void *pb) /* score descending, then position */
+{
+    const det_box *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Final boxes (x1 y1 x2 y2) and their scores, K of them: those scoring >= BOX_CONF, by score. */
+static int final_boxes(const float *boxes, const float *scores, int64_t k, det_box *out)
+{
+    int n = 0;
+    for (int64_t i = 0; i < k; i++)
+        if (scores[i] >= BOX_CONF && scores[i] == scores[i])
+            out[n++] = (det_box){boxes[4 * i], boxes[4 * i + 1], boxes[4 * i + 2], boxes[4 * i + 3], scores[i], -1, i};
+    qsort(out, (size_t)n, sizeof *out, by_score);
+    return n;
+}
+
+/* A YOLOv8-style raw head of one image, y [4 + classes, a] (cx cy w h, class scores), decoded:
+ * each anchor's best class at >= BOX_CONF, then per-class NMS at BOX_NMS_IOU, BOX_MAX at most.
+ * cand holds a entries. */
+static int yolo_boxes(const float *y, int64_t rows, int64_t a, det_box *cand, det_box *out)
+{
+    int n = 0, kept = 0;
+    for (int64_t j = 0; j < a; j++) {
+        int best = 0;
+        for (int64_t c = 1; c < rows - 4; c++)
+            if (y[(4 + c) * a + j] > y[(4 + best) * a + j]) best = (int)c;
+        float s = y[(4 + best) * a + j];
+        if (!(s >= BOX_CONF)) continue;
+        float cx = y[j], cy = y[a + j], w = y[2 * a + j], h = y[3 * a + j];
+        cand[n++] = (det_box){cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, best, j};
+    }
+    qsort(cand, (size_t)n, sizeof *cand, by_score);
+    for (int i = 0; i < n && kept < BOX_MAX; i++) {
+        int suppressed = 0;
+        for (int k = 0; k < kept && !suppressed; k++) suppressed = out[k].cls == cand[i].cls && box_iou(&out[k], &cand[i]) > BOX_NMS_IOU;
+        if (!suppressed) out[kept++] = cand[i];
+    }
+    return kept;
+}
+
+/* Matches q to f (both by score): each FP32 box takes the unmatched QDQ box of its class with the
+ * highest IoU, at >= BOX_MATCH_IOU (the first on ties). used holds nq flags. */
+static void boxes_add(acc *m, const det_box *f, int nf, const det_box *q, int nq, unsigned char *used)
+{
+    memset(used, 0, (size_t)nq + 1);
+    for (int i = 0; i < nf; i++) {
+        int best = -1;
+        float bi = BOX_MATCH_IOU;
+        for (int j = 0; j < nq; j++) {
+            if (used[j] || q[j].cls != f[i].cls) continue;
+            float v = box_iou(&f[i], &q[j]);
+            if (v >= bi && (best < 0 || v > bi)) {
+                best = j;
+                bi = v;
+            }
+        }
+        if (best >= 0) {
+            used[best] = 1;
+            m->box_match++;
+        }
+    }
+    m->box_fp += nf;
+    m->box_q += nq;
+}
+
+/* box-f1 of one batch: FP32's output 0 fp (fp_n floats) and scores (fs, OUT_BOXES) against the QDQ
+ * model's plan outputs. */
+static ptq_status box_add(acc *m, int kind, const ptq_plan *p, int nb, const float *fp, size_t fp_n, const float *fs)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+    det_box *a = NULL, *b = NULL, *cand = NULL;
+    unsigned char *used = NULL;
+    if (kind == OUT_YOLO) {
+        int64_t rows = y->dims[1], na = y->dims[2];
+        a = malloc(sizeof *a * BOX_MAX);
+        b = malloc(sizeof *b * BOX_MAX);
+        cand = malloc(sizeof *cand * (size_t)na);
+        used = malloc(BOX_MAX + 1);
+        CHECK_ALLOC(a && b && cand && used ? a : NULL);
+        for (int i = 0; i < nb; i++) {
+            int nf = yolo_boxes(fp + (size_t)i * (size_t)(rows * na), rows, na, cand, a);
+            int nq = yolo_boxes((const float *)y->data + (size_t)i * (size_t)(rows * na), rows, na, cand, b);
+            boxes_add(m, a, nf, b, nq, used);
+        }
+    } else {
+        int so = box_scores_output(p, y);
+        const ptq_tensor *s = ptq_plan_output(p, so, NULL);
+        int64_t kq = y->rank == 3 ? y->dims[1] : y->dims[0], kf = (int64_t)(fp_n / 4) / (y->rank == 3 ? nb : 1);
+        a = malloc(sizeof *a * (size_t)(kf + 1));
+        b = malloc(sizeof *b * (size_t)(kq + 1));
+        used = malloc((size_t)kq + 1);
+        CHECK_ALLOC(a && b && used ? a : NULL);
+        for (int i = 0; i < (y->rank == 3 ? nb : 1); i++) {
+            int nf = final_boxes(fp + (size_t)(i * kf * 4), fs + (size_t)(i * kf), kf, a);
+            int nq = final_boxes((const float *)y->data + (size_t)(i * kq * 4), (const float *)s->data + (size_t)(i * kq), kq, b);
+            boxes_add(m, a, nf, b, nq, used);
+        }
+    }
+done:
+    free(a);
+    free(b);
+    free(cand);
+    free(used);
+    return st;
+}
+
 /* The evaluation set kept in memory: inputs, FP32 outputs and labels per batch. */
 typedef struct {
     float *x;
     int n, w, h;    /* images and their tensor width and height */
     float **y;      /* n_out FP32 outputs (NULL when not float) */
+    size_t *yn;     /* their element counts (outputs of data-dependent size differ from the QDQ model's) */
     int *labels;    /* per image, -1 unknown */
 } cached_batch;
 
@@ -503,6 +671,7 @@ static void cache_clear(cmp_cache *c)
         free(c->b[i].x);
         for (int o = 0; c->b[i].y && o < c->n_out; o++) free(c->b[i].y[o]);
         free(c->b[i].y);
+        free(c->b[i].yn);
         free(c->b[i].labels);
     }
     free(c->b);
@@ -551,15 +720,17 @@ static void cache_add(cmp_cache *c, const ptq_tensor *x, int w, int h, const ptq
     b->h = h;
     b->x = malloc(ptq_tensor_nbytes(x));
     b->y = calloc((size_t)c->n_out + 1, sizeof *b->y);
+    b->yn = calloc((size_t)c->n_out + 1, sizeof *b->yn);
     b->labels = malloc(sizeof(int) * (size_t)b->n);
-    if (!b->x || !b->y || !b->labels) goto give_up;
+    if (!b->x || !b->y || !b->yn || !b->labels) goto give_up;
     memcpy(b->x, x->data, ptq_tensor_nbytes(x));
     memcpy(b->labels, labels, sizeof(int) * (size_t)b->n);
     for (int o = 0; o < c->n_out; o++) {
         const ptq_tensor *y = ptq_plan_output(ref, o, NULL);
         if (y->dtype != PTQ_F32) continue;
-        if (!(b->y[o] = malloc(ptq_tensor_nbytes(y)))) goto give_up;
+        if (!(b->y[o] = malloc(ptq_tensor_nbytes(y) + 1))) goto give_up;
         memcpy(b->y[o], y->data, ptq_tensor_nbytes(y));
+        b->yn[o] = ptq_tensor_numel(y);
     }
     c->bytes += bytes;
     return;
@@ -568,9 +739,10 @@ give_up:
     c->overflow = 1;
 }
 
-/* Scores one batch of every variant against the FP32 outputs fp32[o]. */
-static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, int n_out,
-                              const int *labels, int kind, const cmp_metric *metric, acc *accs)
+/* Scores one batch of every variant against the FP32 outputs fp32[o] (fp32_n[o] elements; an
+ * output whose size differs, as data-dependent ones may, adds to no sums). */
+static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
+                              int n_out, const int *labels, int kind, const cmp_metric *metric, acc *accs)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
@@ -578,7 +750,13 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
         TRY(eng_runner_run(&rs[k], x));
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
-            if (y->dtype == PTQ_F32 && fp32[o]) sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
+            if (y->dtype == PTQ_F32 && fp32[o] && fp32_n[o] == ptq_tensor_numel(y))
+                sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
+        }
+        if (kind == OUT_BOXES || kind == OUT_YOLO) {
+            int so = kind == OUT_BOXES ? box_scores_output(rs[k].plan, ptq_plan_output(rs[k].plan, 0, NULL)) : 0;
+            TRY(box_add(&accs[k], kind, rs[k].plan, nb, fp32[0], fp32_n[0], so > 0 ? fp32[so] : NULL));
+            continue;
         }
         const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
         if (kind == OUT_SEQUENCE && y->rank == 3) TRY(seq3_add(&accs[k], y, metric->axis, fp32[0], y->data));
@@ -610,6 +788,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     eng_runner *rs = calloc((size_t)n + 1, sizeof *rs);
     acc *accs = calloc((size_t)n + 1, sizeof *accs);
     float **fp32 = NULL;
+    size_t *fp32_n = NULL;
     size_t *cap = NULL;
     int *lab = NULL, lab_cap = 0;
     label_set labels = {0};
@@ -630,7 +809,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         clock_gettime(CLOCK_MONOTONIC, &c0);
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
-            TRY(score_batch(rs, n, &t, cache->b[i].y, n_out, cache->b[i].labels, cache->kind, &ev->metric, accs));
+            TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
+                            accs));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -651,8 +831,10 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     TRY(eng_fit_batch(ev->g, ev->model, &eo));
     TRY(pp_dataset_open(&eo, &ev->cfg, &d));
     fp32 = calloc((size_t)n_out + 1, sizeof *fp32);
+    fp32_n = calloc((size_t)n_out + 1, sizeof *fp32_n);
     cap = calloc((size_t)n_out + 1, sizeof *cap);
     CHECK_ALLOC(fp32);
+    CHECK_ALLOC(fp32_n);
     CHECK_ALLOC(cap);
     for (;;) {
         const float *x;
@@ -664,15 +846,16 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         pp_dataset_batch_shape(d, &w, &h); /* batches may differ in shape (pp_dynamic): so may outputs */
         ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(eng_runner_run(&ref, &t));
-        if (kind < 0) kind = output_kind(ptq_plan_output(ref.plan, 0, NULL), nb, ev->metric.axis);
+        if (kind < 0) kind = output_kind(ref.plan, &t, nb, &ev->metric);
         for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
             const ptq_tensor *y = ptq_plan_output(ref.plan, o, NULL);
             size_t bytes = y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
-            if (bytes > cap[o]) {
-                float *p = realloc(fp32[o], bytes);
+            fp32_n[o] = y->dtype == PTQ_F32 ? ptq_tensor_numel(y) : 0;
+            if (bytes + 1 > cap[o]) { /* + 1: an empty output is still an array */
+                float *p = realloc(fp32[o], bytes + 1);
                 CHECK_ALLOC(p);
                 fp32[o] = p;
-                cap[o] = bytes;
+                cap[o] = bytes + 1;
             }
             if (bytes) memcpy(fp32[o], y->data, bytes);
         }
@@ -684,7 +867,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         }
         for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab);
-        TRY(score_batch(rs, n, &t, fp32, n_out, lab, kind, &ev->metric, accs));
+        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs));
         images += nb;
     }
     if (images == 0) {
@@ -708,6 +891,7 @@ done:
     eng_memory_free(&mem);
     for (int o = 0; fp32 && o < n_out; o++) free(fp32[o]);
     free(fp32);
+    free(fp32_n);
     free(cap);
     free(lab);
     free(rs);

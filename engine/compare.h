@@ -55,7 +55,15 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *     FP32's (edit distance summed over the sequences / FP32's characters), seq-exact the
  *     share of sequences read identically. A label that moves by a position reads the same;
  *   mask-iou:T: output 0 as a map ([N, 1, H, W], e.g. a DB probability map) binarised at
- *     > T, |A and B| / |A or B| over all images (1 when both are empty). */
+ *     > T, |A and B| / |A or B| over all images (1 when both are empty);
+ *   box-f1: a detector's boxes against FP32's: 2 * matched / (FP32's boxes + the QDQ model's),
+ *     over all images (1 when both have none); boxes scoring >= 0.25, matched one to one in FP32's
+ *     score order to the unmatched box of the same class with the highest IoU, at IoU >= 0.5.
+ *     Output 0 is either final boxes ([K, 4] or [N, K, 4], x1 y1 x2 y2, with a float output of
+ *     scores [K] or [N, K], as torchvision's detectors give; class-agnostic) or a YOLOv8-style raw
+ *     head [N, 4 + classes, anchors] (cx cy w h, class scores), decoded with per-class NMS at IoU
+ *     0.7 (300 boxes at most per image), recognised when anchors = the cells of strides 8, 16, 32
+ *     of the input or when box-f1 is asked for. */
 typedef enum {
     CMP_METRIC_COSINE = 0,
     CMP_METRIC_SQNR,
@@ -63,10 +71,11 @@ typedef enum {
     CMP_METRIC_SEQ_TOP1,
     CMP_METRIC_MASK_IOU,
     CMP_METRIC_SEQ_CHARS,
-    CMP_METRIC_SEQ_EXACT
+    CMP_METRIC_SEQ_EXACT,
+    CMP_METRIC_BOX_F1
 } cmp_metric_kind;
 /* The metrics' spellings, for error messages. */
-#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T"
+#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1"
 typedef struct {
     cmp_metric_kind kind;
     int axis;          /* seq-*: the argmax axis of output 0, -1 = the last */
@@ -97,6 +106,7 @@ typedef struct {
     double seq_chars, seq_exact; /* NAN unless output 0 is a sequence of rank 3 */
     double mask_iou;             /* NAN unless output 0 is a map [N, 1, H, W] */
     float mask_threshold;        /* the threshold mask_iou used */
+    double box_f1;               /* NAN unless output 0 is a detector's boxes (box-f1) */
     int images;
 } cmp_metrics;
 /* The value of metric k in m (top1: accuracy with labels, else agreement); NAN when it
@@ -216,7 +226,7 @@ typedef struct {
     io_range *ranges[ENG_COMPARE_MAX_METHODS];
     ptq_graph *variants[ENG_COMPARE_MAX_METHODS];
     cmp_metrics metrics[ENG_COMPARE_MAX_METHODS];
-    int best, classifier, labelled, seq, map;
+    int best, classifier, labelled, seq, map, boxes;
     cmp_metric metric;          /* the job's, or top1 for a classifier when not given */
     char metric_name[64], criterion[96];
     eng_compare_row rows[ENG_COMPARE_MAX_ROWS];

@@ -104,12 +104,13 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     res->labelled = res->classifier && !isnan(m0->top1_acc);
     res->seq = !isnan(m0->seq_top1);
     res->map = !isnan(m0->mask_iou);
+    res->boxes = !isnan(m0->box_f1);
     res->metric = job->metric;
     if (!job->metric_given && res->classifier) cmp_metric_parse("top1", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
-             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : "a sequence: seq-top1, seq-chars, seq-exact") : res->map ? "a map: mask-iou:T" : "cosine or sqnr only");
+             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : "a sequence: seq-top1, seq-chars, seq-exact") : res->map ? "a map: mask-iou:T" : res->boxes ? "a detector's boxes: box-f1" : "cosine or sqnr only");
     snprintf(res->criterion, sizeof res->criterion, "%s%s",
              !job->metric_given && res->classifier ? (res->labelled ? "top-1 accuracy" : "top-1 agreement") : res->metric_name,
              res->metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
@@ -300,12 +301,14 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     for (int m = 0; m < n_methods; m++) {
         const cmp_metrics *mm = &res->metrics[m];
         rm[m] = (io_report_method){res->tags[m], mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
-                                   mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold};
+                                   mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold,
+                                   mm->box_f1};
     }
     for (int k = 0; k < res->n_rows; k++) {
         const cmp_metrics *mm = &res->rows[k].m;
         rr[k] = (io_report_method){res->rows[k].name, mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
-                                   mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold};
+                                   mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold,
+                                   mm->box_f1};
     }
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);

@@ -157,7 +157,7 @@ typedef struct {
     const char *eval_images;         /* auto-exclusion: held-out images (same preprocessing); NULL = off */
     const char *labels;              /* auto-exclusion: "image,class" file or "folders": NULL */
     int eval_limit;                  /* 0 = all */
-    const char *metric;              /* "cosine" (default), sqnr, top1, seq-top1, seq-chars or seq-exact[:AXIS], mask-iou:T */
+    const char *metric;              /* "cosine" (default), sqnr, top1, seq-top1, seq-chars or seq-exact[:AXIS], mask-iou:T, box-f1 */
     double target;                   /* auto-exclusion: metric >= target (NaN: unused, the default) */
     double target_cosine;            /* NaN */
     double target_top1_drop;         /* NaN */
@@ -209,6 +209,7 @@ typedef struct {
     double seq_top1, mask_iou;       /* NaN when output 0 is not a sequence / a map */
     double seq_chars, seq_exact;     /* greedy CTC reading (rank-3 sequences): 1 - CER against FP32's
                                         reading, share of sequences read identically; else NaN */
+    double box_f1;                   /* a detector's boxes against FP32's (box-f1); else NaN */
 } ptq_method_metrics;
 
 typedef struct {

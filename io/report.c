@@ -188,6 +188,7 @@ static int add_methods(cJSON *root, const char *key, const io_report_method *ms,
         ok &= add_num(o, "seq_exact", m->seq_exact);
         ok &= add_num(o, "mask_iou", m->mask_iou);
         ok &= add_num(o, "mask_threshold", isnan(m->mask_iou) ? (double)NAN : m->mask_threshold);
+        ok &= add_num(o, "box_f1", m->box_f1);
     }
     return ok;
 }
@@ -665,7 +666,7 @@ static void num_cell(FILE *fp, const char *fmt, double v)
 
 /* One row of the methods table (refined rows: class "refined"). */
 static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, int refined, int agree, int acc, int seq,
-                           int ctc, int iou)
+                           int ctc, int iou, int box)
 {
     int best = !refined && r->best_method && m->method && strcmp(r->best_method, m->method) == 0;
     fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : refined ? " class=\"refined\"" : "");
@@ -683,18 +684,20 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
         num_cell(fp, NULL, m->seq_exact);
     }
     if (iou) num_cell(fp, "%.4f", m->mask_iou);
+    if (box) num_cell(fp, "%.4f", m->box_f1);
     fputs("</tr>\n", fp);
 }
 
 static void put_methods(FILE *fp, const io_report *r)
 {
-    int agree = 0, acc = 0, seq = 0, ctc = 0, iou = 0;
+    int agree = 0, acc = 0, seq = 0, ctc = 0, iou = 0, box = 0;
     for (int i = 0; i < r->n_methods; i++) {
         agree |= !isnan(r->methods[i].top1_agree);
         acc |= !isnan(r->methods[i].top1_acc);
         seq |= !isnan(r->methods[i].seq_top1);
         ctc |= !isnan(r->methods[i].seq_chars);
         iou |= !isnan(r->methods[i].mask_iou);
+        box |= !isnan(r->methods[i].box_f1);
     }
     fputs("<section id=\"methods\">\n<h2>Methods</h2>\n", fp);
     if (!r->n_methods) {
@@ -710,9 +713,10 @@ static void put_methods(FILE *fp, const io_report *r)
     if (seq) fputs("<th class=\"num\">sequence top-1</th>", fp);
     if (ctc) fputs("<th class=\"num\">CTC characters</th><th class=\"num\">CTC lines identical</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
+    if (box) fputs("<th class=\"num\">box F1</th>", fp);
     fputs("</tr></thead>\n<tbody>\n", fp);
-    for (int i = 0; i < r->n_methods; i++) put_method_row(fp, r, &r->methods[i], 0, agree, acc, seq, ctc, iou);
-    for (int i = 0; i < r->n_refinements; i++) put_method_row(fp, r, &r->refinements[i], 1, agree, acc, seq, ctc, iou);
+    for (int i = 0; i < r->n_methods; i++) put_method_row(fp, r, &r->methods[i], 0, agree, acc, seq, ctc, iou, box);
+    for (int i = 0; i < r->n_refinements; i++) put_method_row(fp, r, &r->refinements[i], 1, agree, acc, seq, ctc, iou, box);
     fputs("</tbody>\n</table>\n</section>\n", fp);
 }
 

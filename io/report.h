@@ -16,7 +16,7 @@
  * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
  *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
  *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou,
- *              mask_threshold}],
+ *              mask_threshold, box_f1}],
  *   refinements: [the same keys; method names the best method and its refinement, "mse + AdaRound"],
  *   layers_method, layers: [{index, tensor, node, op_type, acc_sqnr_db, acc_cosine, iso_sqnr_db, iso_cosine}]
  *     (execution order; index counts from 0),
@@ -52,6 +52,7 @@ typedef struct {
     double seq_exact;     /* share of sequences read identically by greedy CTC; NaN if n/a */
     double mask_iou;      /* IoU of the binarised output map against FP32's; NaN if n/a */
     double mask_threshold;
+    double box_f1;        /* a detector's boxes against FP32's (compare.h: box-f1); NaN if n/a */
 } io_report_method;
 
 /* One quantized tensor, for the method named by io_report.layers_method. */

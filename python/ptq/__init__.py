@@ -625,7 +625,7 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
 
 # ---- compare ----
 
-_METRICS = ("cosine", "sqnr_db", "max_abs", "top1_agree", "top1_acc", "seq_top1", "seq_chars", "seq_exact", "mask_iou")
+_METRICS = ("cosine", "sqnr_db", "max_abs", "top1_agree", "top1_acc", "seq_top1", "seq_chars", "seq_exact", "mask_iou", "box_f1")
 
 
 def compare(model, images, eval_images, preset=None, methods=None, metric=None, *, labels=None, exclude_nodes=None,
@@ -635,11 +635,11 @@ def compare(model, images, eval_images, preset=None, methods=None, metric=None, 
 
     methods: a list, "max,entropy" or "all" (default max, percentile:99.99, percentile:99.999,
     entropy, mse). metric: cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS],
-    mask-iou:T (default: top1 for
+    mask-iou:T, box-f1 (default: top1 for
     classifiers, else cosine). eval_preset: the evaluation images' preprocessing (default
     preset; the overrides apply to both). json, html: the command's reports.
     Returns {"calib_images", "eval_images", "best", "criterion", "methods": {method: {cosine,
-    sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou (None where not
+    sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou, box_f1 (None where not
     applicable)}},
     "layers_method", "layers": [the JSON report's rows, worst first as printed]}."""
     src, ov = _split_source(options)

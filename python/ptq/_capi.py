@@ -74,7 +74,7 @@ class MethodMetrics(ctypes.Structure):
     _fields_ = [("method", ctypes.c_char * 64), ("cosine", ctypes.c_double), ("sqnr_db", ctypes.c_double),
                 ("max_abs", ctypes.c_double), ("top1_agree", ctypes.c_double), ("top1_acc", ctypes.c_double),
                 ("seq_top1", ctypes.c_double), ("mask_iou", ctypes.c_double), ("seq_chars", ctypes.c_double),
-                ("seq_exact", ctypes.c_double)]
+                ("seq_exact", ctypes.c_double), ("box_f1", ctypes.c_double)]
 
 
 class CompareResult(ctypes.Structure):

@@ -182,9 +182,9 @@ static int html_check(const char *s, char *err, size_t cap)
 #define WEIRD_ESC "a&amp;b&lt;c&gt;&quot;d&#39;/e"
 
 static io_report_method g_methods[] = {
-    {"max", 0.981234567, 18.25, 0.731, NAN, NAN, NAN, NAN, NAN, NAN, 0},
-    {"entropy", 0.996512, 24.75, 0.512, NAN, 0.75, NAN, NAN, NAN, NAN, 0},
-    {WEIRD, 0.5, INFINITY, -INFINITY, 0.125, NAN, NAN, NAN, NAN, NAN, 0},
+    {"max", 0.981234567, 18.25, 0.731, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN},
+    {"entropy", 0.996512, 24.75, 0.512, NAN, 0.75, NAN, NAN, NAN, NAN, 0, NAN},
+    {WEIRD, 0.5, INFINITY, -INFINITY, 0.125, NAN, NAN, NAN, NAN, NAN, 0, NAN},
 };
 
 static double sqnr_of(int i, int iso)
@@ -222,7 +222,7 @@ TEST(json_round_trip_with_nan_and_odd_names)
                    .eval_images = "photos/eval", .n_calib = 32, .n_eval = 16, .criterion = "cosine",
                    .best_method = "entropy", .n_methods = 3, .methods = g_methods, .layers_method = "entropy",
                    .n_layers = 5, .layers = layers, .n_hists = 1, .hists = &hist, .exclusion = &ex};
-    io_report_method refined = {"entropy + AdaRound", 0.9975, 26.5, 0.125, NAN, NAN, 0.9875, 0.99, 0.5, NAN, 0};
+    io_report_method refined = {"entropy + AdaRound", 0.9975, 26.5, 0.125, NAN, NAN, 0.9875, 0.99, 0.5, NAN, 0, NAN};
     r.n_refinements = 1;
     r.refinements = &refined;
     const char *path = tmp_path("rt.json");
@@ -365,7 +365,7 @@ static void check_layers_html(int n)
     io_report r = {.model = "m.onnx", .preset = "imagenet", .calib_images = "cal", .eval_images = "ev", .n_calib = 8,
                    .n_eval = 4, .criterion = "sqnr", .best_method = "entropy", .n_methods = 3, .methods = g_methods,
                    .layers_method = "entropy", .n_layers = n, .layers = layers, .exclusion = &ex};
-    io_report_method refined = {"entropy + bias correction", 0.99, 20.5, 0.25, 0.5, NAN, NAN, NAN, NAN, NAN, 0};
+    io_report_method refined = {"entropy + bias correction", 0.99, 20.5, 0.25, 0.5, NAN, NAN, NAN, NAN, NAN, 0, NAN};
     r.n_refinements = 1;
     r.refinements = &refined;
     char name[64];
@@ -445,7 +445,7 @@ TEST(html_layers_without_finite_values)
 
 TEST(html_top1_columns_hidden_when_all_nan)
 {
-    io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN, NAN, NAN, NAN, NAN, 0}, {"mse", 0.95, 22, 0.5, NAN, NAN, NAN, NAN, NAN, NAN, 0}};
+    io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN}, {"mse", 0.95, 22, 0.5, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN}};
     io_report r = {.n_methods = 2, .methods = m, .best_method = "mse"};
     const char *path = tmp_path("notop1.html");
     EXPECT_EQ_INT(io_report_write_html(path, &r), PTQ_OK);
@@ -586,10 +586,10 @@ static ptq_status write_sample(const char *dir)
         snprintf(hn[k], sizeof hn[k], "backbone/stage%d/conv%d.out", k, 10 * k + 3);
         h[k] = (io_report_hist){hn[k], tv[k][0], NB, bins[k], 4, tm, tv[k]};
     }
-    io_report_method m[] = {{"max", 0.9712, 17.9, 2.41, NAN, NAN, NAN, NAN, NAN, NAN, 0},
-                            {"percentile-99.99", 0.9921, 22.4, 1.95, NAN, NAN, NAN, NAN, NAN, NAN, 0},
-                            {"entropy", 0.9953, 24.1, 1.72, NAN, NAN, NAN, NAN, NAN, NAN, 0},
-                            {"mse", 0.9948, 23.8, 1.80, NAN, NAN, NAN, NAN, NAN, NAN, 0}};
+    io_report_method m[] = {{"max", 0.9712, 17.9, 2.41, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN},
+                            {"percentile-99.99", 0.9921, 22.4, 1.95, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN},
+                            {"entropy", 0.9953, 24.1, 1.72, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN},
+                            {"mse", 0.9948, 23.8, 1.80, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN}};
     const char *ex_nodes[] = {layers[17].node, layers[5].node, "head/" WEIRD};
     io_report_exclusion ex = {"cosine >= 0.998", 0.99812, 3, ex_nodes,
                               "--layerPrecisions=backbone/stage1/conv17:fp32,backbone/stage0/conv5:fp32"};
