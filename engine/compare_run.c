@@ -107,6 +107,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     res->boxes = !isnan(m0->box_f1);
     res->metric = job->metric;
     if (!job->metric_given && res->classifier) cmp_metric_parse("top1", &res->metric);
+    if (!job->metric_given && res->boxes) cmp_metric_parse("box-f1", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
