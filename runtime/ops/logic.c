@@ -1,0 +1,234 @@
+/* logic.c: comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), boolean logic
+ * (And, Or, Xor, Not), BitShift, IsNaN and IsInf. All broadcast (numpy rules); outputs are
+ * bool (one byte, 0 or 1) except BitShift's.
+ *
+ * Comparisons read both inputs in their own type: int64 and uint64 as such, every other
+ * numeric type (float16/32/64, 8..32-bit integers, bool) exactly as double, so no value is
+ * rounded before it is compared. NaN compares unequal and unordered, as IEEE says.
+ * Element-wise work only: threads split the output, so any thread count gives the same bits. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/op.h"
+#include "runtime/ops/nary.h"
+#include "runtime/shape.h"
+
+#define PAR_MIN 65536 /* elements below which a kernel runs on one thread */
+
+static ptq_status bcast_out(ptq_op_ctx *ctx, int n, ptq_dtype out_dt)
+{
+    ptq_status st = ptq_broadcast_n(ctx->in, n, ctx->out[0]);
+    if (st != PTQ_OK) {
+        ptq_error_prefix("%s '%s': ", ctx->node->op_type, ctx->node->name);
+        return st;
+    }
+    ctx->out[0]->dtype = out_dt;
+    return PTQ_OK;
+}
+
+/* ------------------------------------------------------------ comparisons */
+
+typedef enum { CMP_EQ, CMP_LT, CMP_GT, CMP_LE, CMP_GE } cmp_kind;
+
+static ptq_status compare_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    ptq_dtype a = ctx->in[0]->dtype, b = ctx->in[1]->dtype;
+    if (a != b) OP_FAIL(ctx, PTQ_ERR_FORMAT, "input dtypes differ (%s, %s)", ptq_dtype_name(a), ptq_dtype_name(b));
+    int eq = strcmp(ctx->node->op_type, "Equal") == 0;
+    if (!ptq_dtype_is_float(a) && !ptq_dtype_is_int(a) && !(eq && a == PTQ_BOOL))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(a));
+    return bcast_out(ctx, 2, PTQ_BOOL);
+}
+
+static inline int cmp_apply(cmp_kind k, int lt, int gt, int eq)
+{
+    switch (k) {
+    case CMP_EQ: return eq;
+    case CMP_LT: return lt;
+    case CMP_GT: return gt;
+    case CMP_LE: return lt || eq;
+    default: return gt || eq;
+    }
+}
+
+static ptq_status compare_run(ptq_op_ctx *ctx, cmp_kind k)
+{
+    const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ptq_tensor *y = ctx->out[0];
+    uint8_t *out = y->data;
+    size_t n = ptq_tensor_numel(y);
+    ptq_nary it;
+    ptq_nary_init(&it, ctx->in, 2, y);
+    ptq_dtype dt = a->dtype;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        size_t off[2];
+        ptq_nary_offsets(&it, i, off);
+        int lt, gt, eq;
+        if (dt == PTQ_I64) {
+            int64_t u = ((const int64_t *)a->data)[off[0]], v = ((const int64_t *)b->data)[off[1]];
+            lt = u < v, gt = u > v, eq = u == v;
+        } else if (dt == PTQ_U64) {
+            uint64_t u = ((const uint64_t *)a->data)[off[0]], v = ((const uint64_t *)b->data)[off[1]];
+            lt = u < v, gt = u > v, eq = u == v;
+        } else {
+            double u = ptq_tensor_get_f64(a, off[0]), v = ptq_tensor_get_f64(b, off[1]);
+            lt = u < v, gt = u > v, eq = u == v;
+        }
+        out[i] = (uint8_t)cmp_apply(k, lt, gt, eq);
+    }
+    return PTQ_OK;
+}
+
+static ptq_status equal_run(ptq_op_ctx *ctx) { return compare_run(ctx, CMP_EQ); }
+static ptq_status less_run(ptq_op_ctx *ctx) { return compare_run(ctx, CMP_LT); }
+static ptq_status greater_run(ptq_op_ctx *ctx) { return compare_run(ctx, CMP_GT); }
+static ptq_status less_or_equal_run(ptq_op_ctx *ctx) { return compare_run(ctx, CMP_LE); }
+static ptq_status greater_or_equal_run(ptq_op_ctx *ctx) { return compare_run(ctx, CMP_GE); }
+
+const ptq_op_def op_equal = {compare_infer, equal_run, NULL, 0};
+const ptq_op_def op_less = {compare_infer, less_run, NULL, 0};
+const ptq_op_def op_greater = {compare_infer, greater_run, NULL, 0};
+const ptq_op_def op_less_or_equal = {compare_infer, less_or_equal_run, NULL, 0};
+const ptq_op_def op_greater_or_equal = {compare_infer, greater_or_equal_run, NULL, 0};
+
+/* ------------------------------------------------------------ And, Or, Xor, Not */
+
+typedef enum { LOG_AND, LOG_OR, LOG_XOR } logic_kind;
+
+static ptq_status logic_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    for (int i = 0; i < 2; i++)
+        if (ctx->in[i]->dtype != PTQ_BOOL)
+            OP_FAIL(ctx, PTQ_ERR_FORMAT, "input %d is %s, expected bool", i, ptq_dtype_name(ctx->in[i]->dtype));
+    return bcast_out(ctx, 2, PTQ_BOOL);
+}
+
+static ptq_status logic_run(ptq_op_ctx *ctx, logic_kind k)
+{
+    const uint8_t *a = ctx->in[0]->data, *b = ctx->in[1]->data;
+    ptq_tensor *y = ctx->out[0];
+    uint8_t *out = y->data;
+    size_t n = ptq_tensor_numel(y);
+    ptq_nary it;
+    ptq_nary_init(&it, ctx->in, 2, y);
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        size_t off[2];
+        ptq_nary_offsets(&it, i, off);
+        int u = a[off[0]] != 0, v = b[off[1]] != 0;
+        out[i] = (uint8_t)(k == LOG_AND ? (u & v) : k == LOG_OR ? (u | v) : (u ^ v));
+    }
+    return PTQ_OK;
+}
+
+static ptq_status and_run(ptq_op_ctx *ctx) { return logic_run(ctx, LOG_AND); }
+static ptq_status or_run(ptq_op_ctx *ctx) { return logic_run(ctx, LOG_OR); }
+static ptq_status xor_run(ptq_op_ctx *ctx) { return logic_run(ctx, LOG_XOR); }
+
+const ptq_op_def op_and = {logic_infer, and_run, NULL, 0};
+const ptq_op_def op_or = {logic_infer, or_run, NULL, 0};
+const ptq_op_def op_xor = {logic_infer, xor_run, NULL, 0};
+
+static ptq_status not_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    if (ctx->in[0]->dtype != PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_FORMAT, "input is %s, expected bool", ptq_dtype_name(ctx->in[0]->dtype));
+    ctx->out[0]->dtype = PTQ_BOOL;
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status not_run(ptq_op_ctx *ctx)
+{
+    const uint8_t *x = ctx->in[0]->data;
+    uint8_t *y = ctx->out[0]->data;
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    for (size_t i = 0; i < n; i++) y[i] = x[i] == 0;
+    return PTQ_OK;
+}
+
+const ptq_op_def op_not = {not_infer, not_run, NULL, 0};
+
+/* ------------------------------------------------------------ BitShift (unsigned integers) */
+
+static ptq_status bit_shift_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    ptq_dtype a = ctx->in[0]->dtype, b = ctx->in[1]->dtype;
+    if (a != b) OP_FAIL(ctx, PTQ_ERR_FORMAT, "input dtypes differ (%s, %s)", ptq_dtype_name(a), ptq_dtype_name(b));
+    if (a != PTQ_U8 && a != PTQ_U16 && a != PTQ_U32 && a != PTQ_U64)
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s, expected uint8, uint16, uint32 or uint64", ptq_dtype_name(a));
+    const char *dir = ptq_attr_string(ctx->node, "direction", NULL);
+    if (!dir) OP_FAIL(ctx, PTQ_ERR_FORMAT, "attribute 'direction' is missing");
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+        OP_FAIL(ctx, PTQ_ERR_FORMAT, "direction '%s', expected LEFT or RIGHT", dir);
+    ctx->state = (void *)(intptr_t)(dir[0] == 'L');
+    return bcast_out(ctx, 2, a);
+}
+
+static ptq_status bit_shift_run(ptq_op_ctx *ctx)
+{
+    int left = (int)(intptr_t)ctx->state;
+    ptq_tensor *y = ctx->out[0];
+    size_t n = ptq_tensor_numel(y), bits = 8 * ptq_dtype_size(y->dtype);
+    ptq_nary it;
+    ptq_nary_init(&it, ctx->in, 2, y);
+    for (size_t i = 0; i < n; i++) {
+        size_t off[2];
+        ptq_nary_offsets(&it, i, off);
+        uint64_t v = ptq_load_u64(ctx->in[0], off[0]), s = ptq_load_u64(ctx->in[1], off[1]);
+        uint64_t r = s >= bits ? 0 : (left ? v << s : v >> s); /* shifting out every bit gives 0 */
+        ptq_store_i64(y, i, (int64_t)r);
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_bit_shift = {bit_shift_infer, bit_shift_run, NULL, 0};
+
+/* ------------------------------------------------------------ IsNaN, IsInf */
+
+static ptq_status isx_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    if (!ptq_dtype_is_float(ctx->in[0]->dtype))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, expected a float type", ptq_dtype_name(ctx->in[0]->dtype));
+    int64_t pos = ptq_attr_int(ctx->node, "detect_positive", 1), neg = ptq_attr_int(ctx->node, "detect_negative", 1);
+    if ((pos != 0 && pos != 1) || (neg != 0 && neg != 1))
+        OP_FAIL(ctx, PTQ_ERR_FORMAT, "detect_positive = %lld, detect_negative = %lld, expected 0 or 1", (long long)pos,
+                (long long)neg);
+    ctx->out[0]->dtype = PTQ_BOOL;
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status is_nan_run(ptq_op_ctx *ctx)
+{
+    uint8_t *y = ctx->out[0]->data;
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    for (size_t i = 0; i < n; i++) y[i] = isnan(ptq_tensor_get_f64(ctx->in[0], i)) != 0;
+    return PTQ_OK;
+}
+
+static ptq_status is_inf_run(ptq_op_ctx *ctx)
+{
+    int pos = (int)ptq_attr_int(ctx->node, "detect_positive", 1), neg = (int)ptq_attr_int(ctx->node, "detect_negative", 1);
+    uint8_t *y = ctx->out[0]->data;
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    for (size_t i = 0; i < n; i++) {
+        double v = ptq_tensor_get_f64(ctx->in[0], i);
+        y[i] = (pos && v == (double)INFINITY) || (neg && v == -(double)INFINITY);
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_is_nan = {isx_infer, is_nan_run, NULL, 0};
+const ptq_op_def op_is_inf = {isx_infer, is_inf_run, NULL, 0};
