@@ -418,3 +418,88 @@ const ptq_op_def op_reduce_prod = {reduce_prod_infer, reduce_run, ptq_op_free_st
 const ptq_op_def op_reduce_sum_square = {reduce_sum_square_infer, reduce_run, ptq_op_free_state, 0};
 const ptq_op_def op_reduce_log_sum = {reduce_log_sum_infer, reduce_run, ptq_op_free_state, 0};
 const ptq_op_def op_reduce_log_sum_exp = {reduce_log_sum_exp_infer, reduce_run, ptq_op_free_state, 0};
+
+/* ------------------------------------------------------------ ArgMax, ArgMin
+ * Index (int64) of the largest / smallest element along `axis` (default 0); ties give the
+ * first index, or the last with select_last_index = 1. A NaN counts as larger and smaller
+ * than every number (the first NaN wins, as numpy's argmax). keepdims (default 1). Any
+ * numeric input; integers are compared as int64 (uint64 as such), floats as double. */
+
+typedef struct {
+    int is_max, last;
+    size_t outer, len, inner;
+} arg_state;
+
+static ptq_status arg_infer(ptq_op_ctx *ctx, int is_max)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_dtype dt = x->dtype;
+    if (ptq_dtype_size(dt) == 0 || dt == PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input dtype %s is not supported", ptq_dtype_name(dt));
+    int64_t axis, keep = ptq_attr_int(ctx->node, "keepdims", 1), last = ptq_attr_int(ctx->node, "select_last_index", 0);
+    if (keep != 0 && keep != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "keepdims = %lld, expected 0 or 1", (long long)keep);
+    if (last != 0 && last != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "select_last_index = %lld, expected 0 or 1", (long long)last);
+    if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 0), x->rank, &axis) || x->rank == 0)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)ptq_attr_int(ctx->node, "axis", 0), x->rank);
+    if (x->dims[axis] == 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld has size 0", (long long)axis);
+    arg_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->is_max = is_max;
+    s->last = (int)last;
+    s->outer = s->inner = 1;
+    s->len = (size_t)x->dims[axis];
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = PTQ_I64;
+    y->rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) s->outer *= (size_t)x->dims[d];
+        if (d > axis) s->inner *= (size_t)x->dims[d];
+        if (d != axis) y->dims[y->rank++] = x->dims[d];
+        else if (keep) y->dims[y->rank++] = 1;
+    }
+    return PTQ_OK;
+}
+
+static ptq_status arg_max_infer(ptq_op_ctx *ctx) { return arg_infer(ctx, 1); }
+static ptq_status arg_min_infer(ptq_op_ctx *ctx) { return arg_infer(ctx, 0); }
+
+static ptq_status arg_run(ptq_op_ctx *ctx)
+{
+    const arg_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t *y = ctx->out[0]->data;
+    int fl = x->dtype == PTQ_F32 || x->dtype == PTQ_F64 || x->dtype == PTQ_F16, u64 = x->dtype == PTQ_U64;
+    size_t ny = s->outer * s->inner;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (ny * s->len > 65536)
+    for (size_t o = 0; o < ny; o++) {
+        size_t base = (o / s->inner) * s->len * s->inner + o % s->inner;
+        size_t best = 0;
+        if (fl) {
+            double b = ptq_tensor_get_f64(x, base);
+            for (size_t j = 1; j < s->len && b == b; j++) {
+                double v = ptq_tensor_get_f64(x, base + j * s->inner);
+                int better = v != v || (s->is_max ? v > b : v < b) || (s->last && v == b);
+                if (better) best = j, b = v;
+            }
+        } else if (u64) {
+            uint64_t b = ((const uint64_t *)x->data)[base];
+            for (size_t j = 1; j < s->len; j++) {
+                uint64_t v = ((const uint64_t *)x->data)[base + j * s->inner];
+                if ((s->is_max ? v > b : v < b) || (s->last && v == b)) best = j, b = v;
+            }
+        } else {
+            int64_t b = ptq_tensor_get_i64(x, base);
+            for (size_t j = 1; j < s->len; j++) {
+                int64_t v = ptq_tensor_get_i64(x, base + j * s->inner);
+                if ((s->is_max ? v > b : v < b) || (s->last && v == b)) best = j, b = v;
+            }
+        }
+        y[o] = (int64_t)best;
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_arg_max = {arg_max_infer, arg_run, ptq_op_free_state, 0};
+const ptq_op_def op_arg_min = {arg_min_infer, arg_run, ptq_op_free_state, 0};
