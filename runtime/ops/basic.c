@@ -403,52 +403,6 @@ WEAK const ptq_op_def op_mul = {binary_infer, mul_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_div = {binary_infer, div_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_pow = {pow_infer, pow_run, NULL, 0};
 
-/* ------------------------------------------------------------ Cast */
-
-static ptq_status cast_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
-    if (st != PTQ_OK) return st;
-    int64_t to = ptq_attr_int(ctx->node, "to", 0);
-    if (ptq_dtype_size((ptq_dtype)to) == 0 || ptq_dtype_size(ctx->in[0]->dtype) == 0)
-        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "cast from %s to type %lld", ptq_dtype_name(ctx->in[0]->dtype), (long long)to);
-    ctx->out[0]->dtype = (ptq_dtype)to;
-    ptq_shape_copy(ctx->out[0], ctx->in[0]);
-    return PTQ_OK;
-}
-
-static ptq_status cast_run(ptq_op_ctx *ctx)
-{
-    const ptq_tensor *x = ctx->in[0];
-    ptq_tensor *y = ctx->out[0];
-    size_t n = ptq_tensor_numel(y);
-    if (x->dtype == y->dtype) {
-        memcpy(y->data, x->data, ptq_tensor_nbytes(y));
-        return PTQ_OK;
-    }
-    for (size_t i = 0; i < n; i++) {
-        double v = ptq_tensor_get_f64(x, i);
-        switch (y->dtype) {
-        case PTQ_F32: ((float *)y->data)[i] = (float)v; break;
-        case PTQ_F64: ((double *)y->data)[i] = v; break;
-        case PTQ_F16: ((uint16_t *)y->data)[i] = ptq_f32_to_f16((float)v); break;
-        case PTQ_I64: ((int64_t *)y->data)[i] = (int64_t)v; break;
-        case PTQ_I32: ((int32_t *)y->data)[i] = (int32_t)v; break;
-        case PTQ_I16: ((int16_t *)y->data)[i] = (int16_t)v; break;
-        case PTQ_I8: ((int8_t *)y->data)[i] = (int8_t)v; break;
-        case PTQ_U8: ((uint8_t *)y->data)[i] = (uint8_t)v; break;
-        case PTQ_U16: ((uint16_t *)y->data)[i] = (uint16_t)v; break;
-        case PTQ_U32: ((uint32_t *)y->data)[i] = (uint32_t)v; break;
-        case PTQ_U64: ((uint64_t *)y->data)[i] = (uint64_t)v; break;
-        case PTQ_BOOL: ((uint8_t *)y->data)[i] = v != 0.0; break;
-        default: break;
-        }
-    }
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_cast = {cast_infer, cast_run, NULL, 0};
-
 /* ------------------------------------------------------------ Shape, Reshape, Squeeze, Unsqueeze, Flatten */
 
 static ptq_status shape_infer(ptq_op_ctx *ctx)
