@@ -1,0 +1,404 @@
+/* test_ops_math.c: the ops of runtime/ops/logic.c, math.c, utility.c, normalize.c, loss.c,
+ * qlinear.c and the newer reductions of reduce.c, run directly one node at a time, where the
+ * ONNX node tests are thin: model-sized tensors (past the kernels' one-thread threshold) at
+ * 1 and 3 threads (bit-identical), values the node tests never hold (ties of Round, Mod's
+ * signs, saturating and NaN casts, float64 -> float16 in one rounding, LogSumExp of large
+ * values, ArgMax ties and NaN), and the one-line error messages naming the node. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/graph.h"
+#include "runtime/op.h"
+#include "tests/unit/op_test.h"
+
+static void free_all(ptq_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) ptq_tensor_free(&t[i]);
+}
+
+/* Runs a one-input op at 1 and 3 threads; both must succeed and agree bit for bit. */
+static int same_at_1_and_3(op_node r, const char *what)
+{
+    ptq_tensor a[1], b[1];
+    op_node r3 = r;
+    r.nthreads = 1;
+    r3.nthreads = 3;
+    /* attributes are consumed by op_run: give r3 its own copies */
+    for (int k = 0; k < r.n_attrs; k++) {
+        ptq_attr *s = &r.attrs[k], *d = &r3.attrs[k];
+        d->name = ptq_strdup(s->name);
+        if (s->type == PTQ_ATTR_INTS) {
+            d->ints = malloc(sizeof(int64_t) * (s->n ? s->n : 1));
+            if (!d->ints) abort();
+            memcpy(d->ints, s->ints, sizeof(int64_t) * s->n);
+        }
+        if (s->type == PTQ_ATTR_STRING) d->s = ptq_strdup(s->s);
+    }
+    int ok = op_run(&r, a) == PTQ_OK && op_run(&r3, b) == PTQ_OK && same_bits(&a[0], &b[0]);
+    if (!ok) printf("    %s: 1 and 3 threads differ or fail (%s)\n", what, ptq_last_error());
+    ptq_tensor_free(&a[0]);
+    ptq_tensor_free(&b[0]);
+    return ok;
+}
+
+/* ------------------------------------------------------------ thread-count invariance on model-sized tensors */
+
+TEST(threads_bit_identical)
+{
+    int64_t xd[4] = {2, 16, 48, 64}, bd[4] = {1, 16, 1, 64}; /* 98304 elements */
+    ptq_tensor x = tensor_rand(4, xd, -4, 4), b = tensor_rand(4, bd, -4, 4);
+    op_node r = {.op = "GreaterOrEqual", .n_in = 2, .in = {&x, &b}};
+    EXPECT(same_at_1_and_3(r, "GreaterOrEqual"));
+    r = (op_node){.op = "Sin", .n_in = 1, .in = {&x}};
+    EXPECT(same_at_1_and_3(r, "Sin"));
+    r = (op_node){.op = "Atanh", .n_in = 1, .in = {&b}};
+    EXPECT(same_at_1_and_3(r, "Atanh"));
+    static const char *reds[] = {"ReduceLogSumExp", "ReduceL1", "ReduceProd", "ReduceSumSquare", "ReduceLogSum"};
+    int64_t ax[2] = {1, 3};
+    for (int i = 0; i < 5; i++) {
+        r = (op_node){.op = reds[i], .opset = 13, .n_in = 1, .in = {&x}};
+        add_ints(&r, "axes", ax, 1 + i % 2);
+        EXPECT(same_at_1_and_3(r, reds[i]));
+    }
+    r = (op_node){.op = "ArgMax", .n_in = 1, .in = {&x}};
+    add_int(&r, "axis", 2);
+    EXPECT(same_at_1_and_3(r, "ArgMax"));
+    r = (op_node){.op = "LRN", .n_in = 1, .in = {&x}};
+    add_int(&r, "size", 5);
+    EXPECT(same_at_1_and_3(r, "LRN"));
+    r = (op_node){.op = "MeanVarianceNormalization", .n_in = 1, .in = {&x}};
+    EXPECT(same_at_1_and_3(r, "MeanVarianceNormalization"));
+    int64_t dd[3] = {64, 6, 6};
+    ptq_tensor m = tensor_rand(3, dd, -2, 2);
+    r = (op_node){.op = "Det", .n_in = 1, .in = {&m}};
+    EXPECT(same_at_1_and_3(r, "Det"));
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&b);
+    ptq_tensor_free(&m);
+}
+
+/* ------------------------------------------------------------ reductions against double references */
+
+TEST(reduce_log_sum_exp_large_values)
+{
+    int64_t xd[2] = {3, 300};
+    ptq_tensor x = tensor_rand(2, xd, 80, 120); /* exp overflows float: needs the max shift */
+    ((float *)x.data)[300] = -INFINITY;
+    for (int i = 600; i < 900; i++) ((float *)x.data)[i] = -INFINITY; /* an all -inf row gives -inf */
+    double ref[3];
+    for (int r = 0; r < 3; r++) {
+        double m = -INFINITY, s = 0;
+        for (int i = 0; i < 300; i++) m = fmax(m, (double)((float *)x.data)[r * 300 + i]);
+        for (int i = 0; i < 300 && isfinite(m); i++) s += exp((double)((float *)x.data)[r * 300 + i] - m);
+        ref[r] = isfinite(m) ? m + log(s) : m;
+    }
+    op_node n = {.op = "ReduceLogSumExp", .n_in = 2, .in = {&x, NULL}};
+    int64_t axis = 1;
+    ptq_tensor ax = tensor_i64(1, &axis), y[1];
+    n.in[1] = &ax;
+    n.const_mask = 2;
+    add_int(&n, "keepdims", 0);
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    EXPECT_EQ_INT(y[0].rank, 1);
+    EXPECT_EQ_INT(compare_f64(&y[0], ref, 3, 1e-5, 1e-6, "ReduceLogSumExp"), 0);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&ax);
+}
+
+TEST(reduce_prod_l1_sumsq_int)
+{
+    int64_t xd[2] = {2, 3}, v[6] = {-2, 3, 4, 1, -1, 5};
+    ptq_tensor x = tensor_new(PTQ_I64, 2, xd), y[1];
+    memcpy(x.data, v, sizeof v);
+    static const char *ops[] = {"ReduceProd", "ReduceL1", "ReduceSumSquare"};
+    static const int64_t want[3][2] = {{-24, -5}, {9, 7}, {29, 27}};
+    int64_t axis = 1;
+    for (int k = 0; k < 3; k++) {
+        op_node n = {.op = ops[k], .opset = 13, .n_in = 1, .in = {&x}};
+        add_ints(&n, "axes", &axis, 1);
+        add_int(&n, "keepdims", 0);
+        EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+        EXPECT_EQ_INT(((int64_t *)y[0].data)[0], want[k][0]);
+        EXPECT_EQ_INT(((int64_t *)y[0].data)[1], want[k][1]);
+        ptq_tensor_free(&y[0]);
+    }
+    ptq_tensor_free(&x);
+}
+
+TEST(argmax_ties_and_nan)
+{
+    int64_t xd[2] = {3, 4};
+    float v[12] = {1, 5, 5, 2, /* tie */ 3, NAN, 7, NAN, /* first NaN */ -1, -1, -1, -1};
+    ptq_tensor x = tensor_new(PTQ_F32, 2, xd), y[1];
+    memcpy(x.data, v, sizeof v);
+    static const int64_t want[2][2][3] = {{{1, 1, 0}, {2, 1, 3}}, {{0, 1, 0}, {0, 1, 3}}}; /* [max/min][last][row] */
+    for (int mn = 0; mn < 2; mn++)
+        for (int last = 0; last < 2; last++) {
+            op_node n = {.op = mn ? "ArgMin" : "ArgMax", .n_in = 1, .in = {&x}};
+            add_int(&n, "axis", -1);
+            add_int(&n, "select_last_index", last);
+            EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+            EXPECT_EQ_INT(y[0].rank, 2);
+            for (int r = 0; r < 3; r++) EXPECT_EQ_INT(((int64_t *)y[0].data)[r], want[mn][last][r]);
+            ptq_tensor_free(&y[0]);
+        }
+    ptq_tensor_free(&x);
+}
+
+/* ------------------------------------------------------------ element-wise values */
+
+TEST(round_half_to_even)
+{
+    float v[8] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4999998f, -2.5f, 1e30f};
+    float want[8] = {0.0f, 2.0f, 2.0f, -0.0f, -2.0f, 2.0f, -2.0f, 1e30f};
+    int64_t d = 8;
+    ptq_tensor x = tensor_new(PTQ_F32, 1, &d), y[1];
+    memcpy(x.data, v, sizeof v);
+    op_node n = {.op = "Round", .n_in = 1, .in = {&x}};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    for (int i = 0; i < 8; i++) {
+        EXPECT_NEAR(((float *)y[0].data)[i], want[i], 0, 0);
+        EXPECT_EQ_INT(signbit(((float *)y[0].data)[i]) != 0, signbit(want[i]) != 0);
+    }
+    ptq_tensor_free(&y[0]);
+    ptq_tensor_free(&x);
+}
+
+TEST(mod_signs)
+{
+    int64_t d = 6, a[6] = {7, -7, 7, -7, INT64_MIN, 0}, b[6] = {3, 3, -3, -3, -1, 5};
+    int64_t py[6] = {1, 2, -2, -1, 0, 0}, c[6] = {1, -1, 1, -1, 0, 0};
+    ptq_tensor ta = tensor_new(PTQ_I64, 1, &d), tb = tensor_new(PTQ_I64, 1, &d), y[1];
+    memcpy(ta.data, a, sizeof a);
+    memcpy(tb.data, b, sizeof b);
+    for (int f = 0; f < 2; f++) {
+        op_node n = {.op = "Mod", .n_in = 2, .in = {&ta, &tb}};
+        add_int(&n, "fmod", f);
+        EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+        for (int i = 0; i < 6; i++) EXPECT_EQ_INT(((int64_t *)y[0].data)[i], f ? c[i] : py[i]);
+        ptq_tensor_free(&y[0]);
+    }
+    ((int64_t *)tb.data)[3] = 0;
+    op_node n = {.op = "Mod", .n_in = 2, .in = {&ta, &tb}};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "Mod 'n1': integer division by zero (element 3)") != NULL);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor fa = tensor_rand(1, &d, -5, 5);
+    n = (op_node){.op = "Mod", .n_in = 2, .in = {&fa, &fa}};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "Mod 'n1': fmod = 0 with float32 inputs") != NULL);
+    ptq_tensor_free(&ta);
+    ptq_tensor_free(&tb);
+    ptq_tensor_free(&fa);
+}
+
+TEST(cast_edges)
+{
+    int64_t d = 6;
+    float v[6] = {NAN, 300.7f, -300.7f, -1.9f, 1e20f, -1e20f};
+    ptq_tensor x = tensor_new(PTQ_F32, 1, &d), y[1];
+    memcpy(x.data, v, sizeof v);
+    op_node n = {.op = "Cast", .n_in = 1, .in = {&x}};
+    add_int(&n, "to", PTQ_I8);
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    static const int8_t w8[6] = {0, 127, -128, -1, 127, -128};
+    for (int i = 0; i < 6; i++) EXPECT_EQ_INT(((int8_t *)y[0].data)[i], w8[i]);
+    ptq_tensor_free(&y[0]);
+    n = (op_node){.op = "Cast", .n_in = 1, .in = {&x}};
+    add_int(&n, "to", PTQ_I64);
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    EXPECT_EQ_INT(((int64_t *)y[0].data)[4], INT64_MAX);
+    EXPECT_EQ_INT(((int64_t *)y[0].data)[5], INT64_MIN);
+    ptq_tensor_free(&y[0]);
+    /* float64 -> float16 rounds once: 1 + 2^-11 + 2^-40 is just above a float16 tie, so it
+     * rounds up; through float32 (1 + 2^-11 exactly, a tie) it would round down to 1 */
+    int64_t one = 1;
+    ptq_tensor xd = tensor_new(PTQ_F64, 1, &one);
+    ((double *)xd.data)[0] = 1.0 + ldexp(1.0, -11) + ldexp(1.0, -40);
+    n = (op_node){.op = "Cast", .n_in = 1, .in = {&xd}};
+    add_int(&n, "to", PTQ_F16);
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    EXPECT_EQ_INT(((uint16_t *)y[0].data)[0], 0x3c01);
+    ptq_tensor_free(&y[0]);
+    n = (op_node){.op = "Cast", .n_in = 1, .in = {&xd}};
+    add_int(&n, "to", PTQ_STRING);
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "Cast 'n1': cast from float64 to") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&xd);
+}
+
+TEST(cumsum_exclusive_reverse)
+{
+    int64_t xd[2] = {2, 4}, axis = 1;
+    float v[8] = {1, 2, 3, 4, 10, 20, 30, 40};
+    static const float want[4][8] = {{1, 3, 6, 10, 10, 30, 60, 100},
+                                     {0, 1, 3, 6, 0, 10, 30, 60},
+                                     {10, 9, 7, 4, 100, 90, 70, 40},
+                                     {9, 7, 4, 0, 90, 70, 40, 0}};
+    ptq_tensor x = tensor_new(PTQ_F32, 2, xd), ax = tensor_i64(1, &axis), y[1];
+    memcpy(x.data, v, sizeof v);
+    for (int k = 0; k < 4; k++) {
+        op_node n = {.op = "CumSum", .n_in = 2, .in = {&x, &ax}, .const_mask = 2};
+        add_int(&n, "exclusive", k & 1);
+        add_int(&n, "reverse", k >> 1);
+        EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+        EXPECT_EQ_INT(compare_f32(y[0].data, want[k], 8, 0, 0, "CumSum"), 0);
+        ptq_tensor_free(&y[0]);
+    }
+    op_node n = {.op = "CumSum", .n_in = 2, .in = {&x, &ax}}; /* axis not constant */
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "CumSum 'n1': axis input is not constant") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&ax);
+}
+
+/* ------------------------------------------------------------ SoftmaxCrossEntropyLoss on a segmentation-like shape */
+
+TEST(softmax_cross_entropy_4d)
+{
+    int64_t xd[4] = {2, 5, 3, 4}, td[3] = {2, 3, 4}, c = 5;
+    ptq_tensor x = tensor_rand(4, xd, -3, 3), w = tensor_rand(1, &c, 0.5f, 2), t = tensor_new(PTQ_I64, 3, td);
+    int64_t *tv = t.data;
+    for (int i = 0; i < 24; i++) tv[i] = i % 7 == 3 ? -1 : irand(0, 4);
+    double num = 0, den = 0;
+    for (int n = 0; n < 2; n++)
+        for (int d = 0; d < 12; d++) {
+            int64_t k = tv[n * 12 + d];
+            if (k == -1) continue;
+            double m = -INFINITY, s = 0;
+            for (int j = 0; j < 5; j++) m = fmax(m, (double)((float *)x.data)[(n * 5 + j) * 12 + d]);
+            for (int j = 0; j < 5; j++) s += exp((double)((float *)x.data)[(n * 5 + j) * 12 + d] - m);
+            double lp = (double)((float *)x.data)[(n * 5 + k) * 12 + d] - m - log(s), wk = (double)((float *)w.data)[k];
+            num += -lp * wk;
+            den += wk;
+        }
+    double ref = num / den;
+    ptq_tensor y[2];
+    op_node r = {.op = "SoftmaxCrossEntropyLoss", .n_in = 3, .in = {&x, &t, &w}, .n_out = 2, .want = {1, 1}};
+    add_int(&r, "ignore_index", -1);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT_EQ_INT(y[0].rank, 0);
+    EXPECT_EQ_INT(compare_f64(&y[0], &ref, 1, 1e-6, 1e-6, "SoftmaxCrossEntropyLoss"), 0);
+    EXPECT(ptq_shape_equal(&y[1], &x));
+    free_all(y, 2);
+    tv[1] = 5; /* outside [0, C) and not ignore_index */
+    r = (op_node){.op = "NegativeLogLikelihoodLoss", .n_in = 2, .in = {&x, &t}};
+    add_str(&r, "reduction", "sum");
+    add_int(&r, "ignore_index", -1);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "NegativeLogLikelihoodLoss 'n1': target 5 at element 1 is outside [0, 5)") != NULL);
+    ptq_tensor_free(&y[0]);
+    r = (op_node){.op = "NegativeLogLikelihoodLoss", .n_in = 2, .in = {&x, &t}}; /* -1 is a class without ignore_index */
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "target 5 at element 1") != NULL);
+    ptq_tensor_free(&y[0]);
+    r = (op_node){.op = "NegativeLogLikelihoodLoss", .n_in = 2, .in = {&x, &t}};
+    add_str(&r, "reduction", "avg");
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "reduction 'avg', expected none, sum or mean") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&w);
+    ptq_tensor_free(&t);
+}
+
+/* ------------------------------------------------------------ MatMulInteger: batch, per-column zero point */
+
+TEST(matmul_integer_per_column)
+{
+    int64_t ad[3] = {2, 3, 8}, bd[2] = {8, 4}, four = 4, one = 1;
+    ptq_tensor a = tensor_new(PTQ_U8, 3, ad), b = tensor_new(PTQ_I8, 2, bd);
+    for (int i = 0; i < 48; i++) ((uint8_t *)a.data)[i] = (uint8_t)irand(0, 255);
+    for (int i = 0; i < 32; i++) ((int8_t *)b.data)[i] = (int8_t)irand(-128, 127);
+    ptq_tensor az = tensor_new(PTQ_U8, 0, &one), bz = tensor_new(PTQ_I8, 1, &four), y[1];
+    ((uint8_t *)az.data)[0] = 128;
+    for (int j = 0; j < 4; j++) ((int8_t *)bz.data)[j] = (int8_t)(j - 2);
+    op_node m = {.op = "MatMulInteger", .n_in = 4, .in = {&a, &b, &az, &bz}};
+    EXPECT_EQ_INT(op_run(&m, y), PTQ_OK);
+    EXPECT_EQ_INT(y[0].rank, 3);
+    int bad = 0;
+    for (int bt = 0; bt < 2; bt++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) {
+                int64_t acc = 0;
+                for (int k = 0; k < 8; k++)
+                    acc += (int64_t)(((uint8_t *)a.data)[(bt * 3 + i) * 8 + k] - 128) * (((int8_t *)b.data)[k * 4 + j] - (j - 2));
+                bad += ((int32_t *)y[0].data)[(bt * 3 + i) * 4 + j] != acc;
+            }
+    EXPECT_EQ_INT(bad, 0);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor a2 = tensor_new(PTQ_U8, 2, (int64_t[2]){3, 7});
+    m = (op_node){.op = "MatMulInteger", .n_in = 2, .in = {&a2, &b}};
+    EXPECT_EQ_INT(op_run(&m, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "MatMulInteger 'n1': A has K = 7, B has 8") != NULL);
+    ptq_tensor *fr[] = {&a, &b, &az, &bz, &a2};
+    for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) ptq_tensor_free(fr[i]);
+}
+
+/* ------------------------------------------------------------ error messages */
+
+TEST(errors)
+{
+    int64_t d2[2] = {3, 3}, d1 = 4, one = 1;
+    ptq_tensor x = tensor_rand(2, d2, -1, 1), v = tensor_rand(1, &d1, -1, 1), u = tensor_new(PTQ_U8, 1, &d1), y[1];
+    op_node r = {.op = "BitShift", .n_in = 2, .in = {&u, &u}};
+    add_str(&r, "direction", "UP");
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "BitShift 'n1': direction 'UP', expected LEFT or RIGHT") != NULL);
+    r = (op_node){.op = "And", .n_in = 2, .in = {&x, &x}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "And 'n1': input 0 is float32, expected bool") != NULL);
+    r = (op_node){.op = "Less", .n_in = 2, .in = {&x, &u}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "Less 'n1': input dtypes differ (float32, uint8)") != NULL);
+    r = (op_node){.op = "Trilu", .n_in = 1, .in = {&v}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "Trilu 'n1': input rank 1, expected at least 2") != NULL);
+    ptq_tensor depth = tensor_new(PTQ_I64, 0, &one), vals = tensor_rand(1, (int64_t[1]){2}, 0, 1);
+    r = (op_node){.op = "OneHot", .n_in = 3, .in = {&v, &depth, &vals}, .const_mask = 2};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "OneHot 'n1': depth 0 must be at least 1") != NULL);
+    r = (op_node){.op = "ArgMax", .n_in = 1, .in = {&x}};
+    add_int(&r, "axis", 2);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "ArgMax 'n1': axis 2 out of range for input rank 2") != NULL);
+    r = (op_node){.op = "LRN", .n_in = 1, .in = {&x}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "LRN 'n1': input rank 2, expected at least 3") != NULL);
+    r = (op_node){.op = "Det", .n_in = 1, .in = {&v}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "Det 'n1': input must be [*, M, M]") != NULL);
+    r = (op_node){.op = "ReduceLogSum", .opset = 13, .n_in = 1, .in = {&u}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "ReduceLogSum 'n1': input is uint8") != NULL);
+    r = (op_node){.op = "Celu", .n_in = 1, .in = {&x}};
+    add_float(&r, "alpha", 0.0f);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "Celu 'n1': alpha is 0") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&v);
+    ptq_tensor_free(&u);
+    ptq_tensor_free(&depth);
+    ptq_tensor_free(&vals);
+}
+
+int main(void)
+{
+    op_test_seed(4242u);
+    RUN(threads_bit_identical);
+    RUN(reduce_log_sum_exp_large_values);
+    RUN(reduce_prod_l1_sumsq_int);
+    RUN(argmax_ties_and_nan);
+    RUN(round_half_to_even);
+    RUN(mod_signs);
+    RUN(cast_edges);
+    RUN(cumsum_exclusive_reverse);
+    RUN(softmax_cross_entropy_4d);
+    RUN(matmul_integer_per_column);
+    RUN(errors);
+    return test_summary();
+}
