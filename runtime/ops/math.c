@@ -1,9 +1,9 @@
 /* math.c: element-wise math. Unary on float16/32/64: Sin Cos Tan Asin Acos Atan Sinh Cosh
- * Asinh Acosh Atanh, Softsign, ThresholdedRelu, Celu, Round (half to even); on every
+ * Asinh Acosh Atanh, Softsign, ThresholdedRelu, Celu, Mish, Round (half to even); on every
  * numeric type: Sign, Shrink. Binary, broadcast: Mod (fmod attribute; integers and floats).
  *
  * Float ops compute in double from the exact input and round once to the output type.
- * Hyperbolic functions, Celu and the rest use ptq's own exp/log (runtime/kernels/mathf.h,
+ * Hyperbolic functions, Celu, Mish and the rest use ptq's own exp/log (runtime/kernels/mathf.h,
  * the same bits on every CPU); the six circular functions call libm's double sin, cos,
  * tan, asin, acos, atan, whose last-bit differences between CPU variants vanish in the
  * rounding to float except in vanishingly rare ties (float16 and float32 outputs).
@@ -26,7 +26,7 @@
 
 typedef enum {
     UF_SIN, UF_COS, UF_TAN, UF_ASIN, UF_ACOS, UF_ATAN, UF_SINH, UF_COSH, UF_ASINH, UF_ACOSH, UF_ATANH,
-    UF_SOFTSIGN, UF_THRESHOLDED_RELU, UF_CELU, UF_ROUND
+    UF_SOFTSIGN, UF_THRESHOLDED_RELU, UF_CELU, UF_MISH, UF_ROUND
 } ufun_kind;
 
 typedef struct {
@@ -75,6 +75,8 @@ static double ufun(const ufun_state *s, double x)
     case UF_THRESHOLDED_RELU: return x > s->alpha ? x : 0.0;
     case UF_CELU: /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
         return x > 0 ? x : s->alpha * ptq_expm1(x / s->alpha);
+    case UF_MISH: /* x tanh(softplus(x)), softplus = log1p(e^-|x|) + max(x, 0) */
+        return x * ptq_tanh(ptq_log1p(ptq_exp(-fabs(x))) + (x > 0 ? x : 0.0));
     default: return rint(x); /* the default rounding mode: half to even */
     }
 }
@@ -136,6 +138,7 @@ UFUN(atanh, UF_ATANH)
 UFUN(softsign, UF_SOFTSIGN)
 UFUN(thresholded_relu, UF_THRESHOLDED_RELU)
 UFUN(celu, UF_CELU)
+UFUN(mish, UF_MISH)
 UFUN(round, UF_ROUND)
 
 /* ------------------------------------------------------------ Sign, Shrink: every numeric type */

@@ -80,6 +80,55 @@ TEST(threads_bit_identical)
     ptq_tensor_free(&m);
 }
 
+/* ------------------------------------------------------------ unary float functions against libm in double */
+
+TEST(unary_against_libm)
+{
+    static const struct {
+        const char *op;
+        double (*f)(double);
+        float lo, hi;
+    } fs[] = {{"Sinh", sinh, -80, 80},   {"Cosh", cosh, -80, 80},   {"Asinh", asinh, -1e6f, 1e6f},
+              {"Acosh", acosh, 1, 1e6f}, {"Atanh", atanh, -1, 1},   {"Asinh", asinh, -1e-3f, 1e-3f},
+              {"Sinh", sinh, -1e-3f, 1e-3f}, {"Atanh", atanh, -1e-4f, 1e-4f}, {"Tan", tan, -1.5f, 1.5f}};
+    int64_t n = 4096;
+    for (size_t k = 0; k < sizeof fs / sizeof fs[0]; k++) {
+        ptq_tensor x = tensor_rand(1, &n, fs[k].lo, fs[k].hi), y[1];
+        double *ref = malloc(sizeof(double) * (size_t)n);
+        if (!ref) abort();
+        for (int64_t i = 0; i < n; i++) ref[i] = fs[k].f((double)((float *)x.data)[i]);
+        op_node r = {.op = fs[k].op, .n_in = 1, .in = {&x}};
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        EXPECT_EQ_INT(compare_f64(&y[0], ref, (size_t)n, 1e-37, 2e-7, fs[k].op), 0);
+        ptq_tensor_free(&y[0]);
+        ptq_tensor_free(&x);
+        free(ref);
+    }
+    /* Mish = x tanh(log(1 + e^x)); Celu with alpha 2 = max(0, x) + min(0, 2 (e^(x/2) - 1)) */
+    ptq_tensor x = tensor_rand(1, &n, -30, 30), y[1];
+    double *ref = malloc(sizeof(double) * (size_t)n);
+    if (!ref) abort();
+    for (int64_t i = 0; i < n; i++) {
+        double v = (double)((float *)x.data)[i];
+        ref[i] = v * tanh(log1p(exp(v)));
+    }
+    op_node r = {.op = "Mish", .n_in = 1, .in = {&x}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT_EQ_INT(compare_f64(&y[0], ref, (size_t)n, 1e-37, 2e-7, "Mish"), 0);
+    ptq_tensor_free(&y[0]);
+    for (int64_t i = 0; i < n; i++) {
+        double v = (double)((float *)x.data)[i];
+        ref[i] = v > 0 ? v : 2.0 * expm1(v / 2.0);
+    }
+    r = (op_node){.op = "Celu", .n_in = 1, .in = {&x}};
+    add_float(&r, "alpha", 2.0f);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT_EQ_INT(compare_f64(&y[0], ref, (size_t)n, 1e-37, 2e-7, "Celu"), 0);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor_free(&x);
+    free(ref);
+}
+
 /* ------------------------------------------------------------ reductions against double references */
 
 TEST(reduce_log_sum_exp_large_values)
@@ -390,6 +439,7 @@ int main(void)
 {
     op_test_seed(4242u);
     RUN(threads_bit_identical);
+    RUN(unary_against_libm);
     RUN(reduce_log_sum_exp_large_values);
     RUN(reduce_prod_l1_sumsq_int);
     RUN(argmax_ties_and_nan);
