@@ -3,10 +3,8 @@
  * numeric type: Sign, Shrink. Binary, broadcast: Mod (fmod attribute; integers and floats).
  *
  * Float ops compute in double from the exact input and round once to the output type.
- * Hyperbolic functions, Celu, Mish and the rest use ptq's own exp/log (runtime/kernels/mathf.h,
- * the same bits on every CPU); the six circular functions call libm's double sin, cos,
- * tan, asin, acos, atan, whose last-bit differences between CPU variants vanish in the
- * rounding to float except in vanishingly rare ties (float16 and float32 outputs).
+ * Every function is ptq's own, the same bits on every CPU: exp/log family from
+ * runtime/kernels/mathf.h, the circular functions from runtime/kernels/trig.h.
  * Mod: fmod = 0 (integers only) gives the remainder with the divisor's sign (Python's %);
  * fmod = 1 the C fmod/% (dividend's sign). An integer divisor of 0 is an error.
  * Element-wise only: threads split the output; results do not depend on the thread count. */
@@ -16,6 +14,7 @@
 #include <string.h>
 
 #include "runtime/kernels/mathf.h"
+#include "runtime/kernels/trig.h"
 #include "runtime/op.h"
 #include "runtime/ops/nary.h"
 #include "runtime/shape.h"
@@ -37,12 +36,12 @@ typedef struct {
 static double ufun(const ufun_state *s, double x)
 {
     switch (s->kind) {
-    case UF_SIN: return sin(x);
-    case UF_COS: return cos(x);
-    case UF_TAN: return tan(x);
-    case UF_ASIN: return asin(x);
-    case UF_ACOS: return acos(x);
-    case UF_ATAN: return atan(x);
+    case UF_SIN: return ptq_sin(x);
+    case UF_COS: return ptq_cos(x);
+    case UF_TAN: return ptq_tan(x);
+    case UF_ASIN: return ptq_asin(x);
+    case UF_ACOS: return ptq_acos(x);
+    case UF_ATAN: return ptq_atan(x);
     case UF_SINH: { /* (e^x - e^-x) / 2 through expm1 to keep small x exact */
         double a = fabs(x), e = ptq_expm1(a), r = a < 22.0 ? 0.5 * (e + e / (e + 1.0)) : 0.5 * ptq_exp(a);
         return x < 0 ? -r : (x == 0 ? x : r);
