@@ -1,6 +1,6 @@
 /* logic.c: comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), boolean logic
- * (And, Or, Xor, Not), BitShift, IsNaN and IsInf. All broadcast (numpy rules); outputs are
- * bool (one byte, 0 or 1) except BitShift's.
+ * (And, Or, Xor, Not), BitShift, IsNaN, IsInf and Where. All broadcast (numpy rules); outputs
+ * are bool (one byte, 0 or 1) except BitShift's and Where's (X's dtype, any size).
  *
  * Comparisons read both inputs in their own type: int64 and uint64 as such, every other
  * numeric type (float16/32/64, 8..32-bit integers, bool) exactly as double, so no value is
@@ -232,3 +232,46 @@ static ptq_status is_inf_run(ptq_op_ctx *ctx)
 
 const ptq_op_def op_is_nan = {isx_infer, is_nan_run, NULL, 0};
 const ptq_op_def op_is_inf = {isx_infer, is_inf_run, NULL, 0};
+
+/* ------------------------------------------------------------ Where (every dtype) */
+
+static ptq_status where_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *c = ctx->in[0], *x = ctx->in[1], *y = ctx->in[2];
+    if (c->dtype != PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_FORMAT, "condition is %s, expected bool", ptq_dtype_name(c->dtype));
+    if (x->dtype != y->dtype) OP_FAIL(ctx, PTQ_ERR_FORMAT, "X is %s and Y %s, expected one dtype", ptq_dtype_name(x->dtype), ptq_dtype_name(y->dtype));
+    if (ptq_dtype_size(x->dtype) == 0) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(x->dtype));
+    return bcast_out(ctx, 3, x->dtype);
+}
+
+#define WHERE_LOOP(T)                                                                     \
+    do {                                                                                  \
+        const T *xa = ctx->in[1]->data, *ya = ctx->in[2]->data;                           \
+        T *o = out->data;                                                                 \
+        _Pragma("omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)") \
+        for (size_t i = 0; i < n; i++) {                                                  \
+            size_t off[3];                                                                \
+            ptq_nary_offsets(&it, i, off);                                                \
+            o[i] = cond[off[0]] ? xa[off[1]] : ya[off[2]];                                \
+        }                                                                                 \
+    } while (0)
+
+static ptq_status where_run(ptq_op_ctx *ctx)
+{
+    ptq_tensor *out = ctx->out[0];
+    const uint8_t *cond = ctx->in[0]->data;
+    size_t n = ptq_tensor_numel(out);
+    ptq_nary it;
+    ptq_nary_init(&it, ctx->in, 3, out);
+    switch (ptq_dtype_size(out->dtype)) {
+    case 1: WHERE_LOOP(uint8_t); break;
+    case 2: WHERE_LOOP(uint16_t); break;
+    case 4: WHERE_LOOP(uint32_t); break;
+    default: WHERE_LOOP(uint64_t); break;
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_where = {where_infer, where_run, NULL, 0};

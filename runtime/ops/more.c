@@ -216,34 +216,6 @@ WEAK const ptq_op_def op_sum = {variadic_infer, sum_run, NULL, 0};
 WEAK const ptq_op_def op_mean = {variadic_infer, mean_run, NULL, 0};
 WEAK const ptq_op_def op_prelu = {prelu_infer, prelu_run, NULL, 0};
 
-/* Where(cond, x, y) */
-static ptq_status where_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
-    if (st != PTQ_OK) return st;
-    if (ctx->in[1]->dtype != ctx->in[2]->dtype) OP_FAIL(ctx, PTQ_ERR_SHAPE, "x and y dtypes differ");
-    if ((st = ptq_broadcast_n(ctx->in, 3, ctx->out[0])) != PTQ_OK) return st;
-    ctx->out[0]->dtype = ctx->in[1]->dtype;
-    return PTQ_OK;
-}
-
-static ptq_status where_run(ptq_op_ctx *ctx)
-{
-    ptq_tensor *y = ctx->out[0];
-    int64_t s[3][PTQ_MAX_RANK];
-    for (int j = 0; j < 3; j++) ptq_broadcast_strides(ctx->in[j], y, s[j]);
-    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
-    for (size_t i = 0; i < n; i++) {
-        int c = ptq_tensor_get_i64(ctx->in[0], bcast_offset(s[0], y, i)) != 0;
-        const ptq_tensor *src = c ? ctx->in[1] : ctx->in[2];
-        memcpy((char *)y->data + i * es, (const char *)src->data + bcast_offset(s[c ? 1 : 2], y, i) * es, es);
-    }
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_where = {where_infer, where_run, NULL, 0};
-
-
 /* ------------------------------------------------------------ Identity, Dropout, Flatten, Size, Expand, Tile */
 
 static ptq_status identity_infer(ptq_op_ctx *ctx)
