@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/opset.h"
 #include "runtime/graph.h"
+#include "runtime/plan.h"
 #include "runtime/kernels/trig.h"
 #include "runtime/op.h"
+#include "tests/unit/graph_build.h"
 #include "tests/unit/op_test.h"
 
 static void free_all(ptq_tensor *t, int n)
@@ -448,6 +451,50 @@ TEST(matmul_integer_per_column)
     for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) ptq_tensor_free(fr[i]);
 }
 
+/* ------------------------------------------------------------ Hardmax through the opset upgrade */
+
+/* Plans g for x and copies output 0 into *y. */
+static ptq_status plan_run_copy(const ptq_graph *g, const ptq_tensor *x, ptq_tensor *y)
+{
+    ptq_input_shape sh = {.name = "x", .rank = x->rank};
+    memcpy(sh.dims, x->dims, sizeof sh.dims);
+    ptq_plan_options opt = ptq_plan_defaults();
+    ptq_plan *p = NULL;
+    ptq_status st = ptq_plan_create(g, &sh, 1, &opt, &p);
+    if (st == PTQ_OK) st = ptq_plan_run(p, x, 1);
+    if (st == PTQ_OK) st = ptq_tensor_copy(y, ptq_plan_output(p, 0, NULL));
+    ptq_plan_destroy(p);
+    return st;
+}
+
+/* Hardmax below opset 13 takes one maximum per row of the input coerced to 2-D at axis;
+ * the upgrade to 13 must keep that (Flatten, Hardmax over the last axis, Reshape). */
+TEST(hardmax_opset_upgrade)
+{
+    int64_t dims[3] = {2, 3, 4};
+    ptq_graph *g = gb_graph(3, dims);
+    g->opsets[0].version = 11;
+    int n = gb_node(g, "h", "Hardmax", (const char *const[]){"x"}, 1, "y");
+    gb_int_attr(g, n, "axis", 1);
+    gb_output(g, "y");
+    ptq_tensor x = tensor_rand(3, dims, -1, 1), y11, y13;
+    memset(&y11, 0, sizeof y11);
+    memset(&y13, 0, sizeof y13);
+    EXPECT_EQ_INT(plan_run_copy(g, &x, &y11), PTQ_OK);
+    int ones[2] = {0, 0};
+    for (int i = 0; i < 24; i++) ones[i / 12] += ((float *)y11.data)[i] == 1.0f;
+    EXPECT(ones[0] == 1 && ones[1] == 1);
+    int changed = 0;
+    EXPECT_EQ_INT(quant_upgrade_opset(g, 13, &changed), PTQ_OK);
+    EXPECT_EQ_INT(changed, 1);
+    EXPECT_EQ_INT(plan_run_copy(g, &x, &y13), PTQ_OK);
+    EXPECT(same_bits(&y11, &y13));
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&y11);
+    ptq_tensor_free(&y13);
+    ptq_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------ error messages */
 
 TEST(errors)
@@ -510,6 +557,7 @@ int main(void)
     RUN(cumsum_exclusive_reverse);
     RUN(softmax_cross_entropy_4d);
     RUN(matmul_integer_per_column);
+    RUN(hardmax_opset_upgrade);
     RUN(errors);
     return test_summary();
 }
