@@ -7,8 +7,8 @@
  * axes count from the end; a repeated axis is an error. keepdims (default 1) keeps the
  * reduced dims as 1.
  *
- * Dtypes: float32 for all; int32 and int64 for Sum, Mean (integer division), Max, Min,
- * Prod, L1, SumSquare.
+ * Dtypes: float32, float64, float16 for all; int32 and int64 for Sum, Mean (integer
+ * division), Max, Min, Prod, L1, SumSquare; int8 and uint8 for Max and Min (opset 18).
  * Empty reductions give the identity: Sum, L1, L2, SumSquare 0; Prod 1; Max -inf (int: the
  * type's minimum); Min +inf (int: maximum); Mean NaN (int: 0); LogSum, LogSumExp -inf.
  * NaN propagates through Max and Min. LogSumExp is m + log(sum exp(x - m)), m the maximum
@@ -50,10 +50,11 @@ static ptq_status reduce_infer(ptq_op_ctx *ctx, red_kind kind)
     if (st != PTQ_OK) return st;
     const ptq_tensor *x = ctx->in[0];
     int int_ok = kind != RED_L2 && kind != RED_LOGSUM && kind != RED_LOGSUMEXP;
+    int small_ok = kind == RED_MAX || kind == RED_MIN; /* int8, uint8: opset 18's Max and Min */
     if (x->dtype != PTQ_F32 && x->dtype != PTQ_F64 && x->dtype != PTQ_F16 &&
-        !(int_ok && (x->dtype == PTQ_I32 || x->dtype == PTQ_I64)))
+        !(int_ok && (x->dtype == PTQ_I32 || x->dtype == PTQ_I64)) && !(small_ok && (x->dtype == PTQ_I8 || x->dtype == PTQ_U8)))
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, supported: float32, float64, float16%s", ptq_dtype_name(x->dtype),
-                int_ok ? ", int32, int64" : "");
+                small_ok ? ", int32, int64, int8, uint8" : int_ok ? ", int32, int64" : "");
     if (ctx->n_out != 1 || !ctx->out[0]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "%d outputs, expected 1", ctx->n_out);
     int64_t keep = ptq_attr_int(ctx->node, "keepdims", 1), noop = ptq_attr_int(ctx->node, "noop_with_empty_axes", 0);
     if (keep != 0 && keep != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "keepdims = %lld, expected 0 or 1", (long long)keep);
@@ -330,6 +331,8 @@ static void reduce_run_int(const ptq_op_ctx *ctx, const reduce_state *s)
     size_t ny = ptq_tensor_numel(yt), nx = ptq_tensor_numel(xt);
     int is64 = xt->dtype == PTQ_I64;
     int64_t lo = is64 ? INT64_MIN : INT32_MIN, hi = is64 ? INT64_MAX : INT32_MAX;
+    if (xt->dtype == PTQ_I8) lo = INT8_MIN, hi = INT8_MAX;
+    if (xt->dtype == PTQ_U8) lo = 0, hi = UINT8_MAX;
     size_t nred = nx ? block_count(s->nr, s->rsz) : 0;
     for (size_t o = 0; o < ny; o++) {
         size_t base = nx ? block_offset(o, s->nk, s->ksz, s->kstr) : 0;
@@ -337,7 +340,7 @@ static void reduce_run_int(const ptq_op_ctx *ctx, const reduce_state *s)
         int64_t m = s->kind == RED_MAX ? lo : hi;
         for (size_t r = 0; r < nred; r++) {
             size_t i = base + block_offset(r, s->nr, s->rsz, s->rstr);
-            int64_t v = is64 ? ((const int64_t *)xt->data)[i] : ((const int32_t *)xt->data)[i];
+            int64_t v = ptq_tensor_get_i64(xt, i);
             if (s->kind == RED_L1) sum += (uint64_t)(v < 0 ? -(uint64_t)v : (uint64_t)v);
             else if (s->kind == RED_SUMSQ) sum += (uint64_t)v * (uint64_t)v;
             else sum += (uint64_t)v;
@@ -352,8 +355,12 @@ static void reduce_run_int(const ptq_op_ctx *ctx, const reduce_state *s)
             r = is64 ? (int64_t)u : (int64_t)(int32_t)(uint32_t)u;
             if (s->kind == RED_MEAN) r = s->count ? r / (int64_t)s->count : 0;
         }
-        if (is64) ((int64_t *)yt->data)[o] = r;
-        else ((int32_t *)yt->data)[o] = (int32_t)r;
+        switch (yt->dtype) {
+        case PTQ_I64: ((int64_t *)yt->data)[o] = r; break;
+        case PTQ_I32: ((int32_t *)yt->data)[o] = (int32_t)r; break;
+        case PTQ_I8: ((int8_t *)yt->data)[o] = (int8_t)r; break; /* Max, Min: in range */
+        default: ((uint8_t *)yt->data)[o] = (uint8_t)r; break;
+        }
     }
 }
 

@@ -239,6 +239,27 @@ TEST(reduce_prod_l1_sumsq_int)
         ptq_tensor_free(&y[0]);
     }
     ptq_tensor_free(&x);
+    /* opset 18: Max and Min on uint8 and int8 */
+    ptq_tensor u = tensor_new(PTQ_U8, 2, xd), s8 = tensor_new(PTQ_I8, 2, xd);
+    static const uint8_t uv[6] = {200, 3, 255, 0, 1, 2};
+    static const int8_t sv[6] = {-128, 5, 127, -3, -7, 0};
+    memcpy(u.data, uv, 6);
+    memcpy(s8.data, sv, 6);
+    ptq_tensor ax = tensor_i64(1, &axis);
+    op_node n = {.op = "ReduceMax", .n_in = 2, .in = {&u, &ax}, .const_mask = 2};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    EXPECT(y[0].dtype == PTQ_U8 && ((uint8_t *)y[0].data)[0] == 255 && ((uint8_t *)y[0].data)[1] == 2);
+    ptq_tensor_free(&y[0]);
+    n = (op_node){.op = "ReduceMin", .n_in = 2, .in = {&s8, &ax}, .const_mask = 2};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_OK);
+    EXPECT(y[0].dtype == PTQ_I8 && ((int8_t *)y[0].data)[0] == -128 && ((int8_t *)y[0].data)[1] == -7);
+    ptq_tensor_free(&y[0]);
+    n = (op_node){.op = "ReduceSum", .n_in = 2, .in = {&s8, &ax}, .const_mask = 2};
+    EXPECT_EQ_INT(op_run(&n, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "ReduceSum 'n1': input is int8, supported: float32, float64, float16, int32, int64") != NULL);
+    ptq_tensor_free(&u);
+    ptq_tensor_free(&s8);
+    ptq_tensor_free(&ax);
 }
 
 TEST(argmax_ties_and_nan)
