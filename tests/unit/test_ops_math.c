@@ -516,6 +516,37 @@ TEST(hardmax_opset_upgrade)
     ptq_graph_destroy(g);
 }
 
+/* ------------------------------------------------------------ DynamicQuantizeLinear */
+
+TEST(dynamic_quantize_linear)
+{
+    int64_t d = 5;
+    float v[5] = {-1.0f, 0.5f, 3.0f, 2.0f, -0.25f};
+    ptq_tensor x = tensor_new(PTQ_F32, 1, &d), y[3];
+    memcpy(x.data, v, sizeof v);
+    op_node r = {.op = "DynamicQuantizeLinear", .n_in = 1, .in = {&x}, .n_out = 3, .want = {1, 1, 1}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    float scale = 4.0f / 255.0f, zp = rintf(1.0f / scale);
+    EXPECT_NEAR(*(float *)y[1].data, scale, 0, 0);
+    EXPECT_EQ_INT(*(uint8_t *)y[2].data, (int)zp);
+    for (int i = 0; i < 5; i++) {
+        float q = rintf(v[i] / scale) + zp;
+        EXPECT_EQ_INT(((uint8_t *)y[0].data)[i], (int)(q < 0 ? 0 : q > 255 ? 255 : q));
+    }
+    free_all(y, 3);
+    memset(x.data, 0, sizeof v); /* all zero: range 1 */
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT_NEAR(*(float *)y[1].data, 1.0f / 255.0f, 0, 0);
+    EXPECT_EQ_INT(*(uint8_t *)y[2].data, 0);
+    EXPECT_EQ_INT(((uint8_t *)y[0].data)[4], 0);
+    free_all(y, 3);
+    ((float *)x.data)[2] = NAN;
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "DynamicQuantizeLinear 'n1': input element 2 is NaN") != NULL);
+    free_all(y, 3);
+    ptq_tensor_free(&x);
+}
+
 /* ------------------------------------------------------------ error messages */
 
 TEST(errors)
@@ -578,6 +609,7 @@ int main(void)
     RUN(cumsum_exclusive_reverse);
     RUN(softmax_cross_entropy_4d);
     RUN(matmul_integer_per_column);
+    RUN(dynamic_quantize_linear);
     RUN(hardmax_opset_upgrade);
     RUN(errors);
     return test_summary();
