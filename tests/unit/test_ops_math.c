@@ -594,6 +594,85 @@ TEST(errors)
     ptq_tensor_free(&vals);
 }
 
+/* ------------------------------------------------------------ random inputs and attributes: errors, never crashes
+ * (6000 cases; RANDOM_GARBAGE_ITERS=N for more, e.g. under make SANITIZE=1) */
+
+/* A tensor of random dtype among the common ones, rank 0..3, dims 0..3, values in [-3, 5]. */
+static ptq_tensor random_tensor(void)
+{
+    static const ptq_dtype dts[] = {PTQ_F32, PTQ_F32, PTQ_I64, PTQ_I32, PTQ_U8, PTQ_I8, PTQ_BOOL, PTQ_F16, PTQ_F64, PTQ_U64};
+    int64_t dims[3];
+    int rank = (int)irand(0, 3);
+    for (int d = 0; d < rank; d++) dims[d] = irand(0, 9) ? irand(1, 3) : 0;
+    ptq_tensor t = tensor_new(dts[irand(0, 9)], rank, dims);
+    size_t n = ptq_tensor_numel(&t);
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = irand(-3, 5);
+        switch (t.dtype) {
+        case PTQ_F32: ((float *)t.data)[i] = (float)v * 0.75f; break;
+        case PTQ_F64: ((double *)t.data)[i] = (double)v * 0.75; break;
+        case PTQ_F16: ((uint16_t *)t.data)[i] = 0x3c00; break; /* 1.0 */
+        case PTQ_I64: case PTQ_U64: ((int64_t *)t.data)[i] = v; break;
+        case PTQ_I32: ((int32_t *)t.data)[i] = (int32_t)v; break;
+        case PTQ_BOOL: ((uint8_t *)t.data)[i] = (uint8_t)(v > 1); break;
+        default: ((uint8_t *)t.data)[i] = (uint8_t)v; break;
+        }
+    }
+    return t;
+}
+
+TEST(random_garbage)
+{
+    static const char *ops[] = {
+        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "BitShift", "IsNaN",
+        "IsInf", "Where", "Mod", "Sign", "Shrink", "Round", "Sin", "Acos", "Atanh", "Celu", "Mish", "Cast", "CastLike",
+        "CumSum", "Trilu", "EyeLike", "OneHot", "Det", "Hardmax", "LRN", "MeanVarianceNormalization", "ReduceL1",
+        "ReduceProd", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ArgMax", "ArgMin",
+        "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "DynamicQuantizeLinear", "MatMulInteger",
+        "ConvInteger", "Clip", "Add", "Div"};
+    static const char *strs[] = {"LEFT", "RIGHT", "none", "sum", "mean", "x"};
+    int ok = 0, refused = 0, iters = getenv("RANDOM_GARBAGE_ITERS") ? atoi(getenv("RANDOM_GARBAGE_ITERS")) : 6000;
+    for (int it = 0; it < iters; it++) {
+        const char *op = ops[it % (int)(sizeof ops / sizeof ops[0])];
+        ptq_tensor ins[5];
+        int n_in = irand(0, 3) ? (int)irand(1, 3) : (int)irand(0, 5);
+        op_node r = {.op = op, .n_in = n_in, .opset = irand(0, 1) ? 13 : 18, .nthreads = (int)irand(1, 3),
+                     .const_mask = (unsigned)irand(0, 31)};
+        if (!strcmp(op, "DynamicQuantizeLinear")) r.n_out = 3, r.want[1] = r.want[2] = 1;
+        if (!strcmp(op, "SoftmaxCrossEntropyLoss") && irand(0, 1)) r.n_out = 2, r.want[1] = 1;
+        int same = (int)irand(0, 1); /* half the cases: every input of the first one's dtype and shape */
+        for (int i = 0; i < n_in; i++) {
+            ins[i] = random_tensor();
+            if (same && i > 0) {
+                ptq_tensor_free(&ins[i]);
+                if (ptq_tensor_copy(&ins[i], &ins[0]) != PTQ_OK) abort();
+            }
+            r.in[i] = irand(0, 7) ? &ins[i] : NULL;
+        }
+        int na = (int)irand(0, 4);
+        for (int k = 0; k < na; k++) {
+            static const char *names[] = {"axis", "keepdims", "fmod", "direction", "to", "upper", "k", "size",
+                                          "reduction", "ignore_index", "exclusive", "reverse", "dtype", "alpha",
+                                          "select_last_index", "axes", "group", "noop_with_empty_axes"};
+            const char *nm = names[irand(0, 17)];
+            if (!strcmp(nm, "direction") || !strcmp(nm, "reduction")) add_str(&r, nm, strs[irand(0, 5)]);
+            else if (!strcmp(nm, "alpha")) add_float(&r, nm, (float)irand(-1, 2));
+            else if (!strcmp(nm, "axes")) add_ints(&r, nm, (const int64_t[]){irand(-4, 4), irand(-4, 4)}, (int)irand(0, 2));
+            else add_int(&r, nm, irand(-4, 14));
+        }
+        ptq_tensor outs[3];
+        ptq_status st = op_run(&r, outs);
+        if (st == PTQ_OK) ok++;
+        else refused++;
+        EXPECT(st == PTQ_OK || st == PTQ_ERR_FORMAT || st == PTQ_ERR_SHAPE || st == PTQ_ERR_UNSUPPORTED ||
+               st == PTQ_ERR_ARG);
+        free_all(outs, r.n_out ? r.n_out : 1);
+        for (int i = 0; i < n_in; i++) ptq_tensor_free(&ins[i]);
+    }
+    printf("    random_garbage: %d ran, %d refused with a message\n", ok, refused);
+    EXPECT(ok > iters / 20);
+}
+
 int main(void)
 {
     op_test_seed(4242u);
@@ -612,5 +691,6 @@ int main(void)
     RUN(dynamic_quantize_linear);
     RUN(hardmax_opset_upgrade);
     RUN(errors);
+    RUN(random_garbage);
     return test_summary();
 }
