@@ -14,8 +14,11 @@
  *                          multiplier a_scale * b_scale[j] / y_scale, rounded half to even, plus
  *                          y_zp, saturated to y's type. Per-column (MatMul) or per-output-channel
  *                          (Conv) scales and zero points of the weight are honoured.
- * Integer sums are exact, so the order and the thread count cannot change a result. */
+ * Operands minus their zero points are converted once to int16 in scratch; sums are int32
+ * with two's-complement wrap-around (the spec's accumulator), exact and order-free, so the
+ * thread count cannot change a result. */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +50,7 @@ static inline float scale_at(const ptq_tensor *s, size_t i)
 }
 
 /* Requantizes acc with multiplier m: round half to even, add zp, saturate to dt. */
-static inline void requant_store(ptq_tensor *y, size_t i, int64_t acc, float m, int32_t zp)
+static inline void requant_store(ptq_tensor *y, size_t i, int32_t acc, float m, int32_t zp)
 {
     float v = rintf((float)acc * m) + (float)zp;
     float lo = y->dtype == PTQ_I8 ? -128.0f : 0.0f, hi = y->dtype == PTQ_I8 ? 127.0f : 255.0f;
@@ -177,6 +180,7 @@ static ptq_status mm_infer_common(ptq_op_ctx *ctx, int qlinear)
     for (int d = 0; d < out.rank; d++) y->dims[y->rank++] = out.dims[d];
     if (!s->a1) y->dims[y->rank++] = s->M;
     if (!s->b1) y->dims[y->rank++] = s->N;
+    ctx->scratch_bytes = sizeof(int16_t) * (ptq_tensor_numel(b) + (size_t)s->K * (size_t)ctx->nthreads);
     if (qlinear) {
         if ((st = check_scale(ctx, 1, (size_t)s->M, "a_scale")) != PTQ_OK) return st;
         if ((st = check_scale(ctx, 4, (size_t)s->N, "b_scale")) != PTQ_OK) return st;
@@ -193,37 +197,51 @@ static ptq_status mm_infer_common(ptq_op_ctx *ctx, int qlinear)
 static ptq_status mmi_infer(ptq_op_ctx *ctx) { return mm_infer_common(ctx, 0); }
 static ptq_status qlmm_infer(ptq_op_ctx *ctx) { return mm_infer_common(ctx, 1); }
 
+/* Dot product of two int16 vectors with int32 wrap-around (products fit int32; the sum
+ * wraps as the spec's int32 accumulator does, without C's signed overflow). */
+static inline int32_t dot_i16(const int16_t *a, const int16_t *b, size_t k)
+{
+    uint32_t acc = 0;
+    for (size_t i = 0; i < k; i++) acc += (uint32_t)((int32_t)a[i] * (int32_t)b[i]);
+    return (int32_t)acc;
+}
+
+/* B - b_zp packed as int16 [batch][N][K] (transposed) into scratch, then every output row
+ * converts its row of A - a_zp to int16 (per-thread scratch) and takes N dot products. */
 static ptq_status mm_run(ptq_op_ctx *ctx)
 {
     const mm_state *s = ctx->state;
     const ptq_tensor *a = ctx->in[s->ia], *b = ctx->in[s->ib];
     const ptq_tensor *az = ctx->n_in > s->iaz ? ctx->in[s->iaz] : NULL, *bz = ctx->n_in > s->ibz ? ctx->in[s->ibz] : NULL;
     ptq_tensor *y = ctx->out[0];
-    int64_t M = s->M, K = s->K, N = s->N;
-    size_t batches = 1;
+    size_t M = (size_t)s->M, K = (size_t)s->K, N = (size_t)s->N;
+    size_t nb = K && N ? ptq_tensor_numel(b) / (K * N) : 0, batches = 1;
     for (int d = 0; d < s->rank; d++) batches *= (size_t)s->bdims[d];
-    size_t total = batches * (size_t)(M * N);
+    int16_t *bt = ctx->scratch, *arow = bt + nb * N * K;
+    for (size_t q = 0; q < nb; q++)
+        for (size_t k = 0; k < K; k++)
+            for (size_t n = 0; n < N; n++)
+                bt[(q * N + n) * K + k] = (int16_t)(q8(b, (q * K + k) * N + n) - zp_at(bz, n));
     float ysc = s->qlinear ? ((const float *)ctx->in[6]->data)[0] : 0.0f;
     int32_t yzp = s->qlinear ? q8(ctx->in[7], 0) : 0;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (total * (size_t)K > 65536)
-    for (size_t o = 0; o < total; o++) {
-        size_t bi = o / (size_t)(M * N), rem = bi, oa = 0, ob = 0;
-        int64_t m = (int64_t)(o % (size_t)(M * N)) / N, n = (int64_t)(o % (size_t)(M * N)) % N;
+    size_t rows = batches * M;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (rows * N * K > 65536)
+    for (size_t row = 0; row < rows; row++) {
+        size_t bi = row / M, m = row % M, rem = bi, oa = 0, ob = 0;
         for (int d = s->rank - 1; d >= 0; d--) {
             size_t k = rem % (size_t)s->bdims[d];
             rem /= (size_t)s->bdims[d];
             oa += k * (size_t)s->sa[d];
             ob += k * (size_t)s->sb[d];
         }
-        size_t abase = oa * (size_t)(M * K) + (size_t)(m * K), bbase = ob * (size_t)(K * N) + (size_t)n;
-        int32_t za = zp_at(az, (size_t)m), zb = zp_at(bz, (size_t)n);
-        int64_t acc = 0;
-        for (int64_t k = 0; k < K; k++) acc += (int64_t)(q8(a, abase + (size_t)k) - za) * (q8(b, bbase + (size_t)(k * N)) - zb);
-        if (s->qlinear) {
-            float mult = scale_at(ctx->in[1], (size_t)m) * scale_at(ctx->in[4], (size_t)n) / ysc;
-            requant_store(y, o, acc, mult, yzp);
-        } else {
-            ((int32_t *)y->data)[o] = (int32_t)acc;
+        int16_t *ar = arow + (size_t)omp_get_thread_num() * K;
+        int32_t za = zp_at(az, m);
+        for (size_t k = 0; k < K; k++) ar[k] = (int16_t)(q8(a, (oa * M + m) * K + k) - za);
+        for (size_t n = 0; n < N; n++) {
+            int32_t acc = dot_i16(ar, bt + (ob * N + n) * K, K);
+            size_t o = row * N + n;
+            if (s->qlinear) requant_store(y, o, acc, scale_at(ctx->in[1], m) * scale_at(ctx->in[4], n) / ysc, yzp);
+            else ((int32_t *)y->data)[o] = acc;
         }
     }
     return PTQ_OK;
@@ -267,6 +285,7 @@ static ptq_status qconv_infer_common(ptq_op_ctx *ctx, int qlinear)
     if ((st = ptq_spatial_resolve(ctx, nsp, &x->dims[2], &w->dims[2], &s->sp)) != PTQ_OK) return st;
     if ((st = check_zp(ctx, s->ixz, x, 1, "x's zero point")) != PTQ_OK) return st;
     if ((st = check_zp(ctx, s->iwz, w, (size_t)M, "w's zero point")) != PTQ_OK) return st;
+    ctx->scratch_bytes = sizeof(int16_t) * (ptq_tensor_numel(x) + ptq_tensor_numel(w));
     ptq_tensor *y = ctx->out[0];
     y->rank = x->rank;
     y->dims[0] = x->dims[0];
@@ -291,6 +310,8 @@ static ptq_status qconv_infer_common(ptq_op_ctx *ctx, int qlinear)
 static ptq_status conv_integer_infer(ptq_op_ctx *ctx) { return qconv_infer_common(ctx, 0); }
 static ptq_status qlinear_conv_infer(ptq_op_ctx *ctx) { return qconv_infer_common(ctx, 1); }
 
+/* x - x_zp and w - w_zp as int16 in scratch, then a direct convolution per (n, m) plane:
+ * int32 sums (wrapping) over the input channels of the group and the kernel window. */
 static ptq_status qconv_run(ptq_op_ctx *ctx)
 {
     const qconv_state *s = ctx->state;
@@ -307,38 +328,39 @@ static ptq_status qconv_run(ptq_op_ctx *ctx)
         st[d] = sp->stride[d], dl[d] = sp->dilation[d], pb[d] = sp->pad_begin[d];
     }
     size_t in_sz = (size_t)(in[0] * in[1] * in[2]), out_sz = (size_t)(out[0] * out[1] * out[2]), k_sz = (size_t)(k[0] * k[1] * k[2]);
+    size_t nx = ptq_tensor_numel(x), nw = ptq_tensor_numel(w), wper = M ? nw / (size_t)M : 0;
+    int16_t *xs16 = ctx->scratch, *ws16 = xs16 + nx;
     int32_t zx = zp_at(xz, 0);
+    for (size_t i = 0; i < nx; i++) xs16[i] = (int16_t)(q8(x, i) - zx);
+    for (size_t i = 0; i < nw; i++) ws16[i] = (int16_t)(q8(w, i) - zp_at(wz, i / wper));
     float xs = s->qlinear ? scale_at(ctx->in[1], 0) : 0.0f, ys = s->qlinear ? scale_at(ctx->in[6], 0) : 0.0f;
     int32_t yzp = s->qlinear ? q8(ctx->in[7], 0) : 0;
     size_t total = (size_t)(N * M);
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
     for (size_t nm = 0; nm < total; nm++) {
         int64_t n = (int64_t)nm / M, m = (int64_t)nm % M, g = m / Mg;
-        int32_t zw = zp_at(wz, (size_t)m);
         float mult = s->qlinear ? xs * scale_at(ctx->in[4], (size_t)m) / ys : 0.0f;
         for (size_t o = 0; o < out_sz; o++) {
             int64_t o0 = (int64_t)o / (out[1] * out[2]), o1 = ((int64_t)o / out[2]) % out[1], o2 = (int64_t)o % out[2];
-            int64_t acc = bias ? ((const int32_t *)bias->data)[m] : 0;
+            uint32_t acc = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0;
             for (int64_t c = 0; c < Cg; c++) {
-                size_t xbase = (size_t)((n * C + g * Cg + c)) * in_sz, wbase = (size_t)((m * Cg + c)) * k_sz;
+                const int16_t *xp = xs16 + (size_t)(n * C + g * Cg + c) * in_sz, *wp = ws16 + (size_t)(m * Cg + c) * k_sz;
                 for (int64_t k0 = 0; k0 < k[0]; k0++) {
                     int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
                     if (i0 < 0 || i0 >= in[0]) continue;
                     for (int64_t k1 = 0; k1 < k[1]; k1++) {
                         int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
                         if (i1 < 0 || i1 >= in[1]) continue;
+                        const int16_t *xr = xp + (i0 * in[1] + i1) * in[2], *wr = wp + (k0 * k[1] + k1) * k[2];
                         for (int64_t k2 = 0; k2 < k[2]; k2++) {
                             int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
-                            if (i2 < 0 || i2 >= in[2]) continue;
-                            int32_t xv = q8(x, xbase + (size_t)((i0 * in[1] + i1) * in[2] + i2)) - zx;
-                            int32_t wv = q8(w, wbase + (size_t)((k0 * k[1] + k1) * k[2] + k2)) - zw;
-                            acc += (int64_t)xv * wv;
+                            if (i2 >= 0 && i2 < in[2]) acc += (uint32_t)((int32_t)xr[i2] * (int32_t)wr[k2]);
                         }
                     }
                 }
             }
             size_t yi = nm * out_sz + o;
-            if (s->qlinear) requant_store(y, yi, acc, mult, yzp);
+            if (s->qlinear) requant_store(y, yi, (int32_t)acc, mult, yzp);
             else ((int32_t *)y->data)[yi] = (int32_t)acc;
         }
     }
