@@ -14,7 +14,8 @@
  *                          multiplier a_scale * b_scale[j] / y_scale, rounded half to even, plus
  *                          y_zp, saturated to y's type. Per-column (MatMul) or per-output-channel
  *                          (Conv) scales and zero points of the weight are honoured.
- * Operands minus their zero points are converted once to int16 in scratch; sums are int32
+ * Operands minus their zero points are converted once to int16 in scratch (the reduced
+ * dimension innermost: B transposed, convolution channels last); sums are int32
  * with two's-complement wrap-around (the spec's accumulator), exact and order-free, so the
  * thread count cannot change a result. */
 #include <math.h>
@@ -310,8 +311,9 @@ static ptq_status qconv_infer_common(ptq_op_ctx *ctx, int qlinear)
 static ptq_status conv_integer_infer(ptq_op_ctx *ctx) { return qconv_infer_common(ctx, 0); }
 static ptq_status qlinear_conv_infer(ptq_op_ctx *ctx) { return qconv_infer_common(ctx, 1); }
 
-/* x - x_zp and w - w_zp as int16 in scratch, then a direct convolution per (n, m) plane:
- * int32 sums (wrapping) over the input channels of the group and the kernel window. */
+/* x - x_zp and w - w_zp as int16 in scratch, channels innermost within each group
+ * (x: [N][G][spatial][Cg], w: [M][kernel][Cg]); every output element then sums, over the
+ * kernel taps inside the input, int32 dot products over the group's channels (wrapping). */
 static ptq_status qconv_run(ptq_op_ctx *ctx)
 {
     const qconv_state *s = ctx->state;
@@ -321,18 +323,26 @@ static ptq_status qconv_run(ptq_op_ctx *ctx)
     const ptq_tensor *bias = s->ib >= 0 && ctx->n_in > s->ib ? ctx->in[s->ib] : NULL;
     ptq_tensor *y = ctx->out[0];
     int nsp = sp->nsp;
-    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], Cg = C / s->group, Mg = M / s->group;
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], G = s->group, Cg = C / G, Mg = M / G;
     int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
     for (int d = 0; d < nsp; d++) {
         in[d] = sp->in[d], out[d] = sp->out[d], k[d] = sp->kernel[d];
         st[d] = sp->stride[d], dl[d] = sp->dilation[d], pb[d] = sp->pad_begin[d];
     }
     size_t in_sz = (size_t)(in[0] * in[1] * in[2]), out_sz = (size_t)(out[0] * out[1] * out[2]), k_sz = (size_t)(k[0] * k[1] * k[2]);
-    size_t nx = ptq_tensor_numel(x), nw = ptq_tensor_numel(w), wper = M ? nw / (size_t)M : 0;
-    int16_t *xs16 = ctx->scratch, *ws16 = xs16 + nx;
+    size_t cg = (size_t)Cg;
+    int16_t *xs16 = ctx->scratch, *ws16 = xs16 + ptq_tensor_numel(x);
     int32_t zx = zp_at(xz, 0);
-    for (size_t i = 0; i < nx; i++) xs16[i] = (int16_t)(q8(x, i) - zx);
-    for (size_t i = 0; i < nw; i++) ws16[i] = (int16_t)(q8(w, i) - zp_at(wz, i / wper));
+    for (int64_t n = 0; n < N; n++) /* [N][C][sp] -> [N][G][sp][Cg] */
+        for (int64_t c = 0; c < C; c++) {
+            size_t g = (size_t)(c / Cg), cc = (size_t)(c % Cg), src = (size_t)(n * C + c) * in_sz;
+            int16_t *dst = xs16 + ((size_t)n * (size_t)G + g) * in_sz * cg + cc;
+            for (size_t i = 0; i < in_sz; i++) dst[i * cg] = (int16_t)(q8(x, src + i) - zx);
+        }
+    for (int64_t m = 0; m < M; m++) /* [M][Cg][kernel] -> [M][kernel][Cg] */
+        for (size_t c = 0; c < cg; c++)
+            for (size_t t = 0; t < k_sz; t++)
+                ws16[((size_t)m * k_sz + t) * cg + c] = (int16_t)(q8(w, ((size_t)m * cg + c) * k_sz + t) - zp_at(wz, (size_t)m));
     float xs = s->qlinear ? scale_at(ctx->in[1], 0) : 0.0f, ys = s->qlinear ? scale_at(ctx->in[6], 0) : 0.0f;
     int32_t yzp = s->qlinear ? q8(ctx->in[7], 0) : 0;
     size_t total = (size_t)(N * M);
@@ -340,22 +350,22 @@ static ptq_status qconv_run(ptq_op_ctx *ctx)
     for (size_t nm = 0; nm < total; nm++) {
         int64_t n = (int64_t)nm / M, m = (int64_t)nm % M, g = m / Mg;
         float mult = s->qlinear ? xs * scale_at(ctx->in[4], (size_t)m) / ys : 0.0f;
+        const int16_t *xg = xs16 + (size_t)(n * G + g) * in_sz * cg, *wm = ws16 + (size_t)m * k_sz * cg;
+        uint32_t b0 = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0;
         for (size_t o = 0; o < out_sz; o++) {
             int64_t o0 = (int64_t)o / (out[1] * out[2]), o1 = ((int64_t)o / out[2]) % out[1], o2 = (int64_t)o % out[2];
-            uint32_t acc = bias ? (uint32_t)((const int32_t *)bias->data)[m] : 0;
-            for (int64_t c = 0; c < Cg; c++) {
-                const int16_t *xp = xs16 + (size_t)(n * C + g * Cg + c) * in_sz, *wp = ws16 + (size_t)(m * Cg + c) * k_sz;
-                for (int64_t k0 = 0; k0 < k[0]; k0++) {
-                    int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
-                    if (i0 < 0 || i0 >= in[0]) continue;
-                    for (int64_t k1 = 0; k1 < k[1]; k1++) {
-                        int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
-                        if (i1 < 0 || i1 >= in[1]) continue;
-                        const int16_t *xr = xp + (i0 * in[1] + i1) * in[2], *wr = wp + (k0 * k[1] + k1) * k[2];
-                        for (int64_t k2 = 0; k2 < k[2]; k2++) {
-                            int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
-                            if (i2 >= 0 && i2 < in[2]) acc += (uint32_t)((int32_t)xr[i2] * (int32_t)wr[k2]);
-                        }
+            uint32_t acc = b0;
+            for (int64_t k0 = 0; k0 < k[0]; k0++) {
+                int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+                if (i0 < 0 || i0 >= in[0]) continue;
+                for (int64_t k1 = 0; k1 < k[1]; k1++) {
+                    int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+                    if (i1 < 0 || i1 >= in[1]) continue;
+                    for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                        int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+                        if (i2 < 0 || i2 >= in[2]) continue;
+                        size_t xi = (size_t)((i0 * in[1] + i1) * in[2] + i2), t = (size_t)((k0 * k[1] + k1) * k[2] + k2);
+                        acc += (uint32_t)dot_i16(xg + xi * cg, wm + t * cg, cg);
                     }
                 }
             }

@@ -516,6 +516,51 @@ TEST(hardmax_opset_upgrade)
     ptq_graph_destroy(g);
 }
 
+/* ------------------------------------------------------------ ConvInteger: groups, strides, dilations, pads */
+
+TEST(conv_integer_geometry)
+{
+    /* x [2, 4, 7, 9] uint8 zp 3, w [6, 2, 3, 2] int8 per-channel zp, group 2, strides (2, 1),
+     * dilations (1, 2), pads (1, 0, 2, 1): against a loop written here */
+    int64_t xd[4] = {2, 4, 7, 9}, wd[4] = {6, 2, 3, 2}, six = 6, one = 1;
+    ptq_tensor x = tensor_new(PTQ_U8, 4, xd), w = tensor_new(PTQ_I8, 4, wd), xz = tensor_new(PTQ_U8, 0, &one),
+               wz = tensor_new(PTQ_I8, 1, &six), y[1];
+    for (size_t i = 0; i < ptq_tensor_numel(&x); i++) ((uint8_t *)x.data)[i] = (uint8_t)irand(0, 255);
+    for (size_t i = 0; i < ptq_tensor_numel(&w); i++) ((int8_t *)w.data)[i] = (int8_t)irand(-128, 127);
+    ((uint8_t *)xz.data)[0] = 3;
+    for (int m = 0; m < 6; m++) ((int8_t *)wz.data)[m] = (int8_t)(m - 3);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        op_node r = {.op = "ConvInteger", .n_in = 4, .in = {&x, &w, &xz, &wz}, .nthreads = threads};
+        add_int(&r, "group", 2);
+        add_ints(&r, "strides", (const int64_t[]){2, 1}, 2);
+        add_ints(&r, "dilations", (const int64_t[]){1, 2}, 2);
+        add_ints(&r, "pads", (const int64_t[]){1, 0, 2, 1}, 4);
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        int64_t OH = (7 + 1 + 2 - 3) / 2 + 1, OW = (9 + 0 + 1 - 3) / 1 + 1;
+        EXPECT(y[0].rank == 4 && y[0].dims[1] == 6 && y[0].dims[2] == OH && y[0].dims[3] == OW);
+        int bad = 0;
+        for (int n = 0; n < 2; n++)
+            for (int m = 0; m < 6; m++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++) {
+                        int64_t acc = 0;
+                        for (int c = 0; c < 2; c++)
+                            for (int kh = 0; kh < 3; kh++)
+                                for (int kw = 0; kw < 2; kw++) {
+                                    int ih = oh * 2 - 1 + kh, iw = ow - 0 + kw * 2, ch = (m / 3) * 2 + c;
+                                    if (ih < 0 || ih >= 7 || iw < 0 || iw >= 9) continue;
+                                    acc += (int64_t)(((uint8_t *)x.data)[((n * 4 + ch) * 7 + ih) * 9 + iw] - 3) *
+                                           (((int8_t *)w.data)[((m * 2 + c) * 3 + kh) * 2 + kw] - (m - 3));
+                                }
+                        bad += ((int32_t *)y[0].data)[((n * 6 + m) * OH + oh) * OW + ow] != acc;
+                    }
+        EXPECT_EQ_INT(bad, 0);
+        ptq_tensor_free(&y[0]);
+    }
+    ptq_tensor *fr[] = {&x, &w, &xz, &wz};
+    for (int i = 0; i < 4; i++) ptq_tensor_free(fr[i]);
+}
+
 /* ------------------------------------------------------------ DynamicQuantizeLinear */
 
 TEST(dynamic_quantize_linear)
@@ -688,6 +733,7 @@ int main(void)
     RUN(cumsum_exclusive_reverse);
     RUN(softmax_cross_entropy_4d);
     RUN(matmul_integer_per_column);
+    RUN(conv_integer_geometry);
     RUN(dynamic_quantize_linear);
     RUN(hardmax_opset_upgrade);
     RUN(errors);
