@@ -5,6 +5,7 @@
  * Comparisons read both inputs in their own type: int64 and uint64 as such, every other
  * numeric type (float16/32/64, 8..32-bit integers, bool) exactly as double, so no value is
  * rounded before it is compared. NaN compares unequal and unordered, as IEEE says.
+ * Kernels walk the output by rows of its innermost dim (offsets computed once per row).
  * Element-wise work only: threads split the output, so any thread count gives the same bits. */
 #include <math.h>
 #include <stdint.h>
@@ -54,31 +55,43 @@ static inline int cmp_apply(cmp_kind k, int lt, int gt, int eq)
     }
 }
 
+/* One row: o[k] = a[k * sa] CMP b[k * sb], both read as T (exact for the dtype). */
+#define CMP_ROW(T, LOAD)                                                                  \
+    do {                                                                                  \
+        for (size_t e = 0; e < inner; e++) {                                              \
+            T u = LOAD(a, off[0] + e * sa), v = LOAD(b, off[1] + e * sb);                 \
+            o[e] = (uint8_t)cmp_apply(k, u < v, u > v, u == v);                           \
+        }                                                                                 \
+    } while (0)
+#define LD_F32(t, i) ((const float *)(t)->data)[i]
+#define LD_F64(t, i) ((const double *)(t)->data)[i]
+#define LD_I64(t, i) ((const int64_t *)(t)->data)[i]
+#define LD_I32(t, i) ((const int32_t *)(t)->data)[i]
+#define LD_U64(t, i) ((const uint64_t *)(t)->data)[i]
+#define LD_ANY(t, i) ptq_tensor_get_f64(t, i)
+
 static ptq_status compare_run(ptq_op_ctx *ctx, cmp_kind k)
 {
     const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
     ptq_tensor *y = ctx->out[0];
-    uint8_t *out = y->data;
     size_t n = ptq_tensor_numel(y);
     ptq_nary it;
     ptq_nary_init(&it, ctx->in, 2, y);
+    size_t inner = ptq_nary_inner(&it), rows = inner ? n / inner : 0, sa = ptq_nary_step(&it, 0), sb = ptq_nary_step(&it, 1);
     ptq_dtype dt = a->dtype;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
+    for (size_t r = 0; r < rows; r++) {
         size_t off[2];
-        ptq_nary_offsets(&it, i, off);
-        int lt, gt, eq;
-        if (dt == PTQ_I64) {
-            int64_t u = ((const int64_t *)a->data)[off[0]], v = ((const int64_t *)b->data)[off[1]];
-            lt = u < v, gt = u > v, eq = u == v;
-        } else if (dt == PTQ_U64) {
-            uint64_t u = ((const uint64_t *)a->data)[off[0]], v = ((const uint64_t *)b->data)[off[1]];
-            lt = u < v, gt = u > v, eq = u == v;
-        } else {
-            double u = ptq_tensor_get_f64(a, off[0]), v = ptq_tensor_get_f64(b, off[1]);
-            lt = u < v, gt = u > v, eq = u == v;
+        ptq_nary_offsets(&it, r * inner, off);
+        uint8_t *o = (uint8_t *)y->data + r * inner;
+        switch (dt) {
+        case PTQ_F32: CMP_ROW(float, LD_F32); break;
+        case PTQ_F64: CMP_ROW(double, LD_F64); break;
+        case PTQ_I64: CMP_ROW(int64_t, LD_I64); break;
+        case PTQ_I32: CMP_ROW(int32_t, LD_I32); break;
+        case PTQ_U64: CMP_ROW(uint64_t, LD_U64); break;
+        default: CMP_ROW(double, LD_ANY); break; /* float16, 8/16-bit and uint32 integers, bool: exact in double */
         }
-        out[i] = (uint8_t)cmp_apply(k, lt, gt, eq);
     }
     return PTQ_OK;
 }
@@ -113,16 +126,20 @@ static ptq_status logic_run(ptq_op_ctx *ctx, logic_kind k)
 {
     const uint8_t *a = ctx->in[0]->data, *b = ctx->in[1]->data;
     ptq_tensor *y = ctx->out[0];
-    uint8_t *out = y->data;
     size_t n = ptq_tensor_numel(y);
     ptq_nary it;
     ptq_nary_init(&it, ctx->in, 2, y);
+    size_t inner = ptq_nary_inner(&it), rows = inner ? n / inner : 0, sa = ptq_nary_step(&it, 0), sb = ptq_nary_step(&it, 1);
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
+    for (size_t r = 0; r < rows; r++) {
         size_t off[2];
-        ptq_nary_offsets(&it, i, off);
-        int u = a[off[0]] != 0, v = b[off[1]] != 0;
-        out[i] = (uint8_t)(k == LOG_AND ? (u & v) : k == LOG_OR ? (u | v) : (u ^ v));
+        ptq_nary_offsets(&it, r * inner, off);
+        const uint8_t *p = a + off[0], *q = b + off[1];
+        uint8_t *o = (uint8_t *)y->data + r * inner;
+        for (size_t e = 0; e < inner; e++) {
+            int u = p[e * sa] != 0, v = q[e * sb] != 0;
+            o[e] = (uint8_t)(k == LOG_AND ? (u & v) : k == LOG_OR ? (u | v) : (u ^ v));
+        }
     }
     return PTQ_OK;
 }
@@ -249,12 +266,14 @@ static ptq_status where_infer(ptq_op_ctx *ctx)
 #define WHERE_LOOP(T)                                                                     \
     do {                                                                                  \
         const T *xa = ctx->in[1]->data, *ya = ctx->in[2]->data;                           \
-        T *o = out->data;                                                                 \
         _Pragma("omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > PAR_MIN)") \
-        for (size_t i = 0; i < n; i++) {                                                  \
+        for (size_t r = 0; r < rows; r++) {                                               \
             size_t off[3];                                                                \
-            ptq_nary_offsets(&it, i, off);                                                \
-            o[i] = cond[off[0]] ? xa[off[1]] : ya[off[2]];                                \
+            ptq_nary_offsets(&it, r * inner, off);                                        \
+            const uint8_t *c = cond + off[0];                                             \
+            const T *p = xa + off[1], *q = ya + off[2];                                   \
+            T *o = (T *)out->data + r * inner;                                            \
+            for (size_t e = 0; e < inner; e++) o[e] = c[e * s0] ? p[e * s1] : q[e * s2];  \
         }                                                                                 \
     } while (0)
 
@@ -265,6 +284,8 @@ static ptq_status where_run(ptq_op_ctx *ctx)
     size_t n = ptq_tensor_numel(out);
     ptq_nary it;
     ptq_nary_init(&it, ctx->in, 3, out);
+    size_t inner = ptq_nary_inner(&it), rows = inner ? n / inner : 0;
+    size_t s0 = ptq_nary_step(&it, 0), s1 = ptq_nary_step(&it, 1), s2 = ptq_nary_step(&it, 2);
     switch (ptq_dtype_size(out->dtype)) {
     case 1: WHERE_LOOP(uint8_t); break;
     case 2: WHERE_LOOP(uint16_t); break;

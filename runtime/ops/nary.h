@@ -3,6 +3,7 @@
  *
  *   ptq_nary it; ptq_nary_init(&it, ctx->in, 2, y);
  *   size_t off[2]; ptq_nary_offsets(&it, i, off);   // element i of y reads in[0][off[0]], in[1][off[1]]
+ *   or by rows of the innermost dim (offsets once per row): ptq_nary_inner, ptq_nary_step
  *
  * Offsets come from runtime/shape.h's broadcast strides; nothing here allocates. */
 #ifndef PTQ_OPS_NARY_H
@@ -38,6 +39,18 @@ static inline void ptq_nary_offsets(const ptq_nary *it, size_t i, size_t *off)
         i /= (size_t)it->dims[d];
         for (int j = 0; j < it->n; j++) off[j] += k * (size_t)it->str[j][d];
     }
+}
+
+/* Rows of the output's innermost dim: element k of row r is output r * inner + k and reads
+ * input j at (its ptq_nary_offsets at r * inner) + k * ptq_nary_step(it, j). */
+static inline size_t ptq_nary_inner(const ptq_nary *it)
+{
+    return it->rank ? (size_t)it->dims[it->rank - 1] : 1;
+}
+
+static inline size_t ptq_nary_step(const ptq_nary *it, int j)
+{
+    return it->rank ? (size_t)it->str[j][it->rank - 1] : 0;
 }
 
 static inline int ptq_dtype_is_float(ptq_dtype d)

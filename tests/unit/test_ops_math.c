@@ -192,6 +192,48 @@ TEST(unary_against_libm)
     free(ref);
 }
 
+/* ------------------------------------------------------------ broadcasting walks of Where and the comparisons */
+
+TEST(where_compare_broadcast)
+{
+    int64_t cd[3] = {2, 1, 4}, xd[2] = {3, 1}, one = 1;
+    ptq_tensor c = tensor_new(PTQ_BOOL, 3, cd), x = tensor_new(PTQ_I64, 2, xd), yv = tensor_new(PTQ_I64, 0, &one), y[1];
+    for (int i = 0; i < 8; i++) ((uint8_t *)c.data)[i] = (uint8_t)(i % 3 == 0);
+    for (int i = 0; i < 3; i++) ((int64_t *)x.data)[i] = 10 + i;
+    ((int64_t *)yv.data)[0] = -1;
+    op_node r = {.op = "Where", .n_in = 3, .in = {&c, &x, &yv}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT(y[0].rank == 3 && y[0].dims[0] == 2 && y[0].dims[1] == 3 && y[0].dims[2] == 4);
+    int bad = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++)
+                bad += ((int64_t *)y[0].data)[(i * 3 + j) * 4 + k] != (((i * 4 + k) % 3 == 0) ? 10 + j : -1);
+    EXPECT_EQ_INT(bad, 0);
+    ptq_tensor_free(&y[0]);
+    /* int64 values beyond 2^53 compare exactly; [3, 1] against [1, 4] */
+    int64_t ad[2] = {3, 1}, bd[2] = {1, 4};
+    ptq_tensor a = tensor_new(PTQ_I64, 2, ad), b = tensor_new(PTQ_I64, 2, bd);
+    for (int i = 0; i < 3; i++) ((int64_t *)a.data)[i] = (INT64_C(1) << 60) + i;
+    for (int i = 0; i < 4; i++) ((int64_t *)b.data)[i] = (INT64_C(1) << 60) + i - 1;
+    static const char *ops[3] = {"Equal", "LessOrEqual", "Greater"};
+    for (int o = 0; o < 3; o++) {
+        r = (op_node){.op = ops[o], .n_in = 2, .in = {&a, &b}};
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        bad = 0;
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 4; k++) {
+                int64_t u = i, v = k - 1;
+                int want = o == 0 ? u == v : o == 1 ? u <= v : u > v;
+                bad += ((uint8_t *)y[0].data)[i * 4 + k] != want;
+            }
+        EXPECT_EQ_INT(bad, 0);
+        ptq_tensor_free(&y[0]);
+    }
+    ptq_tensor *fr[] = {&c, &x, &yv, &a, &b};
+    for (int i = 0; i < 5; i++) ptq_tensor_free(fr[i]);
+}
+
 /* ------------------------------------------------------------ reductions against double references */
 
 TEST(reduce_log_sum_exp_large_values)
@@ -724,6 +766,7 @@ int main(void)
     RUN(threads_bit_identical);
     RUN(trig_kernels);
     RUN(unary_against_libm);
+    RUN(where_compare_broadcast);
     RUN(reduce_log_sum_exp_large_values);
     RUN(reduce_prod_l1_sumsq_int);
     RUN(argmax_ties_and_nan);
