@@ -1,5 +1,6 @@
 /* test_ops_math.c: the ops of runtime/ops/logic.c, math.c, utility.c, normalize.c, loss.c,
- * qlinear.c and the newer reductions of reduce.c, run directly one node at a time, where the
+ * qlinear.c, the newer reductions of reduce.c, runtime/kernels/trig.c, and the integer paths of
+ * basic.c's Add/Sub/Mul/Div and Clip, run directly one node at a time, where the
  * ONNX node tests are thin: model-sized tensors (past the kernels' one-thread threshold) at
  * 1 and 3 threads (bit-identical), values the node tests never hold (ties of Round, Mod's
  * signs, saturating and NaN casts, float64 -> float16 in one rounding, LogSumExp of large
@@ -190,6 +191,53 @@ TEST(unary_against_libm)
     ptq_tensor_free(&y[0]);
     ptq_tensor_free(&x);
     free(ref);
+}
+
+/* ------------------------------------------------------------ integer Add/Sub/Mul/Div wrap like their type; integer Clip */
+
+TEST(integer_arithmetic_and_clip)
+{
+    int64_t d = 4;
+    ptq_tensor a = tensor_new(PTQ_U8, 1, &d), b = tensor_new(PTQ_U8, 1, &d), y[1];
+    static const uint8_t av[4] = {250, 3, 200, 7}, bv[4] = {10, 5, 2, 0};
+    static const uint8_t want[4][4] = {{4, 8, 202, 7}, {240, 254, 198, 7}, {196, 15, 144, 0}, {25, 0, 100, 0}};
+    memcpy(a.data, av, 4);
+    memcpy(b.data, bv, 4);
+    static const char *ops[4] = {"Add", "Sub", "Mul", "Div"};
+    for (int o = 0; o < 4; o++) {
+        op_node r = {.op = ops[o], .n_in = 2, .in = {&a, &b}};
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        for (int i = 0; i < 4; i++) EXPECT_EQ_INT(((uint8_t *)y[0].data)[i], want[o][i]);
+        ptq_tensor_free(&y[0]);
+    }
+    ptq_tensor p = tensor_new(PTQ_I64, 1, &d), q = tensor_new(PTQ_I64, 1, &d);
+    static const int64_t pv[4] = {INT64_MIN, INT64_MAX, -7, 7}, qv[4] = {-1, 2, 2, -1};
+    static const int64_t dv[4] = {INT64_MIN, INT64_MAX / 2, -3, -7}, sv[4] = {INT64_MAX, INT64_MIN + 1, -5, 6};
+    memcpy(p.data, pv, sizeof pv);
+    memcpy(q.data, qv, sizeof qv);
+    op_node r = {.op = "Div", .n_in = 2, .in = {&p, &q}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK); /* INT64_MIN / -1 wraps instead of trapping */
+    for (int i = 0; i < 4; i++) EXPECT_EQ_INT(((int64_t *)y[0].data)[i], dv[i]);
+    ptq_tensor_free(&y[0]);
+    r = (op_node){.op = "Add", .n_in = 2, .in = {&p, &q}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    for (int i = 0; i < 4; i++) EXPECT_EQ_INT(((int64_t *)y[0].data)[i], sv[i]);
+    ptq_tensor_free(&y[0]);
+    int64_t one = 1;
+    ptq_tensor x8 = tensor_new(PTQ_I8, 1, &d), lo = tensor_new(PTQ_I8, 0, &one), flo = tensor_new(PTQ_F32, 0, &one);
+    static const int8_t xv[4] = {-128, -2, 5, 127};
+    memcpy(x8.data, xv, 4);
+    ((int8_t *)lo.data)[0] = -3;
+    r = (op_node){.op = "Clip", .n_in = 2, .in = {&x8, &lo}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    static const int8_t cv[4] = {-3, -2, 5, 127};
+    for (int i = 0; i < 4; i++) EXPECT_EQ_INT(((int8_t *)y[0].data)[i], cv[i]);
+    ptq_tensor_free(&y[0]);
+    r = (op_node){.op = "Clip", .n_in = 2, .in = {&x8, &flo}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "Clip 'n1': input 1 is float32, the input is int8") != NULL);
+    ptq_tensor *fr[] = {&a, &b, &p, &q, &x8, &lo, &flo};
+    for (int i = 0; i < 7; i++) ptq_tensor_free(fr[i]);
 }
 
 /* ------------------------------------------------------------ broadcasting walks of Where and the comparisons */
@@ -766,6 +814,7 @@ int main(void)
     RUN(threads_bit_identical);
     RUN(trig_kernels);
     RUN(unary_against_libm);
+    RUN(integer_arithmetic_and_clip);
     RUN(where_compare_broadcast);
     RUN(reduce_log_sum_exp_large_values);
     RUN(reduce_prod_l1_sumsq_int);
