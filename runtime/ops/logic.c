@@ -1,6 +1,7 @@
 /* logic.c: comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual), boolean logic
- * (And, Or, Xor, Not), BitShift, IsNaN, IsInf and Where. All broadcast (numpy rules); outputs
- * are bool (one byte, 0 or 1) except BitShift's and Where's (X's dtype, any size).
+ * (And, Or, Xor, Not), BitShift, BitwiseAnd/Or/Xor/Not (integers), IsNaN, IsInf and Where.
+ * All broadcast (numpy rules); outputs are bool (one byte, 0 or 1) except those of BitShift and
+ * the Bitwise ops (the input's type) and Where's (X's dtype, any size).
  *
  * Comparisons read both inputs in their own type: int64 and uint64 as such, every other
  * numeric type (float16/32/64, 8..32-bit integers, bool) exactly as double, so no value is
@@ -296,3 +297,60 @@ static ptq_status where_run(ptq_op_ctx *ctx)
 }
 
 const ptq_op_def op_where = {where_infer, where_run, NULL, 0};
+
+/* ------------------------------------------------------------ BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) */
+
+typedef enum { BIT_AND, BIT_OR, BIT_XOR } bitwise_kind;
+
+static ptq_status bitwise_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
+    if (st != PTQ_OK) return st;
+    ptq_dtype a = ctx->in[0]->dtype, b = ctx->in[1]->dtype;
+    if (a != b) OP_FAIL(ctx, PTQ_ERR_FORMAT, "input dtypes differ (%s, %s)", ptq_dtype_name(a), ptq_dtype_name(b));
+    if (!ptq_dtype_is_int(a)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s, expected an integer type", ptq_dtype_name(a));
+    return bcast_out(ctx, 2, a);
+}
+
+static ptq_status bitwise_run(ptq_op_ctx *ctx, bitwise_kind k)
+{
+    ptq_tensor *y = ctx->out[0];
+    size_t n = ptq_tensor_numel(y);
+    ptq_nary it;
+    ptq_nary_init(&it, ctx->in, 2, y);
+    for (size_t i = 0; i < n; i++) {
+        size_t off[2];
+        ptq_nary_offsets(&it, i, off);
+        uint64_t u = ptq_load_u64(ctx->in[0], off[0]), v = ptq_load_u64(ctx->in[1], off[1]);
+        ptq_store_i64(y, i, (int64_t)(k == BIT_AND ? u & v : k == BIT_OR ? u | v : u ^ v)); /* truncated to the type */
+    }
+    return PTQ_OK;
+}
+
+static ptq_status bitwise_and_run(ptq_op_ctx *ctx) { return bitwise_run(ctx, BIT_AND); }
+static ptq_status bitwise_or_run(ptq_op_ctx *ctx) { return bitwise_run(ctx, BIT_OR); }
+static ptq_status bitwise_xor_run(ptq_op_ctx *ctx) { return bitwise_run(ctx, BIT_XOR); }
+
+const ptq_op_def op_bitwise_and = {bitwise_infer, bitwise_and_run, NULL, 0};
+const ptq_op_def op_bitwise_or = {bitwise_infer, bitwise_or_run, NULL, 0};
+const ptq_op_def op_bitwise_xor = {bitwise_infer, bitwise_xor_run, NULL, 0};
+
+static ptq_status bitwise_not_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    if (!ptq_dtype_is_int(ctx->in[0]->dtype))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s, expected an integer type", ptq_dtype_name(ctx->in[0]->dtype));
+    ctx->out[0]->dtype = ctx->in[0]->dtype;
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status bitwise_not_run(ptq_op_ctx *ctx)
+{
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    for (size_t i = 0; i < n; i++) ptq_store_i64(ctx->out[0], i, (int64_t)~ptq_load_u64(ctx->in[0], i));
+    return PTQ_OK;
+}
+
+const ptq_op_def op_bitwise_not = {bitwise_not_infer, bitwise_not_run, NULL, 0};

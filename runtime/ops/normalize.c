@@ -1,4 +1,4 @@
-/* normalize.c: Hardmax, LRN, MeanVarianceNormalization (float types).
+/* normalize.c: Hardmax, LRN, MeanVarianceNormalization, GroupNormalization (float types).
  *
  *   Hardmax  opset >= 13: 1 at the first maximum along `axis` (default -1), 0 elsewhere;
  *            opset < 13: X seen as 2-D [prod(dims[:axis]), prod(dims[axis:])] (axis default 1),
@@ -7,6 +7,9 @@
  *            [c - (size-1)/2, c + ceil((size-1)/2)])^beta (size required, odd or even).
  *   MeanVarianceNormalization  over `axes` (default [0, 2, 3]):
  *            (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9), as the ONNX function body.
+ *   GroupNormalization  [N, C, ...], num_groups dividing C: per (n, group) mean and population
+ *            variance (two passes), y = scale * (x - mean) / sqrt(var + epsilon) + bias; scale
+ *            and bias one per group at opset 18, one per channel from opset 21.
  * Computed in double, rounded once to the output type; every output's sums run in a fixed
  * order, threads split independent rows or channels only. */
 #include <math.h>
@@ -188,3 +191,79 @@ static ptq_status mvn_run(ptq_op_ctx *ctx)
 }
 
 const ptq_op_def op_mean_variance_normalization = {mvn_infer, mvn_run, ptq_op_free_state, 0};
+
+/* ------------------------------------------------------------ GroupNormalization (opsets 18, 21) */
+
+typedef struct {
+    int64_t groups;
+    int per_channel; /* opset >= 21: scale and bias [C]; opset 18: [num_groups] */
+    double eps;
+} groupnorm_state;
+
+static ptq_status group_norm_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0], *sc = ctx->in[1], *b = ctx->in[2];
+    if (!ptq_dtype_is_float(x->dtype)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, expected a float type", ptq_dtype_name(x->dtype));
+    if (sc->dtype != x->dtype || b->dtype != x->dtype)
+        OP_FAIL(ctx, PTQ_ERR_FORMAT, "scale is %s and bias %s, the input is %s", ptq_dtype_name(sc->dtype), ptq_dtype_name(b->dtype),
+                ptq_dtype_name(x->dtype));
+    if (x->rank < 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d, expected at least 2 ([N, C, ...])", x->rank);
+    if (!ptq_node_attr(ctx->node, "num_groups")) OP_FAIL(ctx, PTQ_ERR_FORMAT, "attribute 'num_groups' is missing");
+    int64_t g = ptq_attr_int(ctx->node, "num_groups", 1), C = x->dims[1];
+    if (g < 1 || C % g) OP_FAIL(ctx, PTQ_ERR_SHAPE, "num_groups %lld does not divide %lld channels", (long long)g, (long long)C);
+    int64_t stash = ptq_attr_int(ctx->node, "stash_type", 1);
+    if (stash != 1) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "stash_type %lld (only 1, float32 statistics)", (long long)stash);
+    int per_channel = ctx->opset >= 21;
+    int64_t want = per_channel ? C : g;
+    if (sc->rank != 1 || sc->dims[0] != want || b->rank != 1 || b->dims[0] != want)
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale and bias must be 1-D of %lld values (%s at opset %lld)", (long long)want,
+                per_channel ? "one per channel" : "one per group", (long long)ctx->opset);
+    groupnorm_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->groups = g;
+    s->per_channel = per_channel;
+    s->eps = ptq_attr_float(ctx->node, "epsilon", 1e-5f);
+    ctx->out[0]->dtype = x->dtype;
+    ptq_shape_copy(ctx->out[0], x);
+    return PTQ_OK;
+}
+
+/* Per (n, group): mean and population variance in double over its channels and spatial
+ * elements (in order), then y = scale * (x - mean) / sqrt(var + eps) + bias. */
+static ptq_status group_norm_run(ptq_op_ctx *ctx)
+{
+    const groupnorm_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0], *sc = ctx->in[1], *b = ctx->in[2];
+    ptq_tensor *y = ctx->out[0];
+    int64_t N = x->dims[0], C = x->dims[1], G = s->groups, Cg = C / G;
+    size_t inner = 1;
+    for (int d = 2; d < x->rank; d++) inner *= (size_t)x->dims[d];
+    size_t len = (size_t)Cg * inner;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (int64_t ng = 0; ng < N * G; ng++) {
+        size_t base = (size_t)ng * len;
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < len; i++) sum += ptq_tensor_get_f64(x, base + i);
+        double mean = len ? sum / (double)len : 0.0;
+        for (size_t i = 0; i < len; i++) {
+            double dv = ptq_tensor_get_f64(x, base + i) - mean;
+            sq += dv * dv;
+        }
+        double inv = 1.0 / sqrt((len ? sq / (double)len : 0.0) + s->eps);
+        int64_t g = ng % G;
+        for (int64_t c = 0; c < Cg; c++) {
+            size_t k = s->per_channel ? (size_t)(g * Cg + c) : (size_t)g;
+            double a = ptq_tensor_get_f64(sc, k), bb = ptq_tensor_get_f64(b, k);
+            for (size_t i = 0; i < inner; i++) {
+                size_t at = base + (size_t)c * inner + i;
+                ptq_store_f64(y, at, a * ((ptq_tensor_get_f64(x, at) - mean) * inv) + bb);
+            }
+        }
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_group_normalization = {group_norm_infer, group_norm_run, ptq_op_free_state, 0};

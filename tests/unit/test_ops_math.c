@@ -651,6 +651,82 @@ TEST(conv_integer_geometry)
     for (int i = 0; i < 4; i++) ptq_tensor_free(fr[i]);
 }
 
+/* ------------------------------------------------------------ GroupNormalization (opset 18 per group, 21 per channel) */
+
+TEST(group_normalization)
+{
+    int64_t xd[4] = {2, 6, 5, 7}, six = 6, three = 3;
+    ptq_tensor x = tensor_rand(4, xd, -2, 3), sc6 = tensor_rand(1, &six, 0.5f, 2), b6 = tensor_rand(1, &six, -1, 1),
+               sc3 = tensor_rand(1, &three, 0.5f, 2), b3 = tensor_rand(1, &three, -1, 1), y[1];
+    size_t n = ptq_tensor_numel(&x), len = 2 * 35;
+    double *ref = malloc(n * sizeof *ref);
+    if (!ref) abort();
+    for (int opset = 18; opset <= 21; opset += 3) {
+        for (int ng = 0; ng < 6; ng++) { /* 2 batches x 3 groups of 2 channels */
+            const float *xp = (const float *)x.data + (size_t)ng * len;
+            double m = 0, v = 0;
+            for (size_t i = 0; i < len; i++) m += (double)xp[i];
+            m /= (double)len;
+            for (size_t i = 0; i < len; i++) v += ((double)xp[i] - m) * ((double)xp[i] - m);
+            v /= (double)len;
+            for (size_t i = 0; i < len; i++) {
+                int g = ng % 3, c = g * 2 + (int)(i / 35);
+                double a = opset == 21 ? (double)((float *)sc6.data)[c] : (double)((float *)sc3.data)[g];
+                double bb = opset == 21 ? (double)((float *)b6.data)[c] : (double)((float *)b3.data)[g];
+                ref[(size_t)ng * len + i] = a * ((double)xp[i] - m) / sqrt(v + 1e-3) + bb;
+            }
+        }
+        op_node r = {.op = "GroupNormalization", .opset = opset, .n_in = 3, .in = {&x, opset == 21 ? &sc6 : &sc3, opset == 21 ? &b6 : &b3},
+                     .nthreads = opset == 21 ? 3 : 1};
+        add_int(&r, "num_groups", 3);
+        add_float(&r, "epsilon", 1e-3f);
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        EXPECT_EQ_INT(compare_f64(&y[0], ref, n, 1e-6, 1e-6, "GroupNormalization"), 0);
+        ptq_tensor_free(&y[0]);
+    }
+    op_node r = {.op = "GroupNormalization", .opset = 21, .n_in = 3, .in = {&x, &sc3, &b3}};
+    add_int(&r, "num_groups", 3);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "GroupNormalization 'n1': scale and bias must be 1-D of 6 values (one per channel at opset 21)") != NULL);
+    r = (op_node){.op = "GroupNormalization", .opset = 18, .n_in = 3, .in = {&x, &sc3, &b3}};
+    add_int(&r, "num_groups", 4);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "num_groups 4 does not divide 6 channels") != NULL);
+    free(ref);
+    ptq_tensor *fr[] = {&x, &sc6, &b6, &sc3, &b3};
+    for (int i = 0; i < 5; i++) ptq_tensor_free(fr[i]);
+}
+
+/* ------------------------------------------------------------ Bitwise ops (opset 18) */
+
+TEST(bitwise)
+{
+    int64_t d = 3, one = 1;
+    ptq_tensor a = tensor_new(PTQ_I8, 1, &d), b = tensor_new(PTQ_I8, 0, &one), y[1];
+    static const int8_t av[3] = {-1, 0x55, -128};
+    memcpy(a.data, av, 3);
+    ((int8_t *)b.data)[0] = 0x0f;
+    static const char *ops[3] = {"BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+    static const int8_t want[3][3] = {{0x0f, 0x05, 0x00}, {-1, 0x5f, -113}, {-16, 0x5a, -113}};
+    for (int o = 0; o < 3; o++) {
+        op_node r = {.op = ops[o], .n_in = 2, .in = {&a, &b}};
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        for (int i = 0; i < 3; i++) EXPECT_EQ_INT(((int8_t *)y[0].data)[i], want[o][i]);
+        ptq_tensor_free(&y[0]);
+    }
+    op_node r = {.op = "BitwiseNot", .n_in = 1, .in = {&a}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+    EXPECT(((int8_t *)y[0].data)[0] == 0 && ((int8_t *)y[0].data)[1] == -86 && ((int8_t *)y[0].data)[2] == 127);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor f = tensor_rand(1, &d, 0, 1);
+    r = (op_node){.op = "BitwiseNot", .n_in = 1, .in = {&f}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "BitwiseNot 'n1': dtype float32, expected an integer type") != NULL);
+    ptq_tensor_free(&a);
+    ptq_tensor_free(&b);
+    ptq_tensor_free(&f);
+}
+
 /* ------------------------------------------------------------ DynamicQuantizeLinear */
 
 TEST(dynamic_quantize_linear)
@@ -764,7 +840,7 @@ TEST(random_garbage)
         "CumSum", "Trilu", "EyeLike", "OneHot", "Det", "Hardmax", "LRN", "MeanVarianceNormalization", "ReduceL1",
         "ReduceProd", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ArgMax", "ArgMin",
         "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "DynamicQuantizeLinear", "MatMulInteger",
-        "ConvInteger", "Clip", "Add", "Div"};
+        "ConvInteger", "Clip", "Add", "Div", "GroupNormalization", "BitwiseAnd", "BitwiseNot"};
     static const char *strs[] = {"LEFT", "RIGHT", "none", "sum", "mean", "x"};
     int ok = 0, refused = 0, iters = getenv("RANDOM_GARBAGE_ITERS") ? atoi(getenv("RANDOM_GARBAGE_ITERS")) : 6000;
     for (int it = 0; it < iters; it++) {
@@ -788,8 +864,8 @@ TEST(random_garbage)
         for (int k = 0; k < na; k++) {
             static const char *names[] = {"axis", "keepdims", "fmod", "direction", "to", "upper", "k", "size",
                                           "reduction", "ignore_index", "exclusive", "reverse", "dtype", "alpha",
-                                          "select_last_index", "axes", "group", "noop_with_empty_axes"};
-            const char *nm = names[irand(0, 17)];
+                                          "select_last_index", "axes", "group", "noop_with_empty_axes", "num_groups"};
+            const char *nm = names[irand(0, 18)];
             if (!strcmp(nm, "direction") || !strcmp(nm, "reduction")) add_str(&r, nm, strs[irand(0, 5)]);
             else if (!strcmp(nm, "alpha")) add_float(&r, nm, (float)irand(-1, 2));
             else if (!strcmp(nm, "axes")) add_ints(&r, nm, (const int64_t[]){irand(-4, 4), irand(-4, 4)}, (int)irand(0, 2));
@@ -826,6 +902,8 @@ int main(void)
     RUN(softmax_cross_entropy_4d);
     RUN(matmul_integer_per_column);
     RUN(conv_integer_geometry);
+    RUN(group_normalization);
+    RUN(bitwise);
     RUN(dynamic_quantize_linear);
     RUN(hardmax_opset_upgrade);
     RUN(errors);
