@@ -1,4 +1,5 @@
-/* normalize.c: Hardmax, LRN, MeanVarianceNormalization, GroupNormalization (float types).
+/* normalize.c: Hardmax, LRN, MeanVarianceNormalization, GroupNormalization, LpNormalization
+ * (float types).
  *
  *   Hardmax  opset >= 13: 1 at the first maximum along `axis` (default -1), 0 elsewhere;
  *            opset < 13: X seen as 2-D [prod(dims[:axis]), prod(dims[axis:])] (axis default 1),
@@ -10,6 +11,8 @@
  *   GroupNormalization  [N, C, ...], num_groups dividing C: per (n, group) mean and population
  *            variance (two passes), y = scale * (x - mean) / sqrt(var + epsilon) + bias; scale
  *            and bias one per group at opset 18, one per channel from opset 21.
+ *   LpNormalization  x / ||x||_p along `axis` (default -1), p 1 or 2 (default 2); a zero norm
+ *            gives zeros (as ONNX Runtime).
  * Computed in double, rounded once to the output type; every output's sums run in a fixed
  * order, threads split independent rows or channels only. */
 #include <math.h>
@@ -267,3 +270,59 @@ static ptq_status group_norm_run(ptq_op_ctx *ctx)
 }
 
 const ptq_op_def op_group_normalization = {group_norm_infer, group_norm_run, ptq_op_free_state, 0};
+
+/* ------------------------------------------------------------ LpNormalization */
+
+typedef struct {
+    int p;
+    size_t outer, len, inner;
+} lpnorm_state;
+
+static ptq_status lp_norm_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = float_in(ctx);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int64_t p = ptq_attr_int(ctx->node, "p", 2), a = ptq_attr_int(ctx->node, "axis", -1), axis;
+    if (p != 1 && p != 2) OP_FAIL(ctx, PTQ_ERR_FORMAT, "p = %lld, expected 1 or 2", (long long)p);
+    if (x->rank == 0 || ptq_norm_axis(a, x->rank, &axis))
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)a, x->rank);
+    lpnorm_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->p = (int)p;
+    s->outer = s->inner = 1;
+    s->len = (size_t)x->dims[axis];
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) s->outer *= (size_t)x->dims[d];
+        if (d > axis) s->inner *= (size_t)x->dims[d];
+    }
+    return PTQ_OK;
+}
+
+/* y = x / ||x||_p along the axis, the norm in double (no overflow for float inputs); a zero
+ * norm gives zeros, as ONNX Runtime. */
+static ptq_status lp_norm_run(ptq_op_ctx *ctx)
+{
+    const lpnorm_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    size_t lines = s->outer * s->inner;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (lines * s->len > 65536)
+    for (size_t l = 0; l < lines; l++) {
+        size_t base = (l / s->inner) * s->len * s->inner + l % s->inner;
+        double acc = 0.0;
+        for (size_t j = 0; j < s->len; j++) {
+            double v = ptq_tensor_get_f64(x, base + j * s->inner);
+            acc += s->p == 1 ? fabs(v) : v * v;
+        }
+        double norm = s->p == 1 ? acc : sqrt(acc);
+        for (size_t j = 0; j < s->len; j++) {
+            size_t at = base + j * s->inner;
+            ptq_store_f64(y, at, norm == 0.0 ? 0.0 : ptq_tensor_get_f64(x, at) / norm);
+        }
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_lp_normalization = {lp_norm_infer, lp_norm_run, ptq_op_free_state, 0};

@@ -697,6 +697,40 @@ TEST(group_normalization)
     for (int i = 0; i < 5; i++) ptq_tensor_free(fr[i]);
 }
 
+/* ------------------------------------------------------------ LpNormalization */
+
+TEST(lp_normalization)
+{
+    int64_t xd[3] = {2, 5, 3};
+    ptq_tensor x = tensor_rand(3, xd, -2, 2), y[1];
+    for (int k = 0; k < 5; k++) ((float *)x.data)[k * 3 + 1] = 0.0f; /* one line of zeros */
+    double ref[30];
+    for (int p = 1; p <= 2; p++) {
+        for (int o = 0; o < 2; o++)
+            for (int i = 0; i < 3; i++) {
+                double acc = 0;
+                for (int k = 0; k < 5; k++) {
+                    double v = (double)((float *)x.data)[(o * 5 + k) * 3 + i];
+                    acc += p == 1 ? fabs(v) : v * v;
+                }
+                double nrm = p == 1 ? acc : sqrt(acc);
+                for (int k = 0; k < 5; k++)
+                    ref[(o * 5 + k) * 3 + i] = nrm == 0 ? 0 : (double)((float *)x.data)[(o * 5 + k) * 3 + i] / nrm;
+            }
+        op_node r = {.op = "LpNormalization", .n_in = 1, .in = {&x}};
+        add_int(&r, "axis", 1);
+        add_int(&r, "p", p);
+        EXPECT_EQ_INT(op_run(&r, y), PTQ_OK);
+        EXPECT_EQ_INT(compare_f64(&y[0], ref, 30, 1e-7, 1e-6, "LpNormalization"), 0);
+        ptq_tensor_free(&y[0]);
+    }
+    op_node r = {.op = "LpNormalization", .n_in = 1, .in = {&x}};
+    add_int(&r, "p", 3);
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "LpNormalization 'n1': p = 3, expected 1 or 2") != NULL);
+    ptq_tensor_free(&x);
+}
+
 /* ------------------------------------------------------------ Bitwise ops (opset 18) */
 
 TEST(bitwise)
@@ -840,7 +874,7 @@ TEST(random_garbage)
         "CumSum", "Trilu", "EyeLike", "OneHot", "Det", "Hardmax", "LRN", "MeanVarianceNormalization", "ReduceL1",
         "ReduceProd", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ArgMax", "ArgMin",
         "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "DynamicQuantizeLinear", "MatMulInteger",
-        "ConvInteger", "Clip", "Add", "Div", "GroupNormalization", "BitwiseAnd", "BitwiseNot"};
+        "ConvInteger", "Clip", "Add", "Div", "GroupNormalization", "BitwiseAnd", "BitwiseNot", "LpNormalization"};
     static const char *strs[] = {"LEFT", "RIGHT", "none", "sum", "mean", "x"};
     int ok = 0, refused = 0, iters = getenv("RANDOM_GARBAGE_ITERS") ? atoi(getenv("RANDOM_GARBAGE_ITERS")) : 6000;
     for (int it = 0; it < iters; it++) {
@@ -903,6 +937,7 @@ int main(void)
     RUN(matmul_integer_per_column);
     RUN(conv_integer_geometry);
     RUN(group_normalization);
+    RUN(lp_normalization);
     RUN(bitwise);
     RUN(dynamic_quantize_linear);
     RUN(hardmax_opset_upgrade);
