@@ -4,8 +4,9 @@
  *   DynamicQuantizeLinear  x float32 -> y uint8, scale = (max(0, max x) - min(0, min x)) / 255,
  *                          zp = saturate(round(0 - min / scale)), y = saturate(round(x / scale) + zp),
  *                          in float32 as the spec's formula; round is half to even (rintf).
- *                          An all-zero x gives scale 1/255 (range 1), zero point 0 and y 0, as
- *                          ONNX's reference and ONNX Runtime do; a NaN in x is an error.
+ *                          An all-zero x gives scale 1, zero point 0 and y 0 as ONNX Runtime
+ *                          (ONNX's Python reference gives scale 1/255; the spec says nothing);
+ *                          a NaN in x is an error.
  *   MatMulInteger          int32 sum of (a - a_zp)(b - b_zp); numpy matmul shapes with batch
  *                          broadcasting; a_zp scalar or per row of A ([M]), b_zp scalar or per
  *                          column of B ([N]).
@@ -111,7 +112,7 @@ static ptq_status dql_run(ptq_op_ctx *ctx)
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
-    float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f; /* an all-zero x: range 1, as ONNX's reference */
+    float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f; /* an all-zero x: scale 1, as ONNX Runtime */
     float zpf = rintf(0.0f - lo / scale);
     zpf = zpf < 0.0f ? 0.0f : (zpf > 255.0f ? 255.0f : zpf);
     uint8_t *y = ctx->out[0]->data;
