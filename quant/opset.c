@@ -121,7 +121,7 @@ static const char *node_base(const ptq_node *n)
     return n->name[0] ? n->name : n->op_type;
 }
 
-/* Softmax/LogSoftmax below 13 with axis != rank-1: y = Reshape(op13(Flatten(x, axis), axis=1), Shape(x)). */
+/* Softmax/LogSoftmax/Hardmax below 13 with axis != rank-1: y = Reshape(op13(Flatten(x, axis), axis=1), Shape(x)). */
 static ptq_status upgrade_softmax(ptq_graph *g, int ni, int *changed)
 {
     ptq_status st = PTQ_OK;
@@ -270,7 +270,7 @@ ptq_status quant_upgrade_opset(ptq_graph *g, int64_t target, int *n_rewritten)
             drop_attr(n, "ratio");
             drop_attr(n, "is_test");
             changed = 1;
-        } else if ((strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0)) {
+        } else if ((strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0 || strcmp(op, "Hardmax") == 0)) {
             TRY(upgrade_softmax(g, ni, &changed));
         } else if (strcmp(op, "Upsample") == 0 || (strcmp(op, "Resize") == 0 && from < 11)) {
             TRY(upgrade_upsample(g, ni, &changed));

@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/mathf.h"
 #include "runtime/op.h"
+#include "runtime/ops/nary.h"
 #include "runtime/shape.h"
 
 #define WEAK __attribute__((weak))
@@ -145,8 +146,48 @@ UNARY(hard_sigmoid, fmaxf(0.0f, fminf(1.0f, alpha * v + beta)),
       float beta = ptq_attr_float(ctx->node, "beta", 0.5f))
 UNARY(leaky_relu, v >= 0.0f ? v : v * alpha, float alpha = ptq_attr_float(ctx->node, "alpha", 0.01f))
 
+/* Clip on float32, or on any integer type (bounds of the input's type, clamped in int64). */
+static ptq_status clip_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 3);
+    if (st != PTQ_OK) return st;
+    ptq_dtype dt = ctx->in[0]->dtype;
+    if (dt != PTQ_F32 && !ptq_dtype_is_int(dt))
+        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input is %s, supported: float32 and the integer types", ptq_dtype_name(dt));
+    for (int i = 1; i < ctx->n_in; i++)
+        if (ctx->in[i] && ctx->in[i]->dtype != dt)
+            OP_FAIL(ctx, PTQ_ERR_FORMAT, "input %d is %s, the input is %s", i, ptq_dtype_name(ctx->in[i]->dtype), ptq_dtype_name(dt));
+    ctx->out[0]->dtype = dt;
+    ptq_shape_copy(ctx->out[0], ctx->in[0]);
+    return PTQ_OK;
+}
+
+static ptq_status clip_run_int(ptq_op_ctx *ctx)
+{
+    const ptq_tensor *x = ctx->in[0];
+    size_t n = ptq_tensor_numel(ctx->out[0]);
+    int has_lo = ctx->n_in > 1 && ctx->in[1], has_hi = ctx->n_in > 2 && ctx->in[2];
+    if (x->dtype == PTQ_U64) {
+        uint64_t lo = has_lo ? ptq_load_u64(ctx->in[1], 0) : 0, hi = has_hi ? ptq_load_u64(ctx->in[2], 0) : UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = ((const uint64_t *)x->data)[i];
+            v = v < lo ? lo : v;
+            ((uint64_t *)ctx->out[0]->data)[i] = v > hi ? hi : v;
+        }
+        return PTQ_OK;
+    }
+    int64_t lo = has_lo ? ptq_tensor_get_i64(ctx->in[1], 0) : INT64_MIN, hi = has_hi ? ptq_tensor_get_i64(ctx->in[2], 0) : INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = ptq_tensor_get_i64(x, i);
+        v = v < lo ? lo : v;
+        ptq_store_i64(ctx->out[0], i, v > hi ? hi : v);
+    }
+    return PTQ_OK;
+}
+
 static ptq_status clip_run(ptq_op_ctx *ctx)
 {
+    if (ctx->in[0]->dtype != PTQ_F32) return clip_run_int(ctx);
     const float *x = ctx->in[0]->data;
     float *y = ctx->out[0]->data;
     size_t n = ptq_tensor_numel(ctx->out[0]);
@@ -166,7 +207,7 @@ static ptq_status clip_run(ptq_op_ctx *ctx)
     return PTQ_OK;
 }
 
-WEAK const ptq_op_def op_clip = {unary_infer, clip_run, NULL, 0};
+WEAK const ptq_op_def op_clip = {clip_infer, clip_run, NULL, 0};
 
 /* ------------------------------------------------------------ binary arithmetic */
 
@@ -177,7 +218,7 @@ static ptq_status binary_infer(ptq_op_ctx *ctx)
     const ptq_tensor *a = ctx->in[0], *b = ctx->in[1];
     if (a->dtype != b->dtype)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "input dtypes differ (%s, %s)", ptq_dtype_name(a->dtype), ptq_dtype_name(b->dtype));
-    if (a->dtype != PTQ_F32 && a->dtype != PTQ_I64 && a->dtype != PTQ_I32)
+    if (a->dtype != PTQ_F32 && !ptq_dtype_is_int(a->dtype))
         OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "dtype %s is not supported", ptq_dtype_name(a->dtype));
     if ((st = ptq_broadcast(a, b, ctx->out[0])) != PTQ_OK) {
         ptq_error_prefix("%s '%s': ", ctx->node->op_type, ctx->node->name);
@@ -192,10 +233,10 @@ typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_POW } bin_kind;
 static inline int64_t bin_i(bin_kind k, int64_t a, int64_t b)
 {
     switch (k) {
-    case BIN_ADD: return a + b;
-    case BIN_SUB: return a - b;
-    case BIN_MUL: return a * b;
-    case BIN_DIV: return b ? a / b : 0;
+    case BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b); /* wraps, no signed overflow */
+    case BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case BIN_DIV: return b == -1 ? (int64_t)(0 - (uint64_t)a) : (b ? a / b : 0); /* INT64_MIN / -1 traps */
     default: {
         int64_t r = 1;
         for (int64_t i = 0; i < b && i < 64; i++) r *= a;
@@ -343,9 +384,14 @@ static ptq_status binary_run_kind(ptq_op_ctx *ctx, bin_kind k)
             oa += idx * sa[d];
             ob += idx * sb[d];
         }
-        int64_t va = ptq_tensor_get_i64(a, (size_t)oa), vb = ptq_tensor_get_i64(b, (size_t)ob), v = bin_i(k, va, vb);
-        if (y->dtype == PTQ_I64) ((int64_t *)y->data)[i] = v;
-        else ((int32_t *)y->data)[i] = (int32_t)v;
+        int64_t va = ptq_tensor_get_i64(a, (size_t)oa), vb = ptq_tensor_get_i64(b, (size_t)ob), v;
+        if (y->dtype == PTQ_U64 && k == BIN_DIV) { /* unsigned 64-bit division */
+            uint64_t ua = (uint64_t)va, ub = (uint64_t)vb;
+            v = (int64_t)(ub ? ua / ub : 0);
+        } else {
+            v = bin_i(k, va, vb);
+        }
+        ptq_store_i64(y, i, v); /* wraps to the type's width, as its own arithmetic does */
     }
     return PTQ_OK;
 }
@@ -402,52 +448,6 @@ WEAK const ptq_op_def op_sub = {binary_infer, sub_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_mul = {binary_infer, mul_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_div = {binary_infer, div_run, NULL, PTQ_OP_TILES};
 WEAK const ptq_op_def op_pow = {pow_infer, pow_run, NULL, 0};
-
-/* ------------------------------------------------------------ Cast */
-
-static ptq_status cast_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
-    if (st != PTQ_OK) return st;
-    int64_t to = ptq_attr_int(ctx->node, "to", 0);
-    if (ptq_dtype_size((ptq_dtype)to) == 0 || ptq_dtype_size(ctx->in[0]->dtype) == 0)
-        OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "cast from %s to type %lld", ptq_dtype_name(ctx->in[0]->dtype), (long long)to);
-    ctx->out[0]->dtype = (ptq_dtype)to;
-    ptq_shape_copy(ctx->out[0], ctx->in[0]);
-    return PTQ_OK;
-}
-
-static ptq_status cast_run(ptq_op_ctx *ctx)
-{
-    const ptq_tensor *x = ctx->in[0];
-    ptq_tensor *y = ctx->out[0];
-    size_t n = ptq_tensor_numel(y);
-    if (x->dtype == y->dtype) {
-        memcpy(y->data, x->data, ptq_tensor_nbytes(y));
-        return PTQ_OK;
-    }
-    for (size_t i = 0; i < n; i++) {
-        double v = ptq_tensor_get_f64(x, i);
-        switch (y->dtype) {
-        case PTQ_F32: ((float *)y->data)[i] = (float)v; break;
-        case PTQ_F64: ((double *)y->data)[i] = v; break;
-        case PTQ_F16: ((uint16_t *)y->data)[i] = ptq_f32_to_f16((float)v); break;
-        case PTQ_I64: ((int64_t *)y->data)[i] = (int64_t)v; break;
-        case PTQ_I32: ((int32_t *)y->data)[i] = (int32_t)v; break;
-        case PTQ_I16: ((int16_t *)y->data)[i] = (int16_t)v; break;
-        case PTQ_I8: ((int8_t *)y->data)[i] = (int8_t)v; break;
-        case PTQ_U8: ((uint8_t *)y->data)[i] = (uint8_t)v; break;
-        case PTQ_U16: ((uint16_t *)y->data)[i] = (uint16_t)v; break;
-        case PTQ_U32: ((uint32_t *)y->data)[i] = (uint32_t)v; break;
-        case PTQ_U64: ((uint64_t *)y->data)[i] = (uint64_t)v; break;
-        case PTQ_BOOL: ((uint8_t *)y->data)[i] = v != 0.0; break;
-        default: break;
-        }
-    }
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_cast = {cast_infer, cast_run, NULL, 0};
 
 /* ------------------------------------------------------------ Shape, Reshape, Squeeze, Unsqueeze, Flatten */
 

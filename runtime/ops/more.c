@@ -146,7 +146,7 @@ static ptq_status nary_infer_common(ptq_op_ctx *ctx, int lo, int hi, ptq_dtype o
     return PTQ_OK;
 }
 
-typedef enum { NARY_MIN, NARY_MAX, NARY_SUM, NARY_MEAN, NARY_EQ, NARY_LT, NARY_GT, NARY_PRELU } nary_kind;
+typedef enum { NARY_MIN, NARY_MAX, NARY_SUM, NARY_MEAN, NARY_PRELU } nary_kind;
 
 static ptq_status nary_run(ptq_op_ctx *ctx, nary_kind k)
 {
@@ -157,13 +157,8 @@ static ptq_status nary_run(ptq_op_ctx *ctx, nary_kind k)
     for (int j = 0; j < m; j++) ptq_broadcast_strides(ctx->in[j], y, strides[j]);
     int integer = !is_float(ctx->in[0]->dtype);
     for (size_t i = 0; i < n; i++) {
-        if (integer && (k == NARY_MIN || k == NARY_MAX || k == NARY_SUM || k == NARY_EQ || k == NARY_LT || k == NARY_GT)) {
+        if (integer && (k == NARY_MIN || k == NARY_MAX || k == NARY_SUM)) {
             int64_t acc = ptq_tensor_get_i64(ctx->in[0], bcast_offset(strides[0], y, i));
-            if (k == NARY_EQ || k == NARY_LT || k == NARY_GT) {
-                int64_t b = ptq_tensor_get_i64(ctx->in[1], bcast_offset(strides[1], y, i));
-                ((uint8_t *)y->data)[i] = k == NARY_EQ ? acc == b : (k == NARY_LT ? acc < b : acc > b);
-                continue;
-            }
             for (int j = 1; j < m; j++) {
                 int64_t v = ptq_tensor_get_i64(ctx->in[j], bcast_offset(strides[j], y, i));
                 acc = k == NARY_MIN ? (v < acc ? v : acc) : k == NARY_MAX ? (v > acc ? v : acc) : acc + v;
@@ -172,11 +167,6 @@ static ptq_status nary_run(ptq_op_ctx *ctx, nary_kind k)
             continue;
         }
         double acc = ptq_tensor_get_f64(ctx->in[0], bcast_offset(strides[0], y, i));
-        if (k == NARY_EQ || k == NARY_LT || k == NARY_GT) {
-            double b = ptq_tensor_get_f64(ctx->in[1], bcast_offset(strides[1], y, i));
-            ((uint8_t *)y->data)[i] = k == NARY_EQ ? acc == b : (k == NARY_LT ? acc < b : acc > b);
-            continue;
-        }
         if (k == NARY_PRELU) {
             double s = ptq_tensor_get_f64(ctx->in[1], bcast_offset(strides[1], y, i));
             set_f64(y, i, acc < 0 ? (double)((float)acc * (float)s) : acc);
@@ -207,7 +197,6 @@ static ptq_status nary_run(ptq_op_ctx *ctx, nary_kind k)
 }
 
 static ptq_status variadic_infer(ptq_op_ctx *ctx) { return nary_infer_common(ctx, 1, 16, PTQ_UNDEFINED); }
-static ptq_status compare_infer(ptq_op_ctx *ctx) { return nary_infer_common(ctx, 2, 2, PTQ_BOOL); }
 static ptq_status prelu_infer(ptq_op_ctx *ctx)
 {
     ptq_status st = nary_infer_common(ctx, 2, 2, PTQ_UNDEFINED);
@@ -219,65 +208,13 @@ static ptq_status min_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MIN); }
 static ptq_status max_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MAX); }
 static ptq_status sum_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_SUM); }
 static ptq_status mean_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_MEAN); }
-static ptq_status equal_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_EQ); }
-static ptq_status less_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_LT); }
-static ptq_status greater_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_GT); }
 static ptq_status prelu_run(ptq_op_ctx *ctx) { return nary_run(ctx, NARY_PRELU); }
 
 WEAK const ptq_op_def op_min = {variadic_infer, min_run, NULL, 0};
 WEAK const ptq_op_def op_max = {variadic_infer, max_run, NULL, 0};
 WEAK const ptq_op_def op_sum = {variadic_infer, sum_run, NULL, 0};
 WEAK const ptq_op_def op_mean = {variadic_infer, mean_run, NULL, 0};
-WEAK const ptq_op_def op_equal = {compare_infer, equal_run, NULL, 0};
-WEAK const ptq_op_def op_less = {compare_infer, less_run, NULL, 0};
-WEAK const ptq_op_def op_greater = {compare_infer, greater_run, NULL, 0};
 WEAK const ptq_op_def op_prelu = {prelu_infer, prelu_run, NULL, 0};
-
-/* Where(cond, x, y) */
-static ptq_status where_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 3, 3);
-    if (st != PTQ_OK) return st;
-    if (ctx->in[1]->dtype != ctx->in[2]->dtype) OP_FAIL(ctx, PTQ_ERR_SHAPE, "x and y dtypes differ");
-    if ((st = ptq_broadcast_n(ctx->in, 3, ctx->out[0])) != PTQ_OK) return st;
-    ctx->out[0]->dtype = ctx->in[1]->dtype;
-    return PTQ_OK;
-}
-
-static ptq_status where_run(ptq_op_ctx *ctx)
-{
-    ptq_tensor *y = ctx->out[0];
-    int64_t s[3][PTQ_MAX_RANK];
-    for (int j = 0; j < 3; j++) ptq_broadcast_strides(ctx->in[j], y, s[j]);
-    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
-    for (size_t i = 0; i < n; i++) {
-        int c = ptq_tensor_get_i64(ctx->in[0], bcast_offset(s[0], y, i)) != 0;
-        const ptq_tensor *src = c ? ctx->in[1] : ctx->in[2];
-        memcpy((char *)y->data + i * es, (const char *)src->data + bcast_offset(s[c ? 1 : 2], y, i) * es, es);
-    }
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_where = {where_infer, where_run, NULL, 0};
-
-static ptq_status not_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
-    if (st != PTQ_OK) return st;
-    if (ctx->in[0]->dtype != PTQ_BOOL) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input must be bool");
-    ctx->out[0]->dtype = PTQ_BOOL;
-    ptq_shape_copy(ctx->out[0], ctx->in[0]);
-    return PTQ_OK;
-}
-
-static ptq_status not_run(ptq_op_ctx *ctx)
-{
-    size_t n = ptq_tensor_numel(ctx->out[0]);
-    for (size_t i = 0; i < n; i++) ((uint8_t *)ctx->out[0]->data)[i] = !((const uint8_t *)ctx->in[0]->data)[i];
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_not = {not_infer, not_run, NULL, 0};
 
 /* ------------------------------------------------------------ Identity, Dropout, Flatten, Size, Expand, Tile */
 
