@@ -617,3 +617,91 @@ static ptq_status max_unpool_run(ptq_op_ctx *ctx)
 }
 
 const ptq_op_def op_max_unpool = {max_unpool_infer, max_unpool_run, ptq_op_free_state, 0};
+
+/* ------------------------------------------------------------ DepthToSpace / SpaceToDepth
+ * Y[n, c, h, w] of DepthToSpace reads X[n, ic, h / b, w / b] with, for (bh, bw) = (h % b,
+ * w % b), ic = (bh * b + bw) * C + c (mode DCR, the default) or c * b * b + bh * b + bw
+ * (CRD, opset 11); SpaceToDepth is the inverse of DCR. Rows of Y are split over threads. */
+
+typedef struct {
+    int64_t b;
+    int to_space, crd;
+} d2s_state;
+
+static ptq_status d2s_infer(ptq_op_ctx *ctx)
+{
+    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
+    if (st != PTQ_OK) return st;
+    const ptq_tensor *x = ctx->in[0];
+    int to_space = strcmp(ctx->node->op_type, "DepthToSpace") == 0;
+    if (ptq_dtype_size(x->dtype) == 0) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input dtype %s", ptq_dtype_name(x->dtype));
+    if (x->rank != 4) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d, expected 4 (N, C, H, W)", x->rank);
+    if (!ptq_node_attr(ctx->node, "blocksize")) OP_FAIL(ctx, PTQ_ERR_FORMAT, "attribute blocksize is missing");
+    int64_t b = ptq_attr_int(ctx->node, "blocksize", 0);
+    if (b < 1 || b > 65536) OP_FAIL(ctx, PTQ_ERR_FORMAT, "blocksize %lld, expected >= 1", (long long)b);
+    int crd = 0;
+    if (to_space) {
+        const char *mode = ptq_attr_string(ctx->node, "mode", "DCR");
+        if (strcmp(mode, "CRD") == 0 && ctx->opset >= 11) crd = 1;
+        else if (strcmp(mode, "DCR") != 0)
+            OP_FAIL(ctx, PTQ_ERR_FORMAT, "mode '%s' is not valid at opset %lld (DCR, or CRD from opset 11)", mode,
+                    (long long)ctx->opset);
+    }
+    ptq_tensor *y = ctx->out[0];
+    y->dtype = x->dtype;
+    y->rank = 4;
+    y->dims[0] = x->dims[0];
+    if (to_space) {
+        if (x->dims[1] % (b * b))
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "%lld channels, not a multiple of blocksize^2 = %lld", (long long)x->dims[1],
+                    (long long)(b * b));
+        y->dims[1] = x->dims[1] / (b * b);
+        y->dims[2] = x->dims[2] * b;
+        y->dims[3] = x->dims[3] * b;
+    } else {
+        if (x->dims[2] % b || x->dims[3] % b)
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "spatial dims %lldx%lld, not multiples of blocksize %lld", (long long)x->dims[2],
+                    (long long)x->dims[3], (long long)b);
+        y->dims[1] = x->dims[1] * b * b;
+        y->dims[2] = x->dims[2] / b;
+        y->dims[3] = x->dims[3] / b;
+    }
+    d2s_state *s = calloc(1, sizeof *s);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    ctx->state = s;
+    s->b = b;
+    s->to_space = to_space;
+    s->crd = crd;
+    return PTQ_OK;
+}
+
+static ptq_status d2s_run(ptq_op_ctx *ctx)
+{
+    const d2s_state *s = ctx->state;
+    const ptq_tensor *x = ctx->in[0];
+    ptq_tensor *y = ctx->out[0];
+    const int64_t b = s->b, N = y->dims[0], C = y->dims[1], H = y->dims[2], W = y->dims[3];
+    const int64_t XC = x->dims[1], XH = x->dims[2], XW = x->dims[3];
+    const size_t es = ptq_dtype_size(x->dtype);
+    const char *xs = x->data;
+    char *yd = y->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (int64_t row = 0; row < N * C * H; row++) {
+        int64_t h = row % H, c = row / H % C, n = row / H / C;
+        for (int64_t w = 0; w < W; w++) {
+            int64_t src;
+            if (s->to_space) {
+                int64_t bh = h % b, bw = w % b, ic = s->crd ? c * b * b + bh * b + bw : (bh * b + bw) * C + c;
+                src = ((n * XC + ic) * XH + h / b) * XW + w / b;
+            } else {
+                int64_t ic = c % XC, blk = c / XC, bh = blk / b, bw = blk % b;
+                src = ((n * XC + ic) * XH + h * b + bh) * XW + w * b + bw;
+            }
+            memcpy(yd + (size_t)(row * W + w) * es, xs + (size_t)src * es, es);
+        }
+    }
+    return PTQ_OK;
+}
+
+const ptq_op_def op_depth_to_space = {d2s_infer, d2s_run, ptq_op_free_state, 0};
+const ptq_op_def op_space_to_depth = {d2s_infer, d2s_run, ptq_op_free_state, 0};

@@ -2,7 +2,8 @@
  * real detectors and vision transformers against naive references written here (double
  * sums; RoiAlign's RoI geometry in float32 as ONNX Runtime defines it), bit-identical
  * results at 1 and 3 threads, TopK's tie order, and the error messages of the indexing,
- * geometry and sequence ops (runtime/ops/index.c, gridsample.c, rnn.c, signal.c). The
+ * geometry and sequence ops (runtime/ops/index.c, gridsample.c, rnn.c, signal.c), and
+ * DepthToSpace / SpaceToDepth against their index formula. The
  * ONNX node tests cover the ops' small examples; tests/e2e/ops_index.sh compares them all
  * with ONNX Runtime. */
 #include <math.h>
@@ -415,6 +416,62 @@ TEST(geometry_sequence_signal_ops_give_clear_errors)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ptq_tensor_free(all[i]);
 }
 
+TEST(depth_space_round_trip_and_modes)
+{
+    int64_t d[4] = {2, 12, 3, 5}, b = 2;
+    ptq_tensor x = tensor_rand(4, d, -1, 1);
+    const ptq_tensor *ins[1] = {&x};
+    for (int crd = 0; crd < 2; crd++) {
+        ptq_tensor y[1], z[1], y3[1];
+        op_node r = {.name = "d2s", .opset = 13};
+        add_int(&r, "blocksize", b);
+        add_str(&r, "mode", crd ? "CRD" : "DCR");
+        EXPECT_EQ_INT(op_run_ins(&r, "DepthToSpace", ins, 1, y), PTQ_OK);
+        r = (op_node){.name = "d2s", .opset = 13, .nthreads = 3};
+        add_int(&r, "blocksize", b);
+        add_str(&r, "mode", crd ? "CRD" : "DCR");
+        EXPECT_EQ_INT(op_run_ins(&r, "DepthToSpace", ins, 1, y3), PTQ_OK);
+        EXPECT(same_bits(y, y3));
+        /* y[n, c, h*b + bh, w*b + bw] = x[n, ic, h, w] */
+        int bad = 0;
+        for (int64_t n = 0; n < 2; n++)
+            for (int64_t c = 0; c < 3; c++)
+                for (int64_t h = 0; h < 6; h++)
+                    for (int64_t w = 0; w < 10; w++) {
+                        int64_t bh = h % b, bw = w % b, ic = crd ? c * 4 + bh * 2 + bw : (bh * 2 + bw) * 3 + c;
+                        float got = ((float *)y->data)[((n * 3 + c) * 6 + h) * 10 + w];
+                        float want = ((float *)x.data)[((n * 12 + ic) * 3 + h / b) * 5 + w / b];
+                        bad += got != want;
+                    }
+        EXPECT_EQ_INT(bad, 0);
+        if (!crd) { /* SpaceToDepth undoes DCR */
+            const ptq_tensor *yin[1] = {y};
+            r = (op_node){.name = "s2d", .opset = 13};
+            add_int(&r, "blocksize", b);
+            EXPECT_EQ_INT(op_run_ins(&r, "SpaceToDepth", yin, 1, z), PTQ_OK);
+            EXPECT(same_bits(z, &x));
+            ptq_tensor_free(z);
+        }
+        ptq_tensor_free(y);
+        ptq_tensor_free(y3);
+    }
+    ptq_tensor y[1];
+    op_node r = {.name = "d2s", .opset = 13};
+    add_int(&r, "blocksize", 2);
+    add_str(&r, "mode", "RCD");
+    EXPECT_EQ_INT(op_run_ins(&r, "DepthToSpace", ins, 1, y), PTQ_ERR_FORMAT);
+    EXPECT(strstr(ptq_last_error(), "DepthToSpace 'd2s': mode 'RCD' is not valid at opset 13") != NULL);
+    r = (op_node){.name = "d2s", .opset = 13};
+    add_int(&r, "blocksize", 3);
+    EXPECT_EQ_INT(op_run_ins(&r, "DepthToSpace", ins, 1, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "12 channels, not a multiple of blocksize^2 = 9") != NULL);
+    r = (op_node){.name = "s2d", .opset = 13};
+    add_int(&r, "blocksize", 2);
+    EXPECT_EQ_INT(op_run_ins(&r, "SpaceToDepth", ins, 1, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "spatial dims 3x5, not multiples of blocksize 2") != NULL);
+    ptq_tensor_free(&x);
+}
+
 int main(void)
 {
     op_test_seed(20261127u);
@@ -425,5 +482,6 @@ int main(void)
     RUN(topk_breaks_ties_by_lower_index);
     RUN(index_ops_give_clear_errors);
     RUN(geometry_sequence_signal_ops_give_clear_errors);
+    RUN(depth_space_round_trip_and_modes);
     return test_summary();
 }
