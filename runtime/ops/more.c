@@ -289,7 +289,12 @@ static ptq_status identity_infer(ptq_op_ctx *ctx)
     if (strcmp(ctx->node->op_type, "Dropout") == 0) {
         if (ctx->n_in > 2 && ctx->in[2]) {
             if (!ctx->in[2]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode input is not constant");
-            if (ptq_tensor_get_i64(ctx->in[2], 0)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1 (inference only)");
+            /* training_mode=1 with a constant ratio of 0 (torchvision's Swin attention exports
+             * F.dropout(p=0.0) so) drops nothing: the identity, exactly */
+            const ptq_tensor *ratio = ctx->n_in > 1 ? ctx->in[1] : NULL;
+            int zero_ratio = ratio && ratio->data && ptq_tensor_numel(ratio) == 1 && ptq_tensor_get_f64(ratio, 0) == 0.0;
+            if (ptq_tensor_get_i64(ctx->in[2], 0) && !zero_ratio)
+                OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1 (inference only)");
         }
         if (ctx->n_out > 1 && ctx->out[1]) {
             ctx->out[1]->dtype = PTQ_BOOL;

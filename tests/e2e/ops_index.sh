@@ -6,6 +6,9 @@
 #   ptq run (--threads 1) and ONNX Runtime (tests/oracle/ort.js) on the same .npy inputs;
 #   every output matches: floats within the case's atol + rtol * |ort|, integers exactly;
 #   ptq run --threads 2 and 3 give the same bytes as --threads 1.
+# Then models exported by torch.onnx (tests/oracle/torch_exports.py: torchvision's roi_align
+# aligned False / True, a CRNN with bidirectional LSTM and GRU, a small SwinTransformer,
+# grid_sample) against torch's own outputs; a model with an op ptq lacks is skipped, named.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 if [ ! -d "$ROOT/build/oracle/node_modules/onnxruntime-node" ] || ! command -v node > /dev/null; then
@@ -60,4 +63,22 @@ while read -r name atol rtol; do
     for f in "$3"/t1/*.npy; do cmp "$f" "$3/t2/${f##*/}" && cmp "$f" "$3/t3/${f##*/}" || exit 1; done' \
     _ "$PTQ" "$model" "$TMP/$name" "${ins[@]}"
 done < "$TMP/models/cases.txt"
+
+if ! $PY -c "import torch, torchvision" 2> /dev/null; then
+  skip "torch exports" "torch / torchvision are not installed"
+  finish
+fi
+$PY "$ROOT/tests/oracle/torch_exports.py" "$TMP/tx" > /dev/null 2>&1 || { echo "FAIL torch exports"; exit 1; }
+while read -r name atol rtol; do
+  [ -n "$name" ] || continue
+  ins=()
+  for f in "$TMP/tx/$name"/in_*.npy; do ins+=(--input "$(basename "$f" .npy)=$f"); done
+  rm -rf "$TMP/tx/$name/ptq" "$TMP/tx/$name/ref"
+  mkdir -p "$TMP/tx/$name/ptq" "$TMP/tx/$name/ref"
+  cp "$TMP/tx/$name"/ref_*.npy "$TMP/tx/$name/ref/"
+  if ! err=$("$PTQ" run "$TMP/tx/$name.onnx" "${ins[@]}" --threads 2 --output-dir "$TMP/tx/$name/ptq" 2>&1 > /dev/null); then
+    if echo "$err" | grep -q "unsupported ops"; then skip "$name (torch export): ptq = torch" "${err##*: }"; continue; fi
+  fi
+  check "$name (torch export): ptq = torch" $PY "$TMP/match.py" "$TMP/tx/$name/ptq" "$TMP/tx/$name/ref" "$atol" "$rtol"
+done < "$TMP/tx/exports.txt"
 finish
