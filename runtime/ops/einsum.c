@@ -228,17 +228,28 @@ static ptq_status einsum_run(ptq_op_ctx *ctx)
         for (int i = 0; i < n; i++) off[i] = base[i];
         double accf = 0.0;
         int64_t acci = 0;
-        for (size_t q = 0; q < nsum; q++) {
-            if (is_f) {
-                double p = ein_get_f(data[0], dt, off[0]);
-                for (int i = 1; i < n; i++) p *= ein_get_f(data[i], dt, off[i]);
-                accf += p;
+        /* the last summed label runs innermost (L steps of strides st[i]); the others step
+         * like an odometer: the same row-major order either way */
+        int64_t L = ns > 0 ? s->sum_size[ns - 1] : 1, st[EIN_MAX_IN];
+        for (int i = 0; i < n; i++) st[i] = ns > 0 ? s->sum_stride[i][ns - 1] : 0;
+        for (size_t q = 0; q < nsum; q += (size_t)L) {
+            if (dt == PTQ_F32 && n == 2) {
+                const float *a = (const float *)data[0] + off[0], *b = (const float *)data[1] + off[1];
+                for (int64_t t = 0; t < L; t++) accf += (double)a[t * st[0]] * (double)b[t * st[1]];
+            } else if (is_f) {
+                for (int64_t t = 0; t < L; t++) {
+                    double p = ein_get_f(data[0], dt, off[0] + t * st[0]);
+                    for (int i = 1; i < n; i++) p *= ein_get_f(data[i], dt, off[i] + t * st[i]);
+                    accf += p;
+                }
             } else {
-                int64_t p = ein_get_i(data[0], dt, off[0]);
-                for (int i = 1; i < n; i++) p = (int64_t)((uint64_t)p * (uint64_t)ein_get_i(data[i], dt, off[i]));
-                acci = (int64_t)((uint64_t)acci + (uint64_t)p);
+                for (int64_t t = 0; t < L; t++) {
+                    int64_t p = ein_get_i(data[0], dt, off[0] + t * st[0]);
+                    for (int i = 1; i < n; i++) p = (int64_t)((uint64_t)p * (uint64_t)ein_get_i(data[i], dt, off[i] + t * st[i]));
+                    acci = (int64_t)((uint64_t)acci + (uint64_t)p);
+                }
             }
-            for (int k = ns - 1; k >= 0; k--) { /* odometer over the summed labels */
+            for (int k = ns - 2; k >= 0; k--) { /* odometer over the other summed labels */
                 for (int i = 0; i < n; i++) off[i] += s->sum_stride[i][k];
                 if (++c[k] < s->sum_size[k]) break;
                 for (int i = 0; i < n; i++) off[i] -= s->sum_stride[i][k] * s->sum_size[k];
