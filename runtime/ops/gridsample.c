@@ -124,6 +124,15 @@ static ptq_status grid_sample_run(ptq_op_ctx *ctx)
     for (int64_t q = 0; q < total; q++) {
         int64_t n = q / (Ho * Wo), pix = q % (Ho * Wo);
         float x = gs_denorm(G[q * 2], W, ac), y = gs_denorm(G[q * 2 + 1], H, ac);
+        if (isnan(x) || isnan(y)) { /* no pixel to read: NaN out, as the grid */
+            for (int64_t c = 0; c < C; c++) Y[(n * C + c) * Ho * Wo + pix] = NAN;
+            continue;
+        }
+        /* coordinates are clamped to +-2^22 pixels so that the integer conversions below stay
+         * defined: zeros and border read the same pixels either way; reflection mirrors the
+         * clamped coordinate (a grid that far out is garbage, whatever is read for it) */
+        x = x < -4194304.0f ? -4194304.0f : (x > 4194304.0f ? 4194304.0f : x);
+        y = y < -4194304.0f ? -4194304.0f : (y > 4194304.0f ? 4194304.0f : y);
         for (int64_t c = 0; c < C; c++) {
             gs_plane p = {X + (n * C + c) * H * W, H, W, pad, {bounds[0], bounds[1], bounds[2], bounds[3]}};
             float v;

@@ -116,10 +116,21 @@ static ptq_status roi_align_run(ptq_op_ctx *ctx)
     float *Y = ctx->out[0]->data;
     int64_t nr = rt->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t PH = s->ph, PW = s->pw;
-    for (int64_t r = 0; r < nr; r++)
+    const float offset = s->half_pixel ? 0.5f : 0.0f;
+    for (int64_t r = 0; r < nr; r++) {
         if (bidx[r] < 0 || bidx[r] >= N)
             OP_FAIL(ctx, PTQ_ERR_SHAPE, "batch_indices[%lld] = %lld, batch is %lld", (long long)r, (long long)bidx[r], (long long)N);
-    const float offset = s->half_pixel ? 0.5f : 0.0f;
+        /* a RoI must be finite, and (adaptive sampling) not need more than 2^24 samples per bin */
+        const float *roi = rois + r * 4;
+        float rw = (roi[2] - roi[0]) * s->scale, rh = (roi[3] - roi[1]) * s->scale;
+        if (!(isfinite(roi[0] * s->scale) && isfinite(roi[1] * s->scale) && isfinite(roi[2] * s->scale) &&
+              isfinite(roi[3] * s->scale) && isfinite(rw) && isfinite(rh)))
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "RoI %lld (%g, %g, %g, %g) is not finite at spatial_scale %g", (long long)r,
+                    (double)roi[0], (double)roi[1], (double)roi[2], (double)roi[3], (double)s->scale);
+        if (s->sampling == 0 && (fabsf(rh) / (float)PH > 4096.0f || fabsf(rw) / (float)PW > 4096.0f))
+            OP_FAIL(ctx, PTQ_ERR_SHAPE, "RoI %lld spans %g x %g pixels: adaptive sampling would take more than 2^24 samples per bin",
+                    (long long)r, (double)rh, (double)rw);
+    }
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(dynamic, 1)
     for (int64_t r = 0; r < nr; r++) {
         const float *roi = rois + r * 4;

@@ -171,6 +171,15 @@ TEST(roialign_rejects_bad_inputs)
     EXPECT_EQ_INT(op_run_ins(&r, "RoiAlign", ins, 3, y), PTQ_ERR_FORMAT);
     EXPECT(strstr(ptq_last_error(), "mode 'sum', expected avg or max") != NULL);
     ptq_tensor_free(y);
+    ((int64_t *)bi.data)[0] = 0;
+    ((float *)rois.data)[2] = INFINITY;
+    EXPECT_EQ_INT(roi_run(&c, &x, &rois, &bi, 1, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "RoI 0 (") != NULL && strstr(ptq_last_error(), "is not finite") != NULL);
+    ptq_tensor_free(y);
+    ((float *)rois.data)[2] = 3e7f;
+    EXPECT_EQ_INT(roi_run(&c, &x, &rois, &bi, 1, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "more than 2^24 samples per bin") != NULL);
+    ptq_tensor_free(y);
     const ptq_tensor *short_ins[3] = {&x, &bi, &bi};
     r = (op_node){.name = "roi0", .opset = 16};
     EXPECT(op_run_ins(&r, "RoiAlign", short_ins, 3, y) != PTQ_OK);
@@ -390,6 +399,28 @@ TEST(geometry_sequence_signal_ops_give_clear_errors)
     add_str(&r, "mode", "linear");
     EXPECT_EQ_INT(op_run_ins(&r, "GridSample", ins, 2, y), PTQ_ERR_FORMAT);
     EXPECT(strstr(ptq_last_error(), "mode 'linear' is not valid at opset 16") != NULL);
+    /* GridSample: a NaN grid point gives NaN, huge ones read like the border (all modes) */
+    float *gp = d.data;
+    gp[0] = NAN;
+    gp[1] = 0.5f;
+    gp[2] = 1e30f;
+    gp[3] = -1e30f;
+    gp[4] = -INFINITY;
+    gp[5] = INFINITY;
+    const char *modes[3] = {"bilinear", "nearest", "bicubic"}, *pads[3] = {"zeros", "border", "reflection"};
+    for (int m = 0; m < 3; m++)
+        for (int p = 0; p < 3; p++) {
+            r = (op_node){.name = "gs", .opset = 16};
+            add_str(&r, "mode", modes[m]);
+            add_str(&r, "padding_mode", pads[p]);
+            EXPECT_EQ_INT(op_run_ins(&r, "GridSample", ins, 2, y), PTQ_OK);
+            if (y->data) {
+                const float *v = y->data;
+                EXPECT(isnan(v[0]));
+                for (int i = 1; i < 4; i++) EXPECT(isfinite(v[i]));
+            }
+            ptq_tensor_free(y);
+        }
     /* LSTM: W of the wrong shape */
     int64_t xd[3] = {5, 2, 8}, wd[3] = {1, 12, 8}, rd[3] = {1, 16, 4};
     ptq_tensor X = tensor_rand(3, xd, -1, 1), W = tensor_rand(3, wd, -1, 1), R = tensor_rand(3, rd, -1, 1);
