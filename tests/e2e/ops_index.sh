@@ -2,7 +2,8 @@
 # ops_index.sh: the indexing, geometry, sequence and signal ops against ONNX Runtime at the
 # shapes real models give them (tests/oracle/ops_index_models.py: torchvision Faster/Mask
 # R-CNN RoiAlign, Swin/MaxViT einsums, every GridSample mode, a CRNN's bidirectional
-# LSTM/GRU with sequence_lens, RetinaNet's TopK, gathers/scatters, DFT/STFT). Per case:
+# LSTM/GRU with sequence_lens, RetinaNet's TopK, gathers/scatters, DFT/STFT, CenterCropPad,
+# Col2Im, AffineGrid). Per case:
 #   ptq run (--threads 1) and ONNX Runtime (tests/oracle/ort.js) on the same .npy inputs;
 #   every output matches: floats within the case's atol + rtol * |ort|, integers exactly;
 #   ptq run --threads 2 and 3 give the same bytes as --threads 1.

@@ -1,5 +1,6 @@
 """ops_index_models.py OUTDIR: one-node ONNX models of the indexing, geometry, sequence
-and signal ops (runtime/ops/index.c, roialign.c, einsum.c, gridsample.c, rnn.c, signal.c)
+and signal ops (runtime/ops/index.c, roialign.c, einsum.c, gridsample.c, geometry.c, rnn.c,
+signal.c)
 at the shapes real models give them (torchvision's Faster/Mask R-CNN RoI heads, Swin /
 MaxViT attention einsums, a CRNN recogniser's bidirectional LSTM / GRU, a RetinaNet TopK
 over 20k scores), with random inputs from a fixed seed.
@@ -23,7 +24,7 @@ NP2ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int
            np.int32: TensorProto.INT32}
 
 
-def add(name, op, inputs, consts, attrs, outputs, opset, atol=1e-5, rtol=1e-4):
+def add(name, op, inputs, consts, attrs, outputs, opset, atol=1e-5, rtol=1e-4, ir=8):
     """inputs / consts: [(name, array)] (runtime inputs / initializers); outputs: [(name, np dtype)]."""
     node = helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in consts] if not isinstance(attrs.get("_order"), list)
                             else attrs.pop("_order"), [n for n, _ in outputs], name=name, **attrs)
@@ -33,7 +34,7 @@ def add(name, op, inputs, consts, attrs, outputs, opset, atol=1e-5, rtol=1e-4):
         [helper.make_tensor_value_info(n, NP2ONNX[t], None) for n, t in outputs],
         [numpy_helper.from_array(a, n) for n, a in consts])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
+    m.ir_version = ir
 
     onnx.save(m, os.path.join(out, name + ".onnx"))
     os.makedirs(os.path.join(out, name), exist_ok=True)
@@ -147,6 +148,23 @@ add("scatter_elements_mul", "ScatterElements",
 add("dft_onesided", "DFT", [("x", f32(2, 24, 3, 1))], [], dict(axis=1, onesided=1), [("y", np.float32)], 17, atol=1e-4)
 add("stft_hann", "STFT", [("signal", f32(2, 400, 1)), ("window", (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(64) / 64)).astype(np.float32))],
     [("step", np.array(32, np.int64))], dict(_order=["signal", "step", "window"]), [("y", np.float32)], 17, atol=1e-4)
+
+# CenterCropPad, Col2Im (opset 18) and AffineGrid (opset 20): no node tests in ONNX 1.12's data
+add("center_crop_pad_hw", "CenterCropPad", [("x", f32(2, 9, 12, 3))], [("shape", np.array([14, 7], np.int64))],
+    dict(axes=[1, 2]), [("y", np.float32)], 18, ir=9)
+add("center_crop_pad_all", "CenterCropPad", [("x", f32(5, 8, 3))], [("shape", np.array([4, 11, 3], np.int64))],
+    {}, [("y", np.float32)], 18, ir=9)
+add("col2im_3x3_s2_pad", "Col2Im", [("x", f32(2, 4 * 9, 5 * 6))],
+    [("image_shape", np.array([9, 11], np.int64)), ("block_shape", np.array([3, 3], np.int64))],
+    dict(strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1]), [("y", np.float32)], 18, ir=9)
+add("col2im_dilated", "Col2Im", [("x", f32(1, 3 * 4, 6 * 11))],
+    [("image_shape", np.array([9, 10], np.int64)), ("block_shape", np.array([2, 2], np.int64))],
+    dict(dilations=[3, 2], pads=[0, 1, 0, 2]), [("y", np.float32)], 18, ir=9)
+for ac in [0, 1]:
+    add(f"affine_grid_2d_{ac}", "AffineGrid", [("theta", f32(2, 2, 3))], [("size", np.array([2, 3, 7, 9], np.int64))],
+        dict(align_corners=ac), [("grid", np.float32)], 20, ir=9)
+    add(f"affine_grid_3d_{ac}", "AffineGrid", [("theta", f32(2, 3, 4))], [("size", np.array([2, 1, 4, 5, 6], np.int64))],
+        dict(align_corners=ac), [("grid", np.float32)], 20, ir=9)
 
 with open(os.path.join(out, "cases.txt"), "w") as f:
     f.write("\n".join(cases) + "\n")
