@@ -2,7 +2,7 @@
  * real detectors and vision transformers against naive references written here (double
  * sums; RoiAlign's RoI geometry in float32 as ONNX Runtime defines it), bit-identical
  * results at 1 and 3 threads, TopK's tie order, and the error messages of the indexing,
- * geometry and sequence ops (runtime/ops/index.c, gridsample.c, rnn.c, signal.c), and
+ * geometry and sequence ops (runtime/ops/index.c, gridsample.c, geometry.c, rnn.c, signal.c), and
  * DepthToSpace / SpaceToDepth against their index formula. The
  * ONNX node tests cover the ops' small examples; tests/e2e/ops_index.sh compares them all
  * with ONNX Runtime. */
@@ -503,6 +503,36 @@ TEST(depth_space_round_trip_and_modes)
     ptq_tensor_free(&x);
 }
 
+TEST(crop_col2im_affine_grid_give_clear_errors)
+{
+    ptq_tensor y[1];
+    int64_t xd[3] = {1, 9, 20}, two[2] = {4, 6}, three[2] = {3, 3};
+    ptq_tensor x = tensor_rand(3, xd, -1, 1), img = tensor_i64(2, two), blk = tensor_i64(2, three);
+    const ptq_tensor *ins[3] = {&x, &img, &blk};
+    /* Col2Im: 20 columns where the geometry gives (4-3+1)*(6-3+1) = 8; shapes not constant */
+    op_node r = {.name = "c2i", .opset = 18, .const_mask = 6};
+    EXPECT_EQ_INT(op_run_ins(&r, "Col2Im", ins, 3, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "Col2Im 'c2i': input has 20 blocks, the geometry gives 8") != NULL);
+    r = (op_node){.name = "c2i", .opset = 18, .const_mask = 4};
+    EXPECT_EQ_INT(op_run_ins(&r, "Col2Im", ins, 3, y), PTQ_ERR_UNSUPPORTED);
+    EXPECT(strstr(ptq_last_error(), "image_shape input is not constant") != NULL);
+    /* CenterCropPad: shape entries for the axes */
+    r = (op_node){.name = "ccp", .opset = 18, .const_mask = 2};
+    EXPECT_EQ_INT(op_run_ins(&r, "CenterCropPad", ins, 2, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "CenterCropPad 'ccp': shape has 2 entries for 3 axes") != NULL);
+    /* AffineGrid: theta of the wrong shape */
+    int64_t sz[4] = {1, 3, 5, 5};
+    ptq_tensor size = tensor_i64(4, sz);
+    ins[1] = &size;
+    r = (op_node){.name = "ag", .opset = 20, .const_mask = 2};
+    EXPECT_EQ_INT(op_run_ins(&r, "AffineGrid", ins, 2, y), PTQ_ERR_SHAPE);
+    EXPECT(strstr(ptq_last_error(), "AffineGrid 'ag': theta must be [1, 2, 3]") != NULL);
+    ptq_tensor_free(&x);
+    ptq_tensor_free(&img);
+    ptq_tensor_free(&blk);
+    ptq_tensor_free(&size);
+}
+
 int main(void)
 {
     op_test_seed(20261127u);
@@ -514,5 +544,6 @@ int main(void)
     RUN(index_ops_give_clear_errors);
     RUN(geometry_sequence_signal_ops_give_clear_errors);
     RUN(depth_space_round_trip_and_modes);
+    RUN(crop_col2im_affine_grid_give_clear_errors);
     return test_summary();
 }
