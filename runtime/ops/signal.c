@@ -216,7 +216,8 @@ const ptq_op_def op_mel_weight_matrix = {mel_infer_scratch, mel_run, NULL, 0};
 /* ------------------------------------------------------------ DFT
  * input [batch, signal dims..., 1 (real) or 2 (complex)]; along `axis` (a signal dim) the
  * first dft_length samples (zeros past the input's end), transformed; onesided keeps
- * dft_length / 2 + 1 bins. inverse: e^{+i...} and a 1 / dft_length scale. */
+ * dft_length / 2 + 1 bins. inverse: e^{+i...} and a 1 / dft_length scale. The axis is an
+ * attribute at opset 17 and an input (constant) from opset 20. */
 
 typedef struct {
     int axis;
@@ -229,7 +230,8 @@ typedef struct {
 
 static ptq_status dft_infer(ptq_op_ctx *ctx)
 {
-    ptq_status st = ptq_op_check_inputs(ctx, 1, 2);
+    int v20 = ctx->opset >= 20;
+    ptq_status st = ptq_op_check_inputs(ctx, 1, v20 ? 3 : 2);
     if (st != PTQ_OK) return st;
     const ptq_tensor *x = ctx->in[0];
     if (x->dtype != PTQ_F32 && x->dtype != PTQ_F64)
@@ -237,7 +239,10 @@ static ptq_status dft_infer(ptq_op_ctx *ctx)
     if (x->rank < 3) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d, expected >= 3 ([batch, signal..., 1 or 2])", x->rank);
     int64_t comp = x->dims[x->rank - 1];
     if (comp != 1 && comp != 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "last dim %lld, expected 1 (real) or 2 (complex)", (long long)comp);
-    int64_t a = ptq_attr_int(ctx->node, "axis", 1), axis;
+    /* opset 17: attribute axis (default 1); opset 20: input 2 (default -2, the last signal dim) */
+    int64_t a = v20 ? -2 : ptq_attr_int(ctx->node, "axis", 1), axis;
+    if (v20 && ptq_node_attr(ctx->node, "axis")) OP_FAIL(ctx, PTQ_ERR_FORMAT, "axis is an input from opset 20, not an attribute");
+    if (v20 && ctx->n_in > 2 && ctx->in[2] && (st = const_int(ctx, 2, "axis", &a)) != PTQ_OK) return st;
     if (ptq_norm_axis(a, x->rank, &axis) || axis == 0 || axis == x->rank - 1)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld, expected a signal dim (1 to %d)", (long long)a, x->rank - 2);
     int64_t inverse = ptq_attr_int(ctx->node, "inverse", 0), onesided = ptq_attr_int(ctx->node, "onesided", 0);

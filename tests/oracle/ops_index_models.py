@@ -146,6 +146,9 @@ add("scatter_elements_mul", "ScatterElements",
 
 # Signal ops
 add("dft_onesided", "DFT", [("x", f32(2, 24, 3, 1))], [], dict(axis=1, onesided=1), [("y", np.float32)], 17, atol=1e-4)
+add("dft20_axis_input_inverse", "DFT", [("x", f32(2, 5, 12, 2))],
+    [("dft_length", np.array(16, np.int64)), ("axis", np.array(-2, np.int64))], dict(inverse=1), [("y", np.float32)], 20,
+    atol=1e-5, ir=9)
 add("stft_hann", "STFT", [("signal", f32(2, 400, 1)), ("window", (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(64) / 64)).astype(np.float32))],
     [("step", np.array(32, np.int64))], dict(_order=["signal", "step", "window"]), [("y", np.float32)], 17, atol=1e-4)
 
