@@ -157,6 +157,7 @@ static ptq_status rnn_infer_cell(ptq_op_ctx *ctx, cell_kind cell)
     size_t na = 0, nb = 0, ia = 0, ib = 0;
     const float *alphas = ptq_attr_floats(ctx->node, "activation_alpha", &na);
     const float *betas = ptq_attr_floats(ctx->node, "activation_beta", &nb);
+    if (acts && acts->type != PTQ_ATTR_STRINGS) OP_FAIL(ctx, PTQ_ERR_FORMAT, "activations must be a list of strings");
     if (acts && acts->n != (size_t)(per * D))
         OP_FAIL(ctx, PTQ_ERR_FORMAT, "%zu activations, expected %d (%d per direction)", acts->n, per * (int)D, per);
     for (int d = 0; d < D; d++)

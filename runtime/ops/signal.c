@@ -135,7 +135,8 @@ const ptq_op_def op_blackman_window = {window_infer, blackman_run, NULL, 0};
 /* ------------------------------------------------------------ MelWeightMatrix
  * [dft_length / 2 + 1, num_mel_bins] triangular filters between mel-spaced edges, as the
  * ONNX specification's reference computes them (mel = 2595 log10(1 + hz / 700); the
- * num_mel_bins + 2 edges are hz * (dft_length + 1) // sample_rate). */
+ * num_mel_bins + 2 edges are hz * (dft_length + 1) // sample_rate; an edge past the last
+ * bin, as an upper edge above sample_rate / 2 gives, is taken as the last bin). */
 
 static ptq_status mel_infer(ptq_op_ctx *ctx)
 {
@@ -156,8 +157,8 @@ static ptq_status mel_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "num_mel_bins %lld, dft_length %lld, sample_rate %lld: expected >= 1", (long long)bins,
                 (long long)dft, (long long)rate);
     double lo = load(ctx->in[3], 0), hi = load(ctx->in[4], 0);
-    if (!(lo >= 0.0 && hi > lo && hi <= (double)rate / 2.0 + 1e-9))
-        OP_FAIL(ctx, PTQ_ERR_SHAPE, "edges %g..%g Hz, expected 0 <= lower < upper <= sample_rate / 2", lo, hi);
+    if (!(lo >= 0.0 && hi > lo && isfinite(hi)))
+        OP_FAIL(ctx, PTQ_ERR_SHAPE, "edges %g..%g Hz, expected 0 <= lower < upper (finite)", lo, hi);
     if ((st = float_out_type(ctx, &dt)) != PTQ_OK) return st;
     ptq_tensor *y = ctx->out[0];
     y->dtype = dt;

@@ -124,6 +124,12 @@ add("rnn_reverse_relu", "RNN", [("X", f32(T, B, I)), ("sequence_lens", lens)],
     [("W", f32(1, H, I, lo=-0.1, hi=0.1)), ("R", f32(1, H, H, lo=-0.1, hi=0.1))],
     dict(_order=["X", "W", "R", "", "sequence_lens"], direction="reverse", hidden_size=H, activations=["Relu"]),
     [("Y", np.float32), ("Y_h", np.float32)], 14, atol=1e-5, rtol=1e-3)
+add("lstm_custom_activations", "LSTM", [("X", f32(T, B, I))],
+    [("W", f32(2, 4 * H, I, lo=-0.2, hi=0.2)), ("R", f32(2, 4 * H, H, lo=-0.2, hi=0.2))],
+    dict(_order=["X", "W", "R"], hidden_size=H, direction="bidirectional",
+         activations=["HardSigmoid", "LeakyRelu", "Tanh", "Sigmoid", "ScaledTanh", "Affine"],
+         activation_alpha=[0.3, 0.05, 0.9, 0.7], activation_beta=[0.6, 1.1, 0.2]),
+    [("Y", np.float32), ("Y_h", np.float32), ("Y_c", np.float32)], 14, atol=1e-5, rtol=1e-3)
 
 # TopK: RetinaNet's pre-NMS selection (1000 of 20000 scores), and the smallest k of
 # integer-valued scores with many ties (ties go to the lower index).
