@@ -96,6 +96,12 @@ for mode in ["bilinear", "nearest", "bicubic"]:
         for ac in [0, 1]:
             add(f"gridsample_{mode}_{pad}_{ac}", "GridSample", [("x", img), ("grid", grid)], [],
                 dict(mode=mode, padding_mode=pad, align_corners=ac), [("y", np.float32)], 16)
+vol = f32(2, 3, 5, 6, 7)
+vgrid = f32(2, 4, 3, 5, 3, lo=-1.3, hi=1.3)
+for mode in ["linear", "nearest"]:
+    for pad in ["zeros", "border", "reflection"]:
+        add(f"gridsample3d_{mode}_{pad}", "GridSample", [("x", vol), ("grid", vgrid)], [],
+            dict(mode=mode, padding_mode=pad, align_corners=int(pad == "border")), [("y", np.float32)], 20, ir=9)
 
 # Recurrent ops: a CRNN recogniser's bidirectional LSTM (T=26 steps, batch 3, 96 -> 48),
 # sequence_lens shorter than T for two of the three, initial states; a GRU as PyTorch
