@@ -1,5 +1,5 @@
 /* index.c: indexing ops: GatherElements, GatherND, ScatterElements (and its deprecated
- * alias Scatter), ScatterND, TopK, ReverseSequence, MaxUnpool.
+ * alias Scatter), ScatterND, TopK, ReverseSequence, MaxUnpool, DepthToSpace, SpaceToDepth.
  *
  * Element movement is dtype-blind (memcpy of ptq_dtype_size bytes); the scatter
  * reductions (add, mul, max, min) compute in the element's own type for float32,
@@ -52,14 +52,15 @@ static ptq_status parse_reduction(const ptq_op_ctx *ctx, ptq_dtype dt, scatter_r
     return PTQ_OK;
 }
 
-#define RED_LOOP(T)                                                                     \
+/* T the element type, U the type add and mul run in (integers wrap, in unsigned) */
+#define RED_LOOP(T, U)                                                                  \
     do {                                                                                \
         T *d = dst;                                                                     \
         const T *s = src;                                                               \
         for (size_t i = 0; i < n; i++) {                                                \
             switch (red) {                                                              \
-            case RED_ADD: d[i] = (T)(d[i] + s[i]); break;                               \
-            case RED_MUL: d[i] = (T)(d[i] * s[i]); break;                               \
+            case RED_ADD: d[i] = (T)((U)d[i] + (U)s[i]); break;                         \
+            case RED_MUL: d[i] = (T)((U)d[i] * (U)s[i]); break;                         \
             case RED_MAX: d[i] = s[i] > d[i] ? s[i] : d[i]; break;                      \
             case RED_MIN: d[i] = s[i] < d[i] ? s[i] : d[i]; break;                      \
             default: d[i] = s[i]; break;                                                \
@@ -75,10 +76,10 @@ static void scatter_apply(ptq_dtype dt, scatter_red red, void *dst, const void *
         return;
     }
     switch (dt) {
-    case PTQ_F32: RED_LOOP(float); break;
-    case PTQ_F64: RED_LOOP(double); break;
-    case PTQ_I32: RED_LOOP(int32_t); break;
-    case PTQ_I64: RED_LOOP(int64_t); break;
+    case PTQ_F32: RED_LOOP(float, float); break;
+    case PTQ_F64: RED_LOOP(double, double); break;
+    case PTQ_I32: RED_LOOP(int32_t, uint32_t); break;
+    case PTQ_I64: RED_LOOP(int64_t, uint64_t); break;
     default: break;
     }
 }
