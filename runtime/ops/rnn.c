@@ -247,7 +247,7 @@ static ptq_status rnn_run(ptq_op_ctx *ctx)
         for (int64_t step = 0; step < T; step++) {
             int64_t t = rev ? T - 1 - step : step;
             float *yt = Y ? Y + (layout ? ((b * T + t) * D + d) * Hd : ((t * D + d) * B + b) * Hd) : NULL;
-            if (rev ? step < T - L : t >= L) { /* past the sequence's end */
+            if (t >= L) { /* past the sequence's end (reverse: the steps it starts with) */
                 if (yt) memset(yt, 0, (size_t)Hd * sizeof(float));
                 continue;
             }
