@@ -3,14 +3,20 @@
  * "ii->i", "bii->bi"), sums over labels absent from the output, and "..." (broadcast
  * like numpy, right-aligned; in the implicit output first).
  *
- * A reference loop: each output element (threads split them) sums, in one fixed order
- * (row-major over the summed labels), the product of the inputs' addressed elements.
- * Sums and products are carried in double for float32/float64 and in int64 for
- * int32/int64, then stored in the output's type, so the result does not depend on the
- * thread count. Labels are parsed once in infer into per-input strides. */
+ * Two float32 inputs whose labels are each a batch, M, N or K label (seen at most once per
+ * input: the matmul-like equations of attention and relative-position terms) run as
+ * gathers into [batch, M, K] and [batch, K, N], ptq's GEMM (one FMA chain per output in K
+ * order) and a scatter. Everything else runs a reference loop: each output element
+ * (threads split them) sums, in one fixed order (row-major over the summed labels), the
+ * product of the inputs' addressed elements, carried in double for float32/float64 and in
+ * int64 for int32/int64. Either way the result does not depend on the thread count.
+ * Labels are parsed once in infer into per-input strides. */
+#include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/sgemm.h"
 #include "runtime/op.h"
 #include "runtime/shape.h"
 
@@ -19,6 +25,13 @@
 #define EIN_LABELS (EIN_LETTERS + PTQ_MAX_RANK) /* then the broadcast ("...") dims */
 #define EIN_MAX_SUM 16
 
+/* A strided walk: element q of a packed row-major [size[0], ..., size[nd-1]] buffer sits
+ * at sum(c[d] * stride[d]) in the strided tensor. */
+typedef struct {
+    int nd;
+    int64_t size[2 * PTQ_MAX_RANK], stride[2 * PTQ_MAX_RANK];
+} ein_copy;
+
 typedef struct {
     int n_in;
     int n_out_labels, n_sum;
@@ -26,6 +39,12 @@ typedef struct {
     int64_t sum_size[EIN_MAX_SUM];
     int64_t out_stride[EIN_MAX_IN][PTQ_MAX_RANK]; /* input i's element stride per output label */
     int64_t sum_stride[EIN_MAX_IN][EIN_MAX_SUM];  /* and per summed label */
+    /* The GEMM path (float32, two inputs, every label of size > 1 a batch, M, N or K label
+     * seen once per input): A' [Bt, M, K] and B' [Bt, K, N] gathered into scratch, one
+     * kern_sgemm per batch and row block into C' [Bt, M, N], scattered to Y. */
+    int gemm;
+    int64_t Bt, M, N, K;
+    ein_copy a_plan, b_plan, c_plan;
 } ein_state;
 
 static int label_of(char c)
@@ -98,7 +117,8 @@ static ptq_status einsum_infer(ptq_op_ctx *ctx)
 
     /* label sizes; input i's stride per label (a repeated label adds its strides) */
     int64_t size[EIN_LABELS], stride[EIN_MAX_IN][EIN_LABELS];
-    int count[EIN_LABELS];
+    int count[EIN_LABELS], occ[EIN_MAX_IN][EIN_LABELS]; /* occ: times input i names the label */
+    memset(occ, 0, sizeof occ);
     for (int l = 0; l < EIN_LABELS; l++) size[l] = -1, count[l] = 0;
     memset(stride, 0, sizeof stride);
     int n_ell = 0; /* broadcast dims: the most any input's "..." stands for */
@@ -129,6 +149,7 @@ static ptq_status einsum_infer(ptq_op_ctx *ctx)
                         size[l] = 1;
                     }
                     count[l]++;
+                    occ[i][l] += sz != 1;
                 }
                 continue;
             }
@@ -139,6 +160,7 @@ static ptq_status einsum_infer(ptq_op_ctx *ctx)
             size[l] = t->dims[d];
             stride[i][l] += ts[d];
             count[l]++;
+            occ[i][l]++;
             d++;
         }
     }
@@ -193,6 +215,52 @@ static ptq_status einsum_infer(ptq_op_ctx *ctx)
     y->dtype = dt;
     y->rank = n_out;
     for (int j = 0; j < n_out; j++) y->dims[j] = s->out_size[j];
+
+    /* the GEMM path when every label of size > 1 is batch (A, B, Y), M (A, Y), N (B, Y) or
+     * K (A, B) and no input names one twice */
+    int gemm = n == 2 && dt == PTQ_F32;
+    int cls[EIN_LABELS]; /* 0 ignore (size 1), 1 batch, 2 M, 3 N, 4 K */
+    for (int l = 0; l < EIN_LABELS && gemm; l++) {
+        cls[l] = 0;
+        if (count[l] == 0 || size[l] == 1) continue;
+        if (size[l] < 1 || occ[0][l] > 1 || occ[1][l] > 1) gemm = 0;
+        int a = occ[0][l] == 1, b = occ[1][l] == 1, o = in_out[l];
+        cls[l] = a && b && o ? 1 : a && o ? 2 : b && o ? 3 : a && b ? 4 : 0;
+        if (!cls[l]) gemm = 0;
+    }
+    if (gemm) {
+        int64_t ostr[EIN_LABELS];
+        int64_t run = 1;
+        for (int j = n_out - 1; j >= 0; j--) {
+            ostr[out_l[j]] = run;
+            run *= size[out_l[j]];
+        }
+        s->Bt = s->M = s->N = s->K = 1;
+        const int a_order[3] = {1, 2, 4}, b_order[3] = {1, 4, 3}, c_order[3] = {1, 2, 3};
+        for (int part = 0; part < 3; part++)
+            for (int l = 0; l < EIN_LABELS; l++) {
+                if (cls[l] == a_order[part]) {
+                    s->a_plan.size[s->a_plan.nd] = size[l];
+                    s->a_plan.stride[s->a_plan.nd++] = stride[0][l];
+                }
+                if (cls[l] == b_order[part]) {
+                    s->b_plan.size[s->b_plan.nd] = size[l];
+                    s->b_plan.stride[s->b_plan.nd++] = stride[1][l];
+                }
+                if (cls[l] == c_order[part]) {
+                    s->c_plan.size[s->c_plan.nd] = size[l];
+                    s->c_plan.stride[s->c_plan.nd++] = ostr[l];
+                }
+                if (part == 0 && cls[l]) {
+                    int64_t *dim = cls[l] == 1 ? &s->Bt : cls[l] == 2 ? &s->M : cls[l] == 3 ? &s->N : &s->K;
+                    *dim *= size[l];
+                }
+            }
+        size_t fl = (size_t)(s->Bt * s->M * s->K + s->Bt * s->K * s->N + s->Bt * s->M * s->N);
+        if (fl > SIZE_MAX / sizeof(float) / 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
+        s->gemm = 1;
+        ctx->scratch_bytes = fl * sizeof(float);
+    }
     return PTQ_OK;
 }
 
@@ -206,8 +274,56 @@ static int64_t ein_get_i(const void *p, ptq_dtype dt, int64_t i)
     return dt == PTQ_I32 ? (int64_t)((const int32_t *)p)[i] : ((const int64_t *)p)[i];
 }
 
+/* packed[q] = src[offset of q] (gather) or dst[offset of q] = packed[q] (scatter), q < total;
+ * each thread walks its own range of q with an odometer (one division per dim to start). */
+static void ein_copy_run(const ein_copy *c, const float *src, float *dst, int64_t total, int gather, int nthreads)
+{
+#pragma omp parallel num_threads(nthreads)
+    {
+        int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+        int64_t q0 = total / nt * tid + (tid < total % nt ? tid : total % nt);
+        int64_t q1 = q0 + total / nt + (tid < total % nt);
+        int64_t cd[2 * PTQ_MAX_RANK], off = 0, rest = q0;
+        for (int d = c->nd - 1; d >= 0; d--) {
+            cd[d] = rest % c->size[d];
+            rest /= c->size[d];
+            off += cd[d] * c->stride[d];
+        }
+        for (int64_t q = q0; q < q1; q++) {
+            if (gather) dst[q] = src[off];
+            else dst[off] = src[q];
+            for (int d = c->nd - 1; d >= 0; d--) {
+                off += c->stride[d];
+                if (++cd[d] < c->size[d]) break;
+                off -= c->stride[d] * c->size[d];
+                cd[d] = 0;
+            }
+        }
+    }
+}
+
+/* The GEMM path: each output element is one FMA chain over K in row-major K-label order
+ * (kern_sgemm's contract), whatever the thread count. */
+static ptq_status einsum_run_gemm(ptq_op_ctx *ctx)
+{
+    const ein_state *s = ctx->state;
+    const int64_t Bt = s->Bt, M = s->M, N = s->N, K = s->K;
+    float *A = ctx->scratch, *B = A + Bt * M * K, *C = B + Bt * K * N;
+    ein_copy_run(&s->a_plan, ctx->in[0]->data, A, Bt * M * K, 1, ctx->nthreads);
+    ein_copy_run(&s->b_plan, ctx->in[1]->data, B, Bt * K * N, 1, ctx->nthreads);
+    const int64_t rows = 64, blocks = (M + rows - 1) / rows;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
+    for (int64_t t = 0; t < Bt * blocks; t++) {
+        int64_t b = t / blocks, r0 = t % blocks * rows, m = M - r0 < rows ? M - r0 : rows;
+        kern_sgemm(0, 0, m, N, K, A + (b * M + r0) * K, K, B + b * K * N, N, 0, C + (b * M + r0) * N, N);
+    }
+    ein_copy_run(&s->c_plan, C, ctx->out[0]->data, Bt * M * N, 0, ctx->nthreads);
+    return PTQ_OK;
+}
+
 static ptq_status einsum_run(ptq_op_ctx *ctx)
 {
+    if (((const ein_state *)ctx->state)->gemm) return einsum_run_gemm(ctx);
     const ein_state *s = ctx->state;
     ptq_tensor *y = ctx->out[0];
     ptq_dtype dt = y->dtype;
