@@ -156,6 +156,16 @@ add("scatter_elements_mul", "ScatterElements",
     [("data", f32(6, 7)), ("indices", rng.integers(-7, 7, (6, 4)).astype(np.int64)), ("updates", f32(6, 4))], [],
     dict(axis=1, reduction="mul"), [("y", np.float32)], 16)
 
+# MaxUnpool (indices as MaxPool gives them: flat over N x C x H x W, one per window) and
+# ReverseSequence in both layouts.
+win = rng.integers(0, 2, (1, 4, 5, 6, 2))
+hh, ww = np.meshgrid(np.arange(5), np.arange(6), indexing="ij")
+flat = ((np.arange(4)[:, None, None] * 10 + hh * 2 + win[0, :, :, :, 0]) * 12 + ww * 2 + win[0, :, :, :, 1])[None]
+add("maxunpool_2x2", "MaxUnpool", [("x", f32(1, 4, 5, 6)), ("i", flat.astype(np.int64))], [],
+    dict(kernel_shape=[2, 2], strides=[2, 2]), [("y", np.float32)], 11)
+add("reversesequence_batch_major", "ReverseSequence", [("x", f32(4, 7, 3)), ("lens", np.array([7, 1, 4, 0], np.int64))], [],
+    dict(batch_axis=0, time_axis=1), [("y", np.float32)], 10)
+
 # Signal ops
 add("dft_onesided", "DFT", [("x", f32(2, 24, 3, 1))], [], dict(axis=1, onesided=1), [("y", np.float32)], 17, atol=1e-4)
 add("dft20_axis_input_inverse", "DFT", [("x", f32(2, 5, 12, 2))],
