@@ -352,7 +352,7 @@ const ptq_op_def op_scatter_nd = {scatter_nd_infer, scatter_nd_run, ptq_op_free_
  * as ONNX specifies; NaN ranks above every number. The result is always sorted (sorted = 0
  * leaves the order unspecified). K must be known at plan time (an initializer or a folded
  * shape computation, as in torchvision's detector exports). Rows are split over threads,
- * each sorting its own rows in its own scratch. */
+ * each selecting in its own scratch of k items. */
 
 typedef struct {
     double f;    /* float32 / float64 key */
@@ -451,11 +451,47 @@ static ptq_status topk_infer(ptq_op_ctx *ctx)
         ptq_shape_copy(y, x);
         y->dims[axis] = k;
     }
-    if ((size_t)s->n > SIZE_MAX / sizeof(topk_item) / (size_t)ctx->nthreads) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
-    ctx->scratch_bytes = (size_t)s->n * sizeof(topk_item) * (size_t)ctx->nthreads;
+    if ((size_t)s->k > SIZE_MAX / sizeof(topk_item) / (size_t)ctx->nthreads) OP_FAIL(ctx, PTQ_ERR_SHAPE, "scratch size overflows");
+    ctx->scratch_bytes = (size_t)s->k * sizeof(topk_item) * (size_t)ctx->nthreads;
     return PTQ_OK;
 }
 
+/* 1 when a ranks before b (qsort's comparator says so) */
+static int topk_before(int (*cmp)(const void *, const void *), const topk_item *a, const topk_item *b)
+{
+    return cmp(a, b) < 0;
+}
+
+/* Restores the heap below slot i: the root holds the kept item that ranks last. */
+static void topk_sift_down(topk_item *h, size_t n, size_t i, int (*cmp)(const void *, const void *))
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && topk_before(cmp, &h[w], &h[l])) w = l;
+        if (r < n && topk_before(cmp, &h[w], &h[r])) w = r;
+        if (w == i) return;
+        topk_item t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void topk_sift_up(topk_item *h, size_t i, int (*cmp)(const void *, const void *))
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!topk_before(cmp, &h[p], &h[i])) return;
+        topk_item t = h[i];
+        h[i] = h[p];
+        h[p] = t;
+        i = p;
+    }
+}
+
+/* Per row: a heap of the k best seen so far (most elements are turned away by one
+ * comparison with its root), then the k sorted. The order is total (value, then index),
+ * so the result is that of a full sort. */
 static ptq_status topk_run(ptq_op_ctx *ctx)
 {
     const topk_state *s = ctx->state;
@@ -465,30 +501,34 @@ static ptq_status topk_run(ptq_op_ctx *ctx)
     int is_f = dt == PTQ_F32 || dt == PTQ_F64;
     int (*cmp)(const void *, const void *) = s->largest ? (is_f ? topk_cmp_largest_f : topk_cmp_largest_i)
                                                         : (is_f ? topk_cmp_smallest_f : topk_cmp_smallest_i);
-    size_t rows = s->outer * s->inner, n = (size_t)s->n, k = (size_t)s->k, inner = s->inner;
+    size_t rows = s->outer * s->inner, n = (size_t)s->n, k = (size_t)s->k, inner = s->inner, es = ptq_dtype_size(dt);
     if (k == 0) return PTQ_OK;
 #pragma omp parallel for num_threads(ctx->nthreads) schedule(static)
     for (size_t row = 0; row < rows; row++) {
-        topk_item *it = (topk_item *)ctx->scratch + (size_t)omp_get_thread_num() * n;
-        size_t o = row / inner, in = row % inner, base = o * n * inner + in, obase = o * k * inner + in;
+        topk_item *h = (topk_item *)ctx->scratch + (size_t)omp_get_thread_num() * k;
+        size_t o = row / inner, in = row % inner, base = o * n * inner + in, obase = o * k * inner + in, kept = 0;
         for (size_t j = 0; j < n; j++) {
             size_t e = base + j * inner;
-            it[j].idx = (int64_t)j;
-            it[j].f = 0.0;
-            it[j].i = 0;
+            topk_item it = {0.0, 0, (int64_t)j};
             switch (dt) {
-            case PTQ_F32: it[j].f = (double)((const float *)x->data)[e]; break;
-            case PTQ_F64: it[j].f = ((const double *)x->data)[e]; break;
-            case PTQ_I32: it[j].i = ((const int32_t *)x->data)[e]; break;
-            default: it[j].i = ((const int64_t *)x->data)[e]; break;
+            case PTQ_F32: it.f = (double)((const float *)x->data)[e]; break;
+            case PTQ_F64: it.f = ((const double *)x->data)[e]; break;
+            case PTQ_I32: it.i = ((const int32_t *)x->data)[e]; break;
+            default: it.i = ((const int64_t *)x->data)[e]; break;
+            }
+            if (kept < k) {
+                h[kept] = it;
+                topk_sift_up(h, kept++, cmp);
+            } else if (topk_before(cmp, &it, &h[0])) {
+                h[0] = it;
+                topk_sift_down(h, k, 0, cmp);
             }
         }
-        qsort(it, n, sizeof *it, cmp);
+        qsort(h, k, sizeof *h, cmp);
         for (size_t j = 0; j < k; j++) {
-            size_t e = obase + j * inner, src = base + (size_t)it[j].idx * inner;
-            size_t es = ptq_dtype_size(dt);
+            size_t e = obase + j * inner, src = base + (size_t)h[j].idx * inner;
             if (yv) memcpy((char *)yv->data + e * es, (const char *)x->data + src * es, es);
-            if (yi) ((int64_t *)yi->data)[e] = it[j].idx;
+            if (yi) ((int64_t *)yi->data)[e] = h[j].idx;
         }
     }
     return PTQ_OK;
