@@ -533,6 +533,56 @@ TEST(crop_col2im_affine_grid_give_clear_errors)
     ptq_tensor_free(&size);
 }
 
+/* 1 when (va, ia) ranks before (vb, ib): NaN above every number, ties to the lower index */
+static int topk_ref_before(float va, int64_t ia, float vb, int64_t ib, int largest)
+{
+    int na = isnan(va), nb = isnan(vb);
+    if (na != nb) return largest ? na : nb;
+    if (!na && va != vb) return largest ? va > vb : va < vb;
+    return ia < ib;
+}
+
+TEST(topk_matches_a_full_sort_on_rows_with_ties)
+{
+    int64_t d[3] = {5, 50, 3};
+    ptq_tensor x = tensor_new(PTQ_F32, 3, d);
+    float *xv = x.data;
+    for (int i = 0; i < 750; i++) xv[i] = irand(0, 19) == 0 ? NAN : (float)irand(0, 9);
+    const int64_t ks[3] = {1, 7, 50};
+    for (int kk = 0; kk < 3; kk++)
+        for (int largest = 0; largest < 2; largest++) {
+            ptq_tensor kt = tensor_i64(1, &ks[kk]), y[2];
+            op_node r = {.name = "topk", .opset = 11, .n_out = 2, .want = {0, 1}, .const_mask = 2, .nthreads = 3};
+            add_int(&r, "axis", 1);
+            add_int(&r, "largest", largest);
+            const ptq_tensor *ins[2] = {&x, &kt};
+            EXPECT_EQ_INT(op_run_ins(&r, "TopK", ins, 2, y), PTQ_OK);
+            int bad = 0;
+            for (int64_t o = 0; o < 5 && y[1].data; o++)
+                for (int64_t in = 0; in < 3; in++) {
+                    int64_t order[50];
+                    for (int64_t j = 0; j < 50; j++) order[j] = j; /* insertion sort by the ONNX order */
+                    for (int64_t j = 1; j < 50; j++)
+                        for (int64_t m = j; m > 0; m--) {
+                            int64_t a = order[m], b = order[m - 1];
+                            if (!topk_ref_before(xv[(o * 50 + a) * 3 + in], a, xv[(o * 50 + b) * 3 + in], b, largest)) break;
+                            order[m] = b;
+                            order[m - 1] = a;
+                        }
+                    for (int64_t j = 0; j < ks[kk]; j++) {
+                        int64_t got = ((int64_t *)y[1].data)[(o * ks[kk] + j) * 3 + in];
+                        float gv = ((float *)y[0].data)[(o * ks[kk] + j) * 3 + in], wv = xv[(o * 50 + order[j]) * 3 + in];
+                        bad += got != order[j] || !(gv == wv || (isnan(gv) && isnan(wv)));
+                    }
+                }
+            if (bad) TEST_FAILF("k %lld largest %d: %d positions differ", (long long)ks[kk], largest, bad);
+            ptq_tensor_free(&y[0]);
+            ptq_tensor_free(&y[1]);
+            ptq_tensor_free(&kt);
+        }
+    ptq_tensor_free(&x);
+}
+
 int main(void)
 {
     op_test_seed(20261127u);
@@ -541,6 +591,7 @@ int main(void)
     RUN(einsum_transformer_equations_match_loops);
     RUN(einsum_rejects_bad_equations);
     RUN(topk_breaks_ties_by_lower_index);
+    RUN(topk_matches_a_full_sort_on_rows_with_ties);
     RUN(index_ops_give_clear_errors);
     RUN(geometry_sequence_signal_ops_give_clear_errors);
     RUN(depth_space_round_trip_and_modes);
