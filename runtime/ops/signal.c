@@ -3,12 +3,14 @@
  *
  * Every angle these ops need is 2 pi k / n for integers k and n, so the twiddles come from
  * sig_cis(), which reduces k mod n exactly and evaluates sine and cosine polynomials in
- * double on [-pi/4, pi/4] (only + - * /: the same bits on every CPU; no libm call). The
+ * double on [-pi/4, pi/4] (only + - * /: the same bits on every CPU; no libm call); DFT and
+ * STFT tabulate the n of them once, in infer. The
  * transforms are direct O(n^2) sums accumulated in double in index order, one output
  * element per thread at a time, so the results do not depend on the thread count. Sizes
  * (window size, dft_length, frame_step, frame_length, the mel parameters) must be known
  * at plan time; the signals and the STFT window are ordinary runtime inputs. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,19 @@ static void sig_cis(int64_t k, int64_t n, double *c, double *s)
     case 2: *c = -cs, *s = -sn; break;
     default: *c = sn, *s = -cs; break;
     }
+}
+
+/* cos and sin of 2 pi j / n for j < n, interleaved, in one allocation after `head` bytes
+ * (the op's state); NULL when out of memory or too large. */
+static void *sig_state_with_table(size_t head, int64_t n, double **table)
+{
+    if (n < 1 || (uint64_t)n > (SIZE_MAX - head) / (2 * sizeof(double))) return NULL;
+    char *p = calloc(1, head + (size_t)n * 2 * sizeof(double));
+    if (!p) return NULL;
+    double *t = (double *)(p + head);
+    for (int64_t j = 0; j < n; j++) sig_cis(j, n, &t[2 * j], &t[2 * j + 1]);
+    *table = t;
+    return p;
 }
 
 /* A scalar integer input known at plan time (or fails naming it). */
@@ -227,6 +242,7 @@ typedef struct {
     int64_t out_len;  /* bins written */
     int inverse;
     size_t outer, inner; /* around axis, excluding the last (re, im) dim */
+    const double *tw;    /* cos, sin of 2 pi j / len (in the same allocation) */
 } dft_state;
 
 static ptq_status dft_infer(ptq_op_ctx *ctx)
@@ -253,9 +269,12 @@ static ptq_status dft_infer(ptq_op_ctx *ctx)
     int64_t len = x->dims[axis];
     if (ctx->n_in > 1 && ctx->in[1] && (st = const_int(ctx, 1, "dft_length", &len)) != PTQ_OK) return st;
     if (len < 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "dft_length %lld, expected >= 1", (long long)len);
-    dft_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    double *tw;
+    size_t head = (sizeof(dft_state) + 15) / 16 * 16;
+    dft_state *s = sig_state_with_table(head, len, &tw);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for %lld twiddles", (long long)len);
     ctx->state = s;
+    s->tw = tw;
     s->axis = (int)axis;
     s->len = len;
     s->in_len = x->dims[axis];
@@ -288,8 +307,9 @@ static ptq_status dft_run(ptq_op_ctx *ctx)
         for (int64_t n = 0; n < n_used; n++) {
             size_t xi = ((o * (size_t)s->in_len + (size_t)n) * inner + in) * (size_t)comp;
             double xr = load(x, xi), xim = comp == 2 ? load(x, xi + 1) : 0.0, c, sn;
-            sig_cis((int64_t)k * n, s->len, &c, &sn);
-            sn *= sign;
+            size_t j = (size_t)(((int64_t)k * n) % s->len);
+            c = s->tw[2 * j];
+            sn = sign * s->tw[2 * j + 1];
             re += xr * c - xim * sn;
             im += xr * sn + xim * c;
         }
@@ -309,6 +329,7 @@ const ptq_op_def op_dft = {dft_infer, dft_run, ptq_op_free_state, 0};
 
 typedef struct {
     int64_t step, flen, frames, bins;
+    const double *tw; /* cos, sin of 2 pi j / flen */
 } stft_state;
 
 static ptq_status stft_infer(ptq_op_ctx *ctx)
@@ -338,9 +359,12 @@ static ptq_status stft_infer(ptq_op_ctx *ctx)
     int64_t onesided = ptq_attr_int(ctx->node, "onesided", 1);
     if (onesided != 0 && onesided != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "onesided %lld, expected 0 or 1", (long long)onesided);
     if (onesided && x->dims[2] == 2) OP_FAIL(ctx, PTQ_ERR_FORMAT, "onesided with a complex signal");
-    stft_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    double *tw;
+    size_t head = (sizeof(stft_state) + 15) / 16 * 16;
+    stft_state *s = sig_state_with_table(head, flen, &tw);
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for %lld twiddles", (long long)flen);
     ctx->state = s;
+    s->tw = tw;
     s->step = step;
     s->flen = flen;
     s->frames = (x->dims[1] - flen) / step + 1;
@@ -371,8 +395,9 @@ static ptq_status stft_run(ptq_op_ctx *ctx)
             size_t xi = (size_t)((b * L + f * s->step + n) * comp);
             double w = win ? load(win, (size_t)n) : 1.0, c, sn;
             double xr = load(x, xi) * w, xim = comp == 2 ? load(x, xi + 1) * w : 0.0;
-            sig_cis(k * n, s->flen, &c, &sn);
-            sn = -sn;
+            size_t j = (size_t)((k * n) % s->flen);
+            c = s->tw[2 * j];
+            sn = -s->tw[2 * j + 1];
             re += xr * c - xim * sn;
             im += xr * sn + xim * c;
         }
