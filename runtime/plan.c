@@ -353,7 +353,11 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
             s->out[o]->dtype = PTQ_UNDEFINED;
             s->out[o]->rank = 0;
         }
-    if (s->ctx.n_out < 1 || !s->out[0]) { /* every ONNX op has a required first output */
+    /* every ONNX op has a required first output, but for the recurrent ones (Y of RNN, GRU, LSTM
+     * is optional: a model may keep only Y_h) */
+    int y_optional = strcmp(node->op_type, "RNN") == 0 || strcmp(node->op_type, "GRU") == 0 ||
+                     strcmp(node->op_type, "LSTM") == 0;
+    if (s->ctx.n_out < 1 || (!s->out[0] && !y_optional)) {
         ptq_error("%s '%s': output 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
@@ -1189,7 +1193,8 @@ static void print_profile(const ptq_plan *p)
         const plan_step *s = &p->steps[i];
         if (s->skip) continue;
         char shape[96];
-        ptq_shape_str(s->out[0], shape, sizeof shape);
+        if (s->out[0]) ptq_shape_str(s->out[0], shape, sizeof shape);
+        else snprintf(shape, sizeof shape, "-");
         fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
                 shape, p->prof_ms[i]);
     }

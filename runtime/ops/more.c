@@ -226,7 +226,12 @@ static ptq_status identity_infer(ptq_op_ctx *ctx)
     if (strcmp(ctx->node->op_type, "Dropout") == 0) {
         if (ctx->n_in > 2 && ctx->in[2]) {
             if (!ctx->in[2]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode input is not constant");
-            if (ptq_tensor_get_i64(ctx->in[2], 0)) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1 (inference only)");
+            /* training_mode=1 with a constant ratio of 0 (torchvision's Swin attention exports
+             * F.dropout(p=0.0) so) drops nothing: the identity, exactly */
+            const ptq_tensor *ratio = ctx->n_in > 1 ? ctx->in[1] : NULL;
+            int zero_ratio = ratio && ratio->data && ptq_tensor_numel(ratio) == 1 && ptq_tensor_get_f64(ratio, 0) == 0.0;
+            if (ptq_tensor_get_i64(ctx->in[2], 0) && !zero_ratio)
+                OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "training_mode=1 (inference only)");
         }
         if (ctx->n_out > 1 && ctx->out[1]) {
             ctx->out[1]->dtype = PTQ_BOOL;
@@ -584,63 +589,7 @@ static ptq_status pad_run(ptq_op_ctx *ctx)
 
 WEAK const ptq_op_def op_pad = {pad_infer, pad_run, ptq_op_free_state, 0};
 
-/* ------------------------------------------------------------ DepthToSpace, SpaceToDepth */
-
-static ptq_status d2s_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 1, 1);
-    if (st != PTQ_OK) return st;
-    const ptq_tensor *x = ctx->in[0];
-    int64_t b = ptq_attr_int(ctx->node, "blocksize", 0);
-    if (x->rank != 4 || b < 1) OP_FAIL(ctx, PTQ_ERR_SHAPE, "needs a 4-D input and blocksize >= 1");
-    int to_space = strcmp(ctx->node->op_type, "DepthToSpace") == 0;
-    ptq_tensor *y = ctx->out[0];
-    y->dtype = x->dtype;
-    y->rank = 4;
-    y->dims[0] = x->dims[0];
-    if (to_space) {
-        if (x->dims[1] % (b * b)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "channels not divisible by blocksize^2");
-        y->dims[1] = x->dims[1] / (b * b);
-        y->dims[2] = x->dims[2] * b;
-        y->dims[3] = x->dims[3] * b;
-    } else {
-        if (x->dims[2] % b || x->dims[3] % b) OP_FAIL(ctx, PTQ_ERR_SHAPE, "spatial dims not divisible by blocksize");
-        y->dims[1] = x->dims[1] * b * b;
-        y->dims[2] = x->dims[2] / b;
-        y->dims[3] = x->dims[3] / b;
-    }
-    return PTQ_OK;
-}
-
-static ptq_status d2s_run(ptq_op_ctx *ctx)
-{
-    const ptq_tensor *x = ctx->in[0];
-    ptq_tensor *y = ctx->out[0];
-    int64_t b = ptq_attr_int(ctx->node, "blocksize", 1);
-    int to_space = strcmp(ctx->node->op_type, "DepthToSpace") == 0;
-    int crd = strcmp(ptq_attr_string(ctx->node, "mode", "DCR"), "CRD") == 0;
-    size_t es = ptq_dtype_size(x->dtype);
-    int64_t N = y->dims[0], C = y->dims[1], H = y->dims[2], W = y->dims[3];
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t w = 0; w < W; w++) {
-                    int64_t src;
-                    if (to_space) {
-                        int64_t bh = h % b, bw = w % b, ic = crd ? c * b * b + bh * b + bw : (bh * b + bw) * C + c;
-                        src = ((n * x->dims[1] + ic) * x->dims[2] + h / b) * x->dims[3] + w / b;
-                    } else {
-                        int64_t ic = c % x->dims[1], blk = c / x->dims[1], bh = blk / b, bw = blk % b;
-                        src = ((n * x->dims[1] + ic) * x->dims[2] + h * b + bh) * x->dims[3] + w * b + bw;
-                    }
-                    memcpy((char *)y->data + (size_t)(((n * C + c) * H + h) * W + w) * es,
-                           (const char *)x->data + (size_t)src * es, es);
-                }
-    return PTQ_OK;
-}
-
-WEAK const ptq_op_def op_depth_to_space = {d2s_infer, d2s_run, NULL, 0};
-WEAK const ptq_op_def op_space_to_depth = {d2s_infer, d2s_run, NULL, 0};
+/* DepthToSpace, SpaceToDepth: runtime/ops/index.c */
 
 /* QuantizeLinear, DequantizeLinear: runtime/ops/quantize.c */
 
