@@ -31,6 +31,13 @@ typedef struct {
     int *in_vals, *out_vals;  /* value indices (plan numbering), -1 = omitted */
     int skip;                 /* folded at plan time or fused into another step */
     int has_state;
+    int dyn;                  /* dynamic part: inferred at run time, outputs on the heap */
+    int n_outer;              /* control ops: in[n_in ..) / in_vals[n_in ..) are the values of this
+                                 graph its subgraphs read (implicit inputs) */
+    const char **outer_names;
+    unsigned char *in_const;  /* n_in + n_outer flags for ctx.in_const */
+    void *dyn_scratch;        /* a dynamic step's own scratch */
+    size_t dyn_scratch_cap;
 } plan_step;
 
 struct ptq_plan {
@@ -55,7 +62,16 @@ struct ptq_plan {
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
     double prof_obs_ms;       /* in observer calls */
     int next_step;            /* ptq_plan_step's position; n_steps when idle */
+    uint8_t *is_dyn;          /* value made by a dynamic step (shape known at run time only) */
+    size_t *dyn_cap;          /* bytes of a dynamic value's heap buffer (vals[v].data), 0: none */
+    int n_dyn;                /* dynamic steps */
 };
+
+/* Values a step reads: its inputs, then (control ops) the outer values its subgraphs read. */
+static int n_reads(const plan_step *s)
+{
+    return s->ctx.n_in + s->n_outer;
+}
 
 ptq_plan_options ptq_plan_defaults(void)
 {
@@ -98,6 +114,19 @@ ptq_status ptq_graph_check_ops(const ptq_graph *g)
         ptq_error("%d node%s with unsupported ops: %s", bad, bad > 1 ? "s" : "", msg);
         return PTQ_ERR_UNSUPPORTED;
     }
+    for (int n = 0; n < g->n_nodes; n++) { /* subgraphs: the first one with unsupported ops */
+        const ptq_node *node = &g->nodes[n];
+        for (int k = 0; k < node->n_attrs; k++) {
+            const ptq_attr *a = &node->attrs[k];
+            for (int i = 0; i < (a->graph ? 1 : a->n_graphs); i++) {
+                ptq_status st = ptq_graph_check_ops(a->graph ? a->graph : a->graphs[i]);
+                if (st != PTQ_OK) {
+                    ptq_error_prefix("%s '%s' subgraph '%s': ", node->op_type, node->name, a->name);
+                    return st;
+                }
+            }
+        }
+    }
     return PTQ_OK;
 }
 
@@ -108,6 +137,7 @@ static void bind(ptq_plan *p, uint8_t *arena, void *scratch)
 {
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
+        if (s->dyn) continue; /* own scratch, heap outputs */
         s->ctx.scratch = scratch;
         if (s->skip) continue;
         for (int o = 0; o < s->ctx.n_out; o++)
@@ -140,6 +170,9 @@ static void step_clear(plan_step *s)
     free(s->out);
     free(s->in_vals);
     free(s->out_vals);
+    free(s->outer_names);
+    free(s->in_const);
+    ptq_aligned_free(s->dyn_scratch);
 }
 
 /* ---- arena pool ---- */
@@ -233,8 +266,10 @@ void ptq_plan_destroy(ptq_plan *p)
     for (int i = 0; i < p->n_steps; i++) step_clear(&p->steps[i]);
     free(p->steps);
     for (int v = 0; v < p->n_vals; v++)
-        if (p->owned[v]) ptq_aligned_free(p->vals[v].data);
+        if (p->owned[v] || (p->dyn_cap && p->dyn_cap[v])) ptq_aligned_free(p->vals[v].data);
     free(p->vals);
+    free(p->is_dyn);
+    free(p->dyn_cap);
     free(p->is_const);
     free(p->owned);
     free(p->last_use);
@@ -273,35 +308,46 @@ static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = p->g;
+    int *bindable = NULL, n_bindable = 0; /* graph inputs, then (subgraphs) outer values */
+    CHECK_ALLOC(bindable = malloc(sizeof(int) * (size_t)(g->n_inputs + g->n_values + 1)));
+    for (int i = 0; i < g->n_inputs; i++) bindable[n_bindable++] = g->inputs[i];
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].kind == PTQ_VALUE_OUTER) bindable[n_bindable++] = v;
     for (int k = 0; k < n_shapes; k++) {
         int found = 0;
-        for (int i = 0; i < g->n_inputs; i++)
-            if (strcmp(g->values[g->inputs[i]].name, shapes[k].name) == 0) found = 1;
+        for (int i = 0; i < n_bindable; i++)
+            if (strcmp(g->values[bindable[i]].name, shapes[k].name) == 0) found = 1;
         if (!found) FAIL(PTQ_ERR_ARG, "--input-shape names '%s', which is not an input of the model", shapes[k].name);
     }
-    p->input_vals = malloc(sizeof(int) * (size_t)(g->n_inputs + 1));
+    p->input_vals = malloc(sizeof(int) * (size_t)(n_bindable + 1));
     CHECK_ALLOC(p->input_vals);
-    for (int i = 0; i < g->n_inputs; i++) {
-        int v = g->inputs[i];
+    for (int i = 0; i < n_bindable; i++) {
+        int v = bindable[i];
         const ptq_value *val = &g->values[v];
         if (val->kind == PTQ_VALUE_INITIALIZER) continue; /* a constant with a default: stays constant */
         ptq_tensor *t = &p->vals[v];
         const ptq_input_shape *b = NULL;
         for (int k = 0; k < n_shapes; k++)
             if (strcmp(shapes[k].name, val->name) == 0) b = &shapes[k];
-        t->dtype = val->t.dtype;
+        if (val->kind == PTQ_VALUE_OUTER && !b)
+            FAIL(PTQ_ERR_ARG, "subgraph '%s' reads '%s' of an enclosing graph, which was not bound",
+                 g->graph_name ? g->graph_name : "", val->name);
+        /* a binding's dtype counts for subgraphs only (callers of a model's plan may leave it unset) */
+        t->dtype = b && g->parent && b->dtype != PTQ_UNDEFINED ? b->dtype : val->t.dtype;
         if (ptq_dtype_size(t->dtype) == 0)
             FAIL(PTQ_ERR_UNSUPPORTED, "input '%s': element type %s is not supported", val->name,
                  ptq_dtype_name(t->dtype));
         if (b) {
+            /* a subgraph's declared input shapes are hints: the enclosing node's values win */
+            int sub = g->parent != NULL || val->kind == PTQ_VALUE_OUTER;
             if (b->rank < 0 || b->rank > PTQ_MAX_RANK) FAIL(PTQ_ERR_ARG, "input '%s': bad rank %d", val->name, b->rank);
-            if (val->t.rank >= 0 && b->rank != val->t.rank)
+            if (!sub && val->t.rank >= 0 && b->rank != val->t.rank)
                 FAIL(PTQ_ERR_SHAPE, "input '%s': shape given has rank %d, the model declares rank %d", val->name,
                      b->rank, val->t.rank);
             t->rank = b->rank;
             for (int d = 0; d < b->rank; d++) {
                 if (b->dims[d] < 0) FAIL(PTQ_ERR_ARG, "input '%s': negative dim %d", val->name, d);
-                if (val->t.rank >= 0 && val->t.dims[d] >= 0 && val->t.dims[d] != b->dims[d])
+                if (!sub && val->t.rank >= 0 && val->t.dims[d] >= 0 && val->t.dims[d] != b->dims[d])
                     FAIL(PTQ_ERR_SHAPE, "input '%s': dim %d given as %lld, the model fixes it to %lld", val->name, d,
                          (long long)b->dims[d], (long long)val->t.dims[d]);
                 t->dims[d] = b->dims[d];
@@ -329,6 +375,7 @@ static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_
         p->input_vals[p->n_inputs++] = v;
     }
 done:
+    free(bindable);
     return st;
 }
 
@@ -344,10 +391,16 @@ static void name_node_in_error(const ptq_node *node)
 static ptq_status step_infer(ptq_plan *p, plan_step *s)
 {
     const ptq_node *node = &p->g->nodes[s->node];
-    if (s->has_state && s->def->free_state) s->def->free_state(s->ctx.state);
-    s->ctx.state = NULL;
-    s->has_state = 0;
+    int control = (s->def->flags & PTQ_OP_CONTROL) != 0;
+    if (!control) { /* control ops keep their subgraphs' plans from one infer to the next */
+        if (s->has_state && s->def->free_state) s->def->free_state(s->ctx.state);
+        s->ctx.state = NULL;
+        s->has_state = 0;
+    }
     s->ctx.scratch_bytes = 0;
+    s->ctx.dynamic = 0;
+    if (s->in_const)
+        for (int i = 0; i < n_reads(s); i++) s->in_const[i] = s->in_vals[i] >= 0 && p->is_const[s->in_vals[i]];
     for (int o = 0; o < s->ctx.n_out; o++)
         if (s->out[o]) {
             s->out[o]->dtype = PTQ_UNDEFINED;
@@ -357,7 +410,7 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
         ptq_error("%s '%s': output 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
-    if (s->ctx.n_in > 0 && !s->ctx.in[0]) { /* and, when it has inputs, a required first input */
+    if (s->ctx.n_in > 0 && !s->ctx.in[0] && !control) { /* and, when it has inputs, a required first input */
         ptq_error("%s '%s': input 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
@@ -366,6 +419,13 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
     if (st != PTQ_OK) {
         name_node_in_error(node);
         return st;
+    }
+    if (s->ctx.dynamic) {
+        if (!(s->def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL))) {
+            ptq_error("%s '%s': a dynamic output from an op not flagged dynamic (internal error)", node->op_type, node->name);
+            return PTQ_ERR_INTERNAL;
+        }
+        return PTQ_OK; /* shapes known at run time */
     }
     for (int o = 0; o < s->ctx.n_out; o++) {
         ptq_tensor *t = s->out[o];
@@ -390,9 +450,14 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
     const ptq_node *node = &p->g->nodes[node_index];
     s->node = node_index;
     s->def = ptq_op_get(ptq_op_find(node->domain, node->op_type));
-    s->in = calloc((size_t)node->n_inputs + 1, sizeof *s->in);
+    /* outer values the node's subgraphs read (each once) */
+    int n_outer = 0, max_outer = 0;
+    for (int k = 0; k < node->n_attrs; k++)
+        for (int i = 0; i < (node->attrs[k].graph ? 1 : node->attrs[k].n_graphs); i++)
+            max_outer += (node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[i])->n_values;
+    s->in = calloc((size_t)(node->n_inputs + max_outer) + 1, sizeof *s->in);
     s->out = calloc((size_t)node->n_outputs + 1, sizeof *s->out);
-    s->in_vals = malloc(sizeof(int) * ((size_t)node->n_inputs + 1));
+    s->in_vals = malloc(sizeof(int) * ((size_t)(node->n_inputs + max_outer) + 1));
     s->out_vals = malloc(sizeof(int) * ((size_t)node->n_outputs + 1));
     CHECK_ALLOC(s->in);
     CHECK_ALLOC(s->out);
@@ -411,6 +476,34 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
         s->out_vals[o] = v;
         s->out[o] = v >= 0 ? &p->vals[v] : NULL;
     }
+    for (int k = 0; k < node->n_attrs; k++)
+        for (int i = 0; i < (node->attrs[k].graph ? 1 : node->attrs[k].n_graphs); i++) {
+            const ptq_graph *sub = node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[i];
+            for (int v = 0; v < sub->n_values; v++) {
+                int ov = sub->values[v].outer, seen = 0;
+                if (sub->values[v].kind != PTQ_VALUE_OUTER) continue;
+                if (ov < 0 || ov >= p->g->n_values)
+                    FAIL(PTQ_ERR_FORMAT, "%s '%s': subgraph '%s' reads '%s', unknown here", node->op_type, node->name,
+                         node->attrs[k].name, sub->values[v].name);
+                for (int j = 0; j < n_outer && !seen; j++) seen = s->in_vals[n_in + j] == ov;
+                if (seen) continue;
+                s->in_vals[n_in + n_outer] = ov;
+                s->in[n_in + n_outer] = &p->vals[ov];
+                n_outer++;
+            }
+        }
+    s->n_outer = n_outer;
+    if (s->def && (s->def->flags & PTQ_OP_CONTROL)) {
+        CHECK_ALLOC(s->outer_names = calloc((size_t)n_outer + 1, sizeof *s->outer_names));
+        CHECK_ALLOC(s->in_const = calloc((size_t)(n_in + n_outer) + 1, 1));
+        for (int j = 0; j < n_outer; j++) s->outer_names[j] = p->g->values[s->in_vals[n_in + j]].name;
+        s->ctx.n_outer = n_outer;
+        s->ctx.outer = s->in + n_in;
+        s->ctx.outer_names = s->outer_names;
+        s->ctx.in_const = s->in_const;
+        s->ctx.node_index = node_index;
+        s->ctx.plan_options = &p->opt;
+    }
     s->ctx.node = node;
     s->ctx.opset = opset;
     s->ctx.n_in = n_in;
@@ -420,6 +513,14 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
     s->ctx.nthreads = p->nthreads;
 done:
     return st;
+}
+
+/* 1 when the step reads a value that is not a plan constant. */
+static int has_runtime_input(const ptq_plan *p, const plan_step *s)
+{
+    for (int i = 0; i < n_reads(s); i++)
+        if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) return 1;
+    return 0;
 }
 
 /* Runs a step whose inputs are all constant and makes its outputs constants. */
@@ -461,10 +562,11 @@ static int consumers(const ptq_plan *p, int v, int *only)
     for (int i = 0; i < p->n_steps; i++) {
         const plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int k = 0; k < s->ctx.n_in; k++)
+        for (int k = 0; k < n_reads(s); k++)
             if (s->in_vals[k] == v) {
                 count++;
                 *only = i;
+                if (s->dyn) count += 1000; /* never fused into a dynamic step */
             }
     }
     return count;
@@ -524,7 +626,7 @@ static ptq_status fuse_batchnorm(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
         int y = conv->out_vals[0], j = -1;
         if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *bn = &p->steps[j];
@@ -620,7 +722,7 @@ static ptq_status fuse_activations(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
+        if (s->skip || s->dyn || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
         int y = s->out_vals[0], j = -1;
         if (y < 0 || p->vals[y].dtype != PTQ_F32 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *a = &p->steps[j];
@@ -704,7 +806,7 @@ static ptq_status fold_affine(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE) continue;
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE) continue;
         int wv = conv->in_vals[1];
         if (!p->is_const[wv] || p->vals[wv].dtype != PTQ_F32) continue;
         if (conv->ctx.n_in > 2 && conv->in_vals[2] >= 0 && (!p->is_const[conv->in_vals[2]] || p->vals[conv->in_vals[2]].dtype != PTQ_F32))
@@ -762,7 +864,7 @@ static ptq_status fuse_channel_ops(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
             conv->ctx.act.has_post || conv->out_vals[0] < 0)
             continue;
         const ptq_tensor *y0 = &p->vals[conv->out_vals[0]];
@@ -823,7 +925,7 @@ static ptq_status fuse_hardswish_pattern(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *d = &p->steps[i];
-        if (d->skip || !op_is(p, d, "Div") || d->ctx.n_in != 2 || !scalar_const_is(p, d->in_vals[1], 6.0f)) continue;
+        if (d->skip || d->dyn || !op_is(p, d, "Div") || d->ctx.n_in != 2 || !scalar_const_is(p, d->in_vals[1], 6.0f)) continue;
         int m = d->in_vals[0], jm = producer_step(p, m), dummy;
         if (jm < 0 || consumers(p, m, &dummy) != 1) continue;
         plan_step *mul = &p->steps[jm];
@@ -866,7 +968,7 @@ static ptq_status fuse_post_affine(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
+        if (s->skip || s->dyn || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
         int y = s->out_vals[0], j = -1;
         if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *mul = &p->steps[j];
@@ -927,7 +1029,7 @@ static ptq_status fuse_qdq_pairs(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *q = &p->steps[i];
-        if (q->skip || !op_is(p, q, "QuantizeLinear") || q->ctx.n_in < 2 || !q->ctx.in[0] || q->ctx.in[0]->dtype != PTQ_F32)
+        if (q->skip || q->dyn || !op_is(p, q, "QuantizeLinear") || q->ctx.n_in < 2 || !q->ctx.in[0] || q->ctx.in[0]->dtype != PTQ_F32)
             continue;
         int y = q->out_vals[0], j = -1;
         if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
@@ -964,7 +1066,7 @@ static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int o = 0; o < s->ctx.n_out; o++) {
+        for (int o = 0; o < s->ctx.n_out && !s->dyn; o++) { /* dynamic outputs live on the heap */
             int v = s->out_vals[o];
             if (v < 0) continue;
             size_t size = (ptq_tensor_nbytes(&p->vals[v]) + 63) / 64 * 64;
@@ -1054,6 +1156,10 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     p->is_const = calloc((size_t)p->cap_vals, 1);
     p->owned = calloc((size_t)p->cap_vals, 1);
     p->last_use = malloc(sizeof(int) * (size_t)p->cap_vals);
+    p->is_dyn = calloc((size_t)p->cap_vals, 1);
+    p->dyn_cap = calloc((size_t)p->cap_vals, sizeof *p->dyn_cap);
+    CHECK_ALLOC(p->is_dyn);
+    CHECK_ALLOC(p->dyn_cap);
     order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     p->steps = calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
     p->output_vals = malloc(sizeof(int) * ((size_t)g->n_outputs + 1));
@@ -1085,13 +1191,35 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     for (int k = 0; k < g->n_nodes; k++) {
         plan_step *s = &p->steps[p->n_steps++];
         TRY(step_setup(p, s, order[k], opset));
-        TRY(step_infer(p, s));
+        /* downstream of a dynamic value: dynamic too, inferred at run time only */
+        for (int i = 0; i < n_reads(s) && !s->dyn; i++) s->dyn = s->in_vals[i] >= 0 && p->is_dyn[s->in_vals[i]];
+        if (!s->dyn) {
+            st = step_infer(p, s);
+            if (st == PTQ_ERR_UNSUPPORTED && strstr(ptq_last_error(), "not constant") && has_runtime_input(p, s)) {
+                /* a shape, axes or repeats input computed at run time (a loop's counter...):
+                 * inferred at run time, with that input's data */
+                st = PTQ_OK;
+                s->ctx.dynamic = 1;
+            }
+            if (st != PTQ_OK) goto done;
+            s->dyn = s->ctx.dynamic;
+        }
+        if (s->dyn) {
+            p->n_dyn++;
+            for (int o = 0; o < s->ctx.n_out; o++)
+                if (s->out_vals[o] >= 0) {
+                    p->is_dyn[s->out_vals[o]] = 1;
+                    p->vals[s->out_vals[o]].dtype = PTQ_UNDEFINED;
+                    p->vals[s->out_vals[o]].rank = 0;
+                }
+            continue;
+        }
         /* Shape and Size only read the (known) input shape: always foldable */
         const char *op = g->nodes[order[k]].op_type;
         int all_const = strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0;
         if (!all_const) {
             all_const = 1;
-            for (int i = 0; i < s->ctx.n_in; i++)
+            for (int i = 0; i < n_reads(s); i++)
                 if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) all_const = 0;
         }
         if (all_const) TRY(fold_step(p, s));
@@ -1119,7 +1247,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int k = 0; k < s->ctx.n_in; k++)
+        for (int k = 0; k < n_reads(s); k++)
             if (s->in_vals[k] >= 0) p->last_use[s->in_vals[k]] = i;
     }
     offsets = calloc((size_t)p->n_vals + 1, sizeof *offsets);
@@ -1130,7 +1258,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
              (double)p->arena_bytes / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip) continue;
+        if (s->skip || s->dyn) continue;
         if (s->ctx.scratch_bytes > p->scratch_bytes) p->scratch_bytes = s->ctx.scratch_bytes;
         p->flops += step_flops(p, s);
     }
@@ -1148,7 +1276,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     }
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (!s->skip && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
+        if (!s->skip && !s->dyn && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
             s->ctx.sink = p->opt.tile_sink(g->values[s->out_vals[0]].name, s->node, p->opt.observer_user);
     }
     if (getenv("PTQ_PROFILE")) {
@@ -1230,6 +1358,43 @@ done:
     return st;
 }
 
+/* A dynamic step before its run: inferred with its inputs as they are now (data included),
+ * outputs given heap buffers (grown as needed, kept for the next run), scratch its own. */
+static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_node *node = &p->g->nodes[s->node];
+    TRY(step_infer(p, s));
+    if (s->ctx.dynamic)
+        FAIL(PTQ_ERR_INTERNAL, "%s '%s': output shape still unknown with every input known", node->op_type, node->name);
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        int v = s->out_vals[o];
+        if (v < 0) continue;
+        size_t need = ptq_tensor_nbytes(&p->vals[v]);
+        if (need > p->dyn_cap[v] || !p->vals[v].data) {
+            if (p->opt.max_arena_bytes && need > p->opt.max_arena_bytes)
+                FAIL(PTQ_ERR_NOMEM, "%s '%s': output %d needs %.1f MiB, over the limit of %.1f MiB", node->op_type,
+                     node->name, o, (double)need / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
+            ptq_aligned_free(p->dyn_cap[v] ? p->vals[v].data : NULL);
+            p->vals[v].data = NULL;
+            p->dyn_cap[v] = 0;
+            size_t cap = need > 64 ? need + need / 4 : 64;
+            CHECK_ALLOC(p->vals[v].data = ptq_aligned_alloc(cap));
+            p->dyn_cap[v] = cap;
+        }
+        p->vals[v].owns_data = 0;
+    }
+    if (s->ctx.scratch_bytes > s->dyn_scratch_cap) {
+        ptq_aligned_free(s->dyn_scratch);
+        s->dyn_scratch_cap = 0;
+        CHECK_ALLOC(s->dyn_scratch = ptq_aligned_alloc(s->ctx.scratch_bytes));
+        s->dyn_scratch_cap = s->ctx.scratch_bytes;
+    }
+    s->ctx.scratch = s->ctx.scratch_bytes ? s->dyn_scratch : NULL;
+done:
+    return st;
+}
+
 ptq_status ptq_plan_step(ptq_plan *p, int *finished)
 {
     ptq_status st = PTQ_OK;
@@ -1239,7 +1404,8 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
     int i = p->next_step++;
     plan_step *s = &p->steps[i];
     double t0 = p->prof_ms ? omp_get_wtime() : 0;
-    st = s->def->run(&s->ctx);
+    st = s->dyn ? dyn_prepare(p, s) : PTQ_OK;
+    if (st == PTQ_OK) st = s->def->run(&s->ctx);
     if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
     if (st != PTQ_OK) {
         p->next_step = p->n_steps;
@@ -1262,6 +1428,11 @@ ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
     ptq_status st = ptq_plan_begin(p, inputs, n_inputs);
     for (int finished = 0; st == PTQ_OK && !finished;) st = ptq_plan_step(p, &finished);
     return st;
+}
+
+int ptq_plan_n_dynamic(const ptq_plan *p)
+{
+    return p->n_dyn;
 }
 
 int ptq_plan_n_inputs(const ptq_plan *p)
