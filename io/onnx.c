@@ -28,7 +28,10 @@
 typedef struct {
     const char *base_dir; /* for external data; NULL: refused */
     ptq_graph *g;
+    int depth;            /* subgraph nesting (0: the model's graph) */
 } load_ctx;
+
+#define MAX_SUBGRAPH_DEPTH 32
 
 /* Value index for `name`, created (kind INTERMEDIATE) if new. */
 static ptq_status value_for(ptq_graph *g, const char *name, int *out)
@@ -295,10 +298,12 @@ static ptq_status subgraph_from_proto(const load_ctx *lc, const Onnx__GraphProto
                                       const char *attr, ptq_graph **out)
 {
     ptq_status st = PTQ_OK;
-    load_ctx sub = {lc->base_dir, NULL};
+    load_ctx sub = {lc->base_dir, NULL, lc->depth + 1};
     ptq_graph *parent = lc->g;
     *out = NULL;
     if (!gp) FAIL(PTQ_ERR_FORMAT, "node '%s': graph attribute '%s' has no graph", node, attr);
+    if (sub.depth > MAX_SUBGRAPH_DEPTH)
+        FAIL(PTQ_ERR_UNSUPPORTED, "node '%s': subgraphs nested more than %d deep", node, MAX_SUBGRAPH_DEPTH);
     CHECK_ALLOC(sub.g = ptq_graph_create());
     sub.g->parent = parent;
     CHECK_ALLOC(sub.g->opsets = calloc((size_t)parent->n_opsets + 1, sizeof *sub.g->opsets));
@@ -601,7 +606,7 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
 {
     ptq_status st = PTQ_OK;
     Onnx__ModelProto *mp = NULL;
-    load_ctx lc = {base_dir, NULL};
+    load_ctx lc = {base_dir, NULL, 0};
     *out = NULL;
     if (!what) what = "model";
     if (!buf || len == 0) FAIL(PTQ_ERR_FORMAT, "empty file, not an ONNX model");
@@ -660,7 +665,7 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
     Onnx__TensorProto *tp = NULL;
     const char *dir_end = strrchr(path, '/');
     char dir[4096];
-    load_ctx lc = {NULL, NULL};
+    load_ctx lc = {NULL, NULL, 0};
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
     if (dir_end && (size_t)(dir_end - path) < sizeof dir) {

@@ -1351,8 +1351,9 @@ ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
         if (!inputs[i].data && ptq_tensor_numel(t)) FAIL(PTQ_ERR_ARG, "input '%s' has no data", name);
         t->data = inputs[i].data;
     }
-    if (p->opt.observer)
-        for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i]));
+    if (p->opt.observer) /* (a subgraph's outer values were seen in their own graph) */
+        for (int i = 0; i < n_inputs; i++)
+            if (p->g->values[p->input_vals[i]].kind != PTQ_VALUE_OUTER) TRY(observe(p, p->input_vals[i]));
     p->next_step = 0;
 done:
     return st;
