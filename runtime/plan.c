@@ -22,6 +22,17 @@
 #include "op.h"
 #include "runtime/kernels/sgemm.h"
 
+/* What a dynamic step's infer depended on, per input: dtype and shape, and for a small input
+ * that is not a plan constant its bytes (shape, axes, repeats, counts...). */
+#define DYN_SMALL_BYTES 1024
+typedef struct {
+    ptq_dtype dtype;
+    int rank;
+    int64_t dims[PTQ_MAX_RANK];
+    size_t n;                 /* bytes kept (small inputs), else 0 */
+    uint8_t bytes[DYN_SMALL_BYTES];
+} dyn_sig;
+
 typedef struct {
     int node;                 /* graph node index */
     const ptq_op_def *def;
@@ -38,6 +49,8 @@ typedef struct {
     unsigned char *in_const;  /* n_in + n_outer flags for ctx.in_const */
     void *dyn_scratch;        /* a dynamic step's own scratch */
     size_t dyn_scratch_cap;
+    dyn_sig *sig;             /* a dynamic step's inputs as its last infer saw them (n_reads) */
+    int sig_valid;
 } plan_step;
 
 struct ptq_plan {
@@ -173,6 +186,7 @@ static void step_clear(plan_step *s)
     free(s->outer_names);
     free(s->in_const);
     ptq_aligned_free(s->dyn_scratch);
+    free(s->sig);
 }
 
 /* ---- arena pool ---- */
@@ -1365,7 +1379,55 @@ static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
 {
     ptq_status st = PTQ_OK;
     const ptq_node *node = &p->g->nodes[s->node];
-    TRY(step_infer(p, s));
+    int n = n_reads(s);
+    if (s->def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL)) {
+        TRY(step_infer(p, s)); /* every input's data, every time */
+    } else {
+        /* An op whose shapes follow from its inputs' shapes (and small inputs' values): inferred
+         * again only when those changed. Like at plan time, its infer sees the data of plan
+         * constants and of small inputs only, never of a large activation (which it would
+         * take for a constant and, say, pack). */
+        int same = s->sig_valid;
+        if (!s->sig) CHECK_ALLOC(s->sig = calloc((size_t)n + 1, sizeof *s->sig));
+        for (int i = 0; i < n && same; i++) {
+            const dyn_sig *g = &s->sig[i];
+            const ptq_tensor *t = s->in_vals[i] >= 0 ? &p->vals[s->in_vals[i]] : NULL;
+            if (!t) continue;
+            same = g->dtype == t->dtype && g->rank == t->rank && memcmp(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) == 0 &&
+                   (g->n == 0 || memcmp(g->bytes, t->data, g->n) == 0);
+        }
+        if (!same) {
+            void *hidden[PTQ_MAX_RANK * 8];
+            int n_hide = n < PTQ_MAX_RANK * 8 ? n : PTQ_MAX_RANK * 8;
+            for (int i = 0; i < n_hide; i++) {
+                int v = s->in_vals[i];
+                hidden[i] = NULL;
+                if (v < 0 || p->is_const[v] || ptq_tensor_nbytes(&p->vals[v]) <= DYN_SMALL_BYTES) continue;
+                hidden[i] = p->vals[v].data;
+                p->vals[v].data = NULL;
+            }
+            s->sig_valid = 0;
+            st = step_infer(p, s);
+            for (int i = 0; i < n_hide; i++)
+                if (hidden[i]) p->vals[s->in_vals[i]].data = hidden[i];
+            if (st != PTQ_OK) goto done;
+            for (int i = 0; i < n; i++) {
+                dyn_sig *g = &s->sig[i];
+                const ptq_tensor *t = s->in_vals[i] >= 0 ? &p->vals[s->in_vals[i]] : NULL;
+                memset(g, 0, sizeof *g);
+                if (!t) continue;
+                g->dtype = t->dtype;
+                g->rank = t->rank;
+                memcpy(g->dims, t->dims, sizeof g->dims);
+                size_t nb = ptq_tensor_nbytes(t);
+                if (!p->is_const[s->in_vals[i]] && nb <= DYN_SMALL_BYTES && t->data) {
+                    g->n = nb;
+                    memcpy(g->bytes, t->data, nb);
+                }
+            }
+            s->sig_valid = n <= PTQ_MAX_RANK * 8;
+        }
+    }
     if (s->ctx.dynamic)
         FAIL(PTQ_ERR_INTERNAL, "%s '%s': output shape still unknown with every input known", node->op_type, node->name);
     for (int o = 0; o < s->ctx.n_out; o++) {

@@ -131,9 +131,12 @@ TEST(mixed_plan_runs_dynamic_part_with_changing_sizes)
         return;
     }
     EXPECT_EQ_INT(ptq_plan_n_dynamic(p), 4); /* NonZero, Reshape, Gather, Mul */
-    float xs[3][8] = {{1, -2, 3, -4, 5, -6, 7, -8}, {-1, -2, -3, -4, -5, -6, -7, -8}, {1, 2, 3, 4, 5, 6, 7, 0.5f}};
-    int64_t want_n[3] = {4, 0, 8};
-    for (int r = 0; r < 3; r++) {
+    /* sizes 4, 0, 8, then 4 again at other places and 4 with other values at the same places
+     * (the shapes repeat: downstream steps keep their inference, the data must still be new) */
+    float xs[5][8] = {{1, -2, 3, -4, 5, -6, 7, -8},     {-1, -2, -3, -4, -5, -6, -7, -8}, {1, 2, 3, 4, 5, 6, 7, 0.5f},
+                      {-1, 2, -3, 4, -5, 6, -7, 8.5f}, {-1, 3, -3, 5, -5, 7, -7, 9.5f}};
+    int64_t want_n[5] = {4, 0, 8, 4, 4};
+    for (int r = 0; r < 5; r++) {
         ptq_tensor in = vec(xs[r], 8);
         log.n = 0;
         EXPECT_EQ_INT(ptq_plan_run(p, &in, 1), PTQ_OK);
