@@ -90,6 +90,7 @@ typedef struct {
      * not have yet (outputs' shapes then need not be set); the planner infers the node again
      * at run time, with every input's data, and everything downstream of it too. */
     int dynamic;
+    int run_time;                     /* infer is called during a run (the plan's dynamic part) */
     /* PTQ_OP_CONTROL ops (subgraphs): what a subgraph needs from the enclosing plan. */
     int node_index;                   /* the node's index in its graph */
     int n_outer;                      /* values of enclosing scopes the subgraphs read ... */

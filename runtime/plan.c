@@ -1380,6 +1380,7 @@ static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
     ptq_status st = PTQ_OK;
     const ptq_node *node = &p->g->nodes[s->node];
     int n = n_reads(s);
+    s->ctx.run_time = 1;
     if (s->def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL)) {
         TRY(step_infer(p, s)); /* every input's data, every time */
     } else {

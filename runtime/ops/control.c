@@ -8,8 +8,8 @@
  * constness changes, so a loop whose carried values keep their shape plans its body once.
  * Observers see the body's tensors (every iteration), reported with the control node's
  * index. If with a condition known at plan time plans only that branch, and its outputs
- * are static when the branch's are; Loop and Scan outputs are known only once they ran
- * (ctx->dynamic at plan time unless every input is constant: then they fold). */
+ * are static when the branch's are; Loop and Scan run at run time only (their outputs are
+ * dynamic: known once they ran; never folded, whatever the trip count). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,8 +282,8 @@ static ptq_status if_infer(ptq_op_ctx *ctx)
         int b = ptq_tensor_get_i64(c, 0) ? 0 : 1;
         s->chosen = b;
         if ((st = sub_prepare(ctx, &s->br[b], NULL, NULL, 0, quiet)) != PTQ_OK) return st;
-        if (!sub_static(&s->br[b])) {
-            if (!all_data(ctx)) {
+        if (!sub_static(&s->br[b])) { /* runs to know its shapes: at run time only */
+            if (!ctx->run_time || !all_data(ctx)) {
                 ctx->dynamic = 1;
                 return PTQ_OK;
             }
@@ -387,6 +387,10 @@ static ptq_status stack_push(const ptq_op_ctx *ctx, stack *sk, const ptq_tensor 
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "scan output %d is %s in one iteration and %s in another", index,
                 ptq_shape_str(&sk->first, a, sizeof a), ptq_shape_str(t, b, sizeof b));
     }
+    size_t limit = ((const ptq_plan_options *)ctx->plan_options)->max_arena_bytes;
+    if (limit && (sk->n + 1) * nb > limit)
+        OP_FAIL(ctx, PTQ_ERR_NOMEM, "scan output %d grows past %.1f MiB after %zu iterations", index,
+                (double)limit / 1048576.0, sk->n);
     if ((sk->n + 1) * nb > sk->cap) {
         size_t cap = sk->cap ? sk->cap * 2 : nb * 4 + 64;
         while (cap < (sk->n + 1) * nb) cap *= 2;
@@ -480,7 +484,8 @@ static ptq_status loop_infer(ptq_op_ctx *ctx)
         if (!ctx->in[2 + i]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "loop-carried input %d is missing", i);
         if (ctx->out[i]) ctx->out[i]->dtype = ctx->in[2 + i]->dtype;
     }
-    if (!all_data(ctx)) { /* trip count and shapes known once it runs */
+    if (!ctx->run_time || !all_data(ctx)) { /* trip count and shapes known once it runs; never
+                                                * folded at plan time (a constant trip count may be huge) */
         ctx->dynamic = 1;
         return PTQ_OK;
     }
@@ -689,7 +694,7 @@ static ptq_status scan_infer(ptq_op_ctx *ctx)
     }
     for (int i = 0; i < n_state; i++)
         if (ctx->out[i]) ctx->out[i]->dtype = ctx->in[first + i]->dtype;
-    if (!all_data(ctx)) {
+    if (!ctx->run_time || !all_data(ctx)) { /* run at run time only, as Loop */
         ctx->dynamic = 1;
         return PTQ_OK;
     }
