@@ -11,6 +11,12 @@
  *      preallocated, uninitialised, never aliases an input); run trusts infer.
  *      When every input is constant the planner runs the node once at plan time
  *      (constant folding) and keeps the result.
+ *   3. Dynamic part: a node whose output shape depends on data not known at plan time
+ *      (PTQ_OP_DYNAMIC ops setting ctx->dynamic, or an infer failing on an input that "is
+ *      not constant"), and every node downstream of it, is inferred again during each run
+ *      (ctx->run_time = 1) with its inputs' data (large activations excepted, unless the op
+ *      is PTQ_OP_DYNAMIC), just before its run; out[i]->data then points at heap buffers
+ *      the planner owns. Ops need nothing special for this: infer/run as above.
  * Kernels parallelise with OpenMP inside run (ctx->nthreads threads) and must give
  * bit-identical results at any thread count: split work over outputs, never split
  * a floating-point reduction across threads. */

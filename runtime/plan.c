@@ -9,7 +9,22 @@
  *      activation into the op that produces its input;
  *   4. lay out one activation arena by liveness (first fit, 64-byte aligned); graph
  *      outputs are never reused; one scratch buffer sized by the largest query.
- * ptq_plan_run then only sets input pointers, runs kernels and calls the observer. */
+ * ptq_plan_run then only sets input pointers, runs kernels and calls the observer.
+ *
+ * Dynamic part (data-dependent shapes): in step 2 a node is marked dynamic when its infer
+ * sets ctx.dynamic (PTQ_OP_DYNAMIC ops missing the data that decides their shape), when it
+ * fails because an input "is not constant" while some input is computed at run time, or when
+ * it reads a value a dynamic node makes; a dynamic node is neither folded nor fused, and its
+ * outputs stay out of the arena. At run time (dyn_prepare, inside ptq_plan_step, so begin/step
+ * and the observers' order are unchanged) it is inferred again with its inputs as they are
+ * (an ordinary op only when its inputs' shapes or small inputs' bytes changed since its last
+ * infer), and its outputs get heap buffers owned by the plan: one per value, grown when too
+ * small, kept from run to run (valid, like every output, until the next run), freed by
+ * destroy. Static values a dynamic node reads stay alive in the arena through liveness as
+ * usual. A fully static graph takes none of these paths.
+ * Control ops (If, Loop, Scan) also read, as implicit inputs (step.n_outer, after ctx.n_in),
+ * the values of this graph their subgraphs name (kind OUTER there): liveness, folding and
+ * dynamic marking count them; runtime/ops/control.c runs the subgraphs as plans of their own. */
 #include "plan.h"
 
 #include <math.h>
