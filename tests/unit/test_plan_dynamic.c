@@ -228,6 +228,90 @@ TEST(static_graph_has_no_dynamic_part)
     ptq_graph_destroy(g);
 }
 
+/* A branch: out = op(x), x read from the enclosing graph g (a value of kind OUTER). */
+static ptq_graph *branch(ptq_graph *g, const char *op, const char *out)
+{
+    ptq_graph *b = ptq_graph_create();
+    b->parent = g;
+    b->opsets = calloc(1, sizeof *b->opsets);
+    b->opsets[0].domain = ptq_strdup("");
+    b->opsets[0].version = 13;
+    b->n_opsets = 1;
+    node(b, out, op, "x", NULL, out);
+    int xv = ptq_graph_find_value(b, "x");
+    b->values[xv].kind = PTQ_VALUE_OUTER;
+    b->values[xv].outer = ptq_graph_find_value(g, "x");
+    output(b, out);
+    return b;
+}
+
+/* y = If(c, then: Relu(x), else: Neg(x)) over x[4]; c a constant (cond_value 0/1) or an input. */
+static ptq_graph *if_graph(int cond_value)
+{
+    ptq_graph *g = ptq_graph_create();
+    g->opsets = calloc(1, sizeof *g->opsets);
+    g->opsets[0].domain = ptq_strdup("");
+    g->opsets[0].version = 13;
+    g->n_opsets = 1;
+    int64_t d4[1] = {4};
+    input(g, "x", 1, d4);
+    if (cond_value >= 0) {
+        uint8_t c = (uint8_t)cond_value;
+        init(g, "c", PTQ_BOOL, 0, NULL, &c);
+    } else {
+        input(g, "c", 0, NULL);
+        g->values[ptq_graph_find_value(g, "c")].t.dtype = PTQ_BOOL;
+    }
+    node(g, "if", "If", "c", NULL, "y");
+    ptq_attr a = {.name = ptq_strdup("then_branch"), .type = PTQ_ATTR_GRAPH, .graph = branch(g, "Relu", "t_out")};
+    ptq_node_add_attr(&g->nodes[0], &a);
+    ptq_attr b = {.name = ptq_strdup("else_branch"), .type = PTQ_ATTR_GRAPH, .graph = branch(g, "Neg", "e_out")};
+    ptq_node_add_attr(&g->nodes[0], &b);
+    output(g, "y");
+    return g;
+}
+
+TEST(if_with_a_plan_time_condition_or_equal_branches_stays_static)
+{
+    for (int cond = -1; cond <= 1; cond++) {
+        ptq_graph *g = if_graph(cond);
+        ptq_plan *p = NULL;
+        seen_log log = {0};
+        ptq_plan_options opt = ptq_plan_defaults();
+        opt.observer = record;
+        opt.observer_user = &log;
+        ptq_status st = ptq_plan_create(g, NULL, 0, &opt, &p);
+        EXPECT_EQ_INT(st, PTQ_OK);
+        if (st != PTQ_OK) {
+            printf("  %s\n", ptq_last_error());
+            ptq_graph_destroy(g);
+            continue;
+        }
+        EXPECT_EQ_INT(ptq_plan_n_dynamic(p), 0);
+        for (int run_cond = 0; run_cond <= 1; run_cond++) {
+            if (cond >= 0 && run_cond != cond) continue;
+            float x[4] = {-1.5f, 2, -3, 4};
+            uint8_t c = (uint8_t)run_cond;
+            ptq_tensor in[2];
+            memset(in, 0, sizeof in);
+            in[0] = vec(x, 4);
+            in[1].dtype = PTQ_BOOL;
+            in[1].data = &c;
+            log.n = 0;
+            EXPECT_EQ_INT(ptq_plan_run(p, in, cond >= 0 ? 1 : 2), PTQ_OK);
+            const float *y = ptq_plan_output(p, 0, NULL)->data;
+            for (int i = 0; i < 4; i++) EXPECT(y[i] == (run_cond ? (x[i] > 0 ? x[i] : 0) : -x[i]));
+            EXPECT_EQ_INT(log.n, 3); /* x, the branch's output, y */
+            if (log.n == 3) {
+                EXPECT_STR(log.names[1], run_cond ? "t_out" : "e_out");
+                EXPECT_STR(log.names[2], "y");
+            }
+        }
+        ptq_plan_destroy(p);
+        ptq_graph_destroy(g);
+    }
+}
+
 /* ------------------------------------------------ subgraphs from protobuf bytes */
 
 typedef struct {
@@ -513,6 +597,7 @@ int main(void)
     RUN(mixed_plan_runs_dynamic_part_with_changing_sizes);
     RUN(mixed_plan_is_bit_identical_across_thread_counts_and_steps_in_lockstep);
     RUN(static_graph_has_no_dynamic_part);
+    RUN(if_with_a_plan_time_condition_or_equal_branches_stays_static);
     RUN(loop_runs_with_data_dependent_trip_counts);
     RUN(malformed_subgraphs_fail_clearly);
     return test_summary();
