@@ -338,10 +338,13 @@ static ptq_status unique_run(ptq_op_ctx *ctx)
 
 const ptq_op_def op_unique = {unique_infer, unique_run, unique_free, PTQ_OP_DYNAMIC};
 
-/* ---- NonMaxSuppression, as ONNX Runtime computes it: per batch and class, the boxes whose
- * score exceeds score_threshold (when given) in order of score (descending; equal scores by
- * box index), each kept unless its IoU with one already kept exceeds iou_threshold, until
- * max_output_boxes_per_class are kept. Output rows [batch, class, box] in that order. */
+/* ---- NonMaxSuppression, as ONNX Runtime (1.x CPU) computes it: per batch and class, the
+ * boxes whose score exceeds score_threshold (when given) in order of score (descending; equal
+ * scores by box index), each kept unless its IoU with one already kept exceeds iou_threshold,
+ * until max_output_boxes_per_class are kept. Corners and areas are computed once per box
+ * (a center box's area is width * height), the union as candidate's area + kept's area -
+ * intersection, all in float, so the selection matches ORT's bit for bit. Output rows
+ * [batch, class, box] in that order. */
 
 typedef struct {
     int64_t n;        /* selected rows */
@@ -368,41 +371,45 @@ static int score_index_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* A box as NonMaxSuppression compares it: y_min, x_min, y_max, x_max and its area. */
+typedef struct {
+    float y0, x0, y1, x1, area;
+} nms_box;
+
 static void minmax(float a, float b, float *lo, float *hi)
 {
     *lo = a < b ? a : b;
     *hi = a < b ? b : a;
 }
 
-/* IoU of boxes a (the candidate) and b (kept) above the threshold. */
-static int suppressed_by_iou(const float *a, const float *b, int center, float iou_threshold)
+static nms_box nms_box_of(const float *b, int center)
 {
-    float ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
+    nms_box r;
     if (!center) { /* [y1, x1, y2, x2], either corner order */
-        minmax(a[1], a[3], &ax0, &ax1);
-        minmax(b[1], b[3], &bx0, &bx1);
-        minmax(a[0], a[2], &ay0, &ay1);
-        minmax(b[0], b[2], &by0, &by1);
-    } else { /* [x_center, y_center, width, height] */
-        float aw = a[2] / 2, ah = a[3] / 2, bw = b[2] / 2, bh = b[3] / 2;
-        ax0 = a[0] - aw;
-        ax1 = a[0] + aw;
-        bx0 = b[0] - bw;
-        bx1 = b[0] + bw;
-        ay0 = a[1] - ah;
-        ay1 = a[1] + ah;
-        by0 = b[1] - bh;
-        by1 = b[1] + bh;
+        minmax(b[0], b[2], &r.y0, &r.y1);
+        minmax(b[1], b[3], &r.x0, &r.x1);
+        r.area = (r.y1 - r.y0) * (r.x1 - r.x0);
+    } else { /* [x_center, y_center, width, height]: the area is width * height */
+        float wh = b[2] / 2, hh = b[3] / 2;
+        r.x0 = b[0] - wh;
+        r.x1 = b[0] + wh;
+        r.y0 = b[1] - hh;
+        r.y1 = b[1] + hh;
+        r.area = b[2] * b[3];
     }
-    float ix0 = ax0 > bx0 ? ax0 : bx0, ix1 = ax1 < bx1 ? ax1 : bx1;
+    return r;
+}
+
+/* The IoU of candidate a with kept box b exceeds the threshold (a's area first in the union). */
+static int suppressed_by_iou(const nms_box *a, const nms_box *b, float iou_threshold)
+{
+    float ix0 = a->x0 > b->x0 ? a->x0 : b->x0, ix1 = a->x1 < b->x1 ? a->x1 : b->x1;
     if (ix1 <= ix0) return 0;
-    float iy0 = ay0 > by0 ? ay0 : by0, iy1 = ay1 < by1 ? ay1 : by1;
+    float iy0 = a->y0 > b->y0 ? a->y0 : b->y0, iy1 = a->y1 < b->y1 ? a->y1 : b->y1;
     if (iy1 <= iy0) return 0;
     float inter = (ix1 - ix0) * (iy1 - iy0);
     if (inter <= 0.0f) return 0;
-    float area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-    float uni = area_a + area_b - inter;
-    if (area_a <= 0.0f || area_b <= 0.0f || uni <= 0.0f) return 0;
+    float uni = a->area + b->area - inter;
     return inter / uni > iou_threshold;
 }
 
@@ -447,12 +454,14 @@ static ptq_status nms_infer(ptq_op_ctx *ctx)
     ctx->state = s;
     score_index *cand = malloc(sizeof *cand * ((size_t)nbox + 1));
     int64_t *kept = malloc(sizeof *kept * ((size_t)nbox + 1));
+    nms_box *bx = malloc(sizeof *bx * ((size_t)nbox + 1));
     size_t cap = 0;
-    if (!cand || !kept) goto oom;
-    for (int64_t b = 0; b < nb && max_out > 0; b++)
+    if (!cand || !kept || !bx) goto oom;
+    for (int64_t b = 0; b < nb && max_out > 0; b++) {
+        const float *raw = (const float *)boxes->data + (size_t)b * (size_t)nbox * 4;
+        for (int64_t i = 0; i < nbox; i++) bx[i] = nms_box_of(raw + 4 * i, (int)center);
         for (int64_t c = 0; c < ncls; c++) {
             const float *sc = (const float *)scores->data + ((size_t)b * (size_t)ncls + (size_t)c) * (size_t)nbox;
-            const float *bx = (const float *)boxes->data + (size_t)b * (size_t)nbox * 4;
             int64_t nc = 0, nk = 0;
             for (int64_t i = 0; i < nbox; i++)
                 if (!sth || sc[i] > *(const float *)sth->data) cand[nc++] = (score_index){sc[i], i};
@@ -460,7 +469,7 @@ static ptq_status nms_infer(ptq_op_ctx *ctx)
             for (int64_t i = 0; i < nc && nk < max_out; i++) {
                 int keep = 1;
                 for (int64_t j = 0; j < nk && keep; j++)
-                    keep = !suppressed_by_iou(bx + 4 * cand[i].index, bx + 4 * kept[j], (int)center, iou_t);
+                    keep = !suppressed_by_iou(&bx[cand[i].index], &bx[kept[j]], iou_t);
                 if (!keep) continue;
                 kept[nk++] = cand[i].index;
                 if ((size_t)s->n == cap) {
@@ -476,13 +485,16 @@ static ptq_status nms_infer(ptq_op_ctx *ctx)
                 s->n++;
             }
         }
+    }
     free(cand);
     free(kept);
+    free(bx);
     y->dims[0] = s->n;
     return PTQ_OK;
 oom:
     free(cand);
     free(kept);
+    free(bx);
     OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
 }
 

@@ -7,6 +7,64 @@
 # them, while ops the export uses are missing.
 . "$(dirname "$0")/lib.sh"
 
+# One-node models of the data-dependent ops at detector-like sizes, against ONNX Runtime bit for
+# bit: NonMaxSuppression (both box formats, 3 classes x 2 batches x 500 boxes, scores on a coarse
+# grid so that ties are common, with and without a score threshold), NonZero, Compress, Unique.
+$PY - "$TMP" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto as T
+d = sys.argv[1]
+rng = np.random.default_rng(11)
+def save(name, node, inputs, outputs, opset=13):
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, dt, list(a.shape)) for n, dt, a in inputs],
+                          [helper.make_tensor_value_info(n, dt, None) for n, dt in outputs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, f"{d}/{name}.onnx")
+    with open(f"{d}/{name}.inputs", "w") as f:
+        for n, dt, a in inputs:
+            np.save(f"{d}/{name}.{n}.npy", a)
+            f.write(f"{n}\n")
+B, C, N = 2, 3, 500
+xy = rng.uniform(0, 300, (B, N, 2)).astype(np.float32)
+wh = rng.uniform(4, 80, (B, N, 2)).astype(np.float32)
+corner = np.concatenate([xy[..., ::-1], (xy + wh)[..., ::-1]], -1)  # [y1, x1, y2, x2]
+flip = rng.random((B, N)) < 0.3
+corner[flip] = corner[flip][:, [2, 3, 0, 1]]                    # either corner order
+center = np.concatenate([xy + wh / 2, wh], -1)
+scores = (np.round(rng.random((B, C, N)) * 20) / 20).astype(np.float32)
+for name, boxes, cpb, th in (("nms_corner", corner, 0, 0.3), ("nms_center", center, 1, None)):
+    ins = [("boxes", T.FLOAT, boxes), ("scores", T.FLOAT, scores), ("max_out", T.INT64, np.array([400], np.int64)),
+           ("iou", T.FLOAT, np.array([0.45], np.float32))]
+    if th is not None:
+        ins.append(("score_th", T.FLOAT, np.array([th], np.float32)))
+    save(name, helper.make_node("NonMaxSuppression", [n for n, _, _ in ins], ["sel"], center_point_box=cpb), ins,
+         [("sel", T.INT64)])
+x = (rng.integers(-3, 4, (6, 40)) * 0.5).astype(np.float32)
+save("nonzero", helper.make_node("NonZero", ["x"], ["y"]), [("x", T.FLOAT, x)], [("y", T.INT64)])
+save("compress", helper.make_node("Compress", ["x", "c"], ["y"], axis=1), [("x", T.FLOAT, x), ("c", T.BOOL, x[0] > 0)],
+     [("y", T.FLOAT)])
+for name, kw in (("unique_flat", {}), ("unique_axis0", {"axis": 0}), ("unique_unsorted", {"sorted": 0})):
+    xu = (rng.integers(0, 3, (30, 3)) * 0.5).astype(np.float32)
+    save(name, helper.make_node("Unique", ["x"], ["y", "idx", "inv", "cnt"], **kw), [("x", T.FLOAT, xu)],
+         [("y", T.FLOAT), ("idx", T.INT64), ("inv", T.INT64), ("cnt", T.INT64)], opset=11)
+PYEOF
+for c in nms_corner nms_center nonzero compress unique_flat unique_axis0 unique_unsorted; do
+  args=(); for n in $(cat "$TMP/$c.inputs"); do args+=(--input "$n=$TMP/$c.$n.npy"); done
+  rm -rf "$TMP/$c.ptq" "$TMP/$c.ort"
+  node "$ROOT/tests/oracle/ort.js" "$TMP/$c.onnx" "${args[@]}" --out-dir "$TMP/$c.ort" >/dev/null
+  check "$c: equals ONNX Runtime bit for bit" bash -c "'$PTQ' run '$TMP/$c.onnx' ${args[*]} --output-dir '$TMP/$c.ptq' &&
+      $PY -c \"
+import numpy as np, os
+d1, d2 = '$TMP/$c.ptq', '$TMP/$c.ort'
+names = sorted(os.listdir(d2))
+assert names and names == sorted(os.listdir(d1)), (names, os.listdir(d1))
+for n in names:
+    a, b = np.load(os.path.join(d1, n)), np.load(os.path.join(d2, n))
+    assert a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes(), (n, a.shape, b.shape)
+print(', '.join('%s %s' % (n[:-4], 'x'.join(map(str, np.load(os.path.join(d1, n)).shape))) for n in names))\""
+done
+
 M=$TMP/ssdlite.onnx
 if [ ! -f "$M" ]; then
   $PY - "$TMP" <<'PYEOF' >/dev/null 2>&1
