@@ -1327,6 +1327,7 @@ static void print_profile(const ptq_plan *p)
     double total = 0;
     for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
     fprintf(stderr, "profile: %.1f ms in all, observers %.1f ms more\n", total, p->prof_obs_ms);
+    if (p->n_dyn) fprintf(stderr, "  %d of %d nodes dynamic (inferred during the run; their time includes it)\n", p->n_dyn, p->n_steps);
     for (int i = 0; i < p->n_steps; i++) {
         const char *op = p->g->nodes[p->steps[i].node].op_type;
         int first = 1;
@@ -1347,8 +1348,8 @@ static void print_profile(const ptq_plan *p)
         if (s->skip) continue;
         char shape[96];
         ptq_shape_str(s->out[0], shape, sizeof shape);
-        fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
-                shape, p->prof_ms[i]);
+        fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms%s\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
+                shape, p->prof_ms[i], s->dyn ? " (dynamic)" : "");
     }
 }
 
