@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A real detector with data-dependent shapes: torchvision's SSDlite (ssdlite320_mobilenet_v3_large,
-# random weights from a fixed seed, its classification head drawn wider so that scores differ;
-# opset 13, the list-of-images input) exported by torch.onnx: 180 NonZero, TopK and GatherND per
-# class, an If and a NonMaxSuppression. ptq's FP32 detections equal ONNX Runtime's (boxes and
-# labels exactly, scores to 1e-5) and are bit-identical at 1 and 2 threads. Skipped, naming
-# them, while ops the export uses are missing.
+# Real detectors with data-dependent shapes, exported here by torch.onnx (opset 13, the
+# list-of-images input, random weights from a fixed seed): torchvision's SSDlite
+# (ssdlite320_mobilenet_v3_large, its classification head drawn wider so that scores differ:
+# 180 NonZero, TopK and GatherND, an If on the NMS result, NonMaxSuppression) and Faster R-CNN
+# (fasterrcnn_mobilenet_v3_large_320_fpn, every box kept: RPN, RoiAlign, 5 If, NMS). ptq's FP32
+# detections equal ONNX Runtime's (boxes and labels exactly, scores to 1e-5) and are
+# bit-identical at 1 and 2 threads. Skipped, naming them, while ops the export uses are missing.
 . "$(dirname "$0")/lib.sh"
 
 # One-node models of the data-dependent ops at detector-like sizes, against ONNX Runtime bit for
@@ -65,44 +66,56 @@ for n in names:
 print(', '.join('%s %s' % (n[:-4], 'x'.join(map(str, np.load(os.path.join(d1, n)).shape))) for n in names))\""
 done
 
-M=$TMP/ssdlite.onnx
-if [ ! -f "$M" ]; then
-  $PY - "$TMP" <<'PYEOF' >/dev/null 2>&1
+# detector KEY: exports torchvision's KEY model (once; kept in $TMP), runs ptq at 2 and 1 threads
+# and ONNX Runtime, and compares the detections; skips naming the ops ptq lacks.
+detector() {
+  local key=$1 m=$TMP/$1.onnx
+  if [ ! -f "$m" ]; then
+    $PY - "$TMP" "$key" <<'PYEOF' >/dev/null 2>&1
 import sys, warnings, torch, torchvision, numpy as np
 warnings.filterwarnings("ignore")
-d = sys.argv[1]
+d, key = sys.argv[1], sys.argv[2]
 torch.manual_seed(3)
-m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None).eval()
-with torch.no_grad():
-    for p in m.head.classification_head.parameters():
-        p.normal_(0, 0.5)
-x = torch.rand(3, 320, 320)
-torch.onnx.export(m, ([x],), f"{d}/ssdlite.tmp.onnx", opset_version=13, input_names=["images"],
+det = torchvision.models.detection
+if key == "ssdlite":
+    m = det.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None).eval()
+    with torch.no_grad():
+        for p in m.head.classification_head.parameters():
+            p.normal_(0, 0.5)
+    x = torch.rand(3, 320, 320)
+else:  # Faster R-CNN: every box kept whatever its score (random weights score low)
+    m = det.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
+    x = torch.rand(3, 256, 256)
+torch.onnx.export(m, ([x],), f"{d}/{key}.tmp.onnx", opset_version=13, input_names=["images"],
                   output_names=["boxes", "scores", "labels"])
-np.save(f"{d}/images.npy", x.numpy())
+np.save(f"{d}/{key}.images.npy", x.numpy())
 PYEOF
-  [ -f "$TMP/ssdlite.tmp.onnx" ] && mv "$TMP/ssdlite.tmp.onnx" "$M"
-fi
-if [ ! -f "$M" ]; then
-  skip "SSDlite" "torch.onnx could not export it here"
-  finish
-fi
-if ! "$PTQ" run "$M" --input "$TMP/images.npy" --output-dir "$TMP/ptq2" --threads 2 2>"$TMP/run.err" &&
-   grep -q "unsupported ops" "$TMP/run.err"; then
-  skip "SSDlite" "$(sed 's/.*unsupported ops: //' "$TMP/run.err")"
-  finish
-fi
-node "$ROOT/tests/oracle/ort.js" "$M" --input images="$TMP/images.npy" --out-dir "$TMP/ort" >/dev/null
-check "SSDlite: boxes and labels equal ONNX Runtime's, scores to 1e-5" bash -c "cat '$TMP/run.err' >&2; $PY -c \"
+    [ -f "$TMP/$key.tmp.onnx" ] && mv "$TMP/$key.tmp.onnx" "$m"
+  fi
+  if [ ! -f "$m" ]; then
+    skip "$key" "torch.onnx could not export it here"
+    return
+  fi
+  rm -rf "$TMP/$key.ptq1" "$TMP/$key.ptq2" "$TMP/$key.ort"
+  if ! "$PTQ" run "$m" --input "$TMP/$key.images.npy" --output-dir "$TMP/$key.ptq2" --threads 2 2>"$TMP/$key.err" &&
+     grep -q "unsupported ops" "$TMP/$key.err"; then
+    skip "$key" "$(sed 's/.*unsupported ops: //' "$TMP/$key.err")"
+    return
+  fi
+  node "$ROOT/tests/oracle/ort.js" "$m" --input images="$TMP/$key.images.npy" --out-dir "$TMP/$key.ort" >/dev/null
+  check "$key: boxes and labels equal ONNX Runtime's, scores to 1e-5" bash -c "cat '$TMP/$key.err' >&2; $PY -c \"
 import numpy as np
-got = {k: np.load('$TMP/ptq2/%s.npy' % k) for k in ('boxes', 'scores', 'labels')}
-want = {k: np.load('$TMP/ort/%s.npy' % k) for k in ('boxes', 'scores', 'labels')}
+got = {k: np.load('$TMP/$key.ptq2/%s.npy' % k) for k in ('boxes', 'scores', 'labels')}
+want = {k: np.load('$TMP/$key.ort/%s.npy' % k) for k in ('boxes', 'scores', 'labels')}
 for k in got:
     assert got[k].shape == want[k].shape and got[k].dtype == want[k].dtype, (k, got[k].shape, want[k].shape)
 assert np.array_equal(got['boxes'], want['boxes']) and np.array_equal(got['labels'], want['labels']), 'detections differ'
 assert np.allclose(got['scores'], want['scores'], rtol=1e-5, atol=0), 'scores differ'
 print('%d detections, %d classes; scores max-abs %.2g' % (len(got['labels']), len(set(got['labels'].tolist())),
       float(np.abs(got['scores'] - want['scores']).max()) if got['scores'].size else 0))\""
-check "SSDlite: 1 and 2 threads bit-identical" bash -c "'$PTQ' run '$M' --input '$TMP/images.npy' --output-dir '$TMP/ptq1' --threads 1 &&
-    for k in boxes scores labels; do cmp \"$TMP/ptq1/\$k.npy\" \"$TMP/ptq2/\$k.npy\" || exit 1; done"
+  check "$key: 1 and 2 threads bit-identical" bash -c "'$PTQ' run '$m' --input '$TMP/$key.images.npy' --output-dir '$TMP/$key.ptq1' --threads 1 &&
+      for k in boxes scores labels; do cmp \"$TMP/$key.ptq1/\$k.npy\" \"$TMP/$key.ptq2/\$k.npy\" || exit 1; done"
+}
+detector ssdlite
+detector fasterrcnn
 finish
