@@ -93,6 +93,9 @@ struct ptq_plan {
     uint8_t *is_dyn;          /* value made by a dynamic step (shape known at run time only) */
     size_t *dyn_cap;          /* bytes of a dynamic value's heap buffer (vals[v].data), 0: none */
     int n_dyn;                /* dynamic steps */
+    void **dyn_free;          /* heap buffers of dynamic values that died in this run, for the */
+    size_t *dyn_free_cap;     /* dynamic outputs still to come (and the next runs) */
+    int n_dyn_free;
 };
 
 /* Values a step reads: its inputs, then (control ops) the outer values its subgraphs read. */
@@ -299,6 +302,9 @@ void ptq_plan_destroy(ptq_plan *p)
     free(p->vals);
     free(p->is_dyn);
     free(p->dyn_cap);
+    for (int i = 0; i < p->n_dyn_free; i++) ptq_aligned_free(p->dyn_free[i]);
+    free(p->dyn_free);
+    free(p->dyn_free_cap);
     free(p->is_const);
     free(p->owned);
     free(p->last_use);
@@ -1187,8 +1193,12 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     p->last_use = malloc(sizeof(int) * (size_t)p->cap_vals);
     p->is_dyn = calloc((size_t)p->cap_vals, 1);
     p->dyn_cap = calloc((size_t)p->cap_vals, sizeof *p->dyn_cap);
+    p->dyn_free = calloc((size_t)p->cap_vals + 1, sizeof *p->dyn_free);
+    p->dyn_free_cap = calloc((size_t)p->cap_vals + 1, sizeof *p->dyn_free_cap);
     CHECK_ALLOC(p->is_dyn);
     CHECK_ALLOC(p->dyn_cap);
+    CHECK_ALLOC(p->dyn_free);
+    CHECK_ALLOC(p->dyn_free_cap);
     order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     p->steps = calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
     p->output_vals = malloc(sizeof(int) * ((size_t)g->n_outputs + 1));
@@ -1389,6 +1399,41 @@ done:
     return st;
 }
 
+/* Dynamic value v's buffer goes to the free list (the smallest listed one is freed when the
+ * list holds one buffer per value already). */
+static void dyn_release(ptq_plan *p, int v)
+{
+    if (!p->dyn_cap[v]) return;
+    if (p->n_dyn_free >= p->cap_vals) {
+        int small = 0;
+        for (int k = 1; k < p->n_dyn_free; k++)
+            if (p->dyn_free_cap[k] < p->dyn_free_cap[small]) small = k;
+        ptq_aligned_free(p->dyn_free[small]);
+        p->n_dyn_free--;
+        p->dyn_free[small] = p->dyn_free[p->n_dyn_free];
+        p->dyn_free_cap[small] = p->dyn_free_cap[p->n_dyn_free];
+    }
+    p->dyn_free[p->n_dyn_free] = p->vals[v].data;
+    p->dyn_free_cap[p->n_dyn_free++] = p->dyn_cap[v];
+    p->vals[v].data = NULL;
+    p->dyn_cap[v] = 0;
+}
+
+/* After step i: the buffers of dynamic values it read last (or made for no reader) are free
+ * for the dynamic outputs after it; graph outputs keep theirs until the next run. */
+static void dyn_release_dead(ptq_plan *p, int i)
+{
+    const plan_step *s = &p->steps[i];
+    for (int k = 0; k < n_reads(s); k++) {
+        int v = s->in_vals[k];
+        if (v >= 0 && p->is_dyn[v] && p->last_use[v] == i && !is_graph_output(p, v)) dyn_release(p, v);
+    }
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        int v = s->out_vals[o];
+        if (v >= 0 && p->is_dyn[v] && p->last_use[v] < 0 && !is_graph_output(p, v)) dyn_release(p, v);
+    }
+}
+
 /* A dynamic step before its run: inferred with its inputs as they are now (data included),
  * outputs given heap buffers (grown as needed, kept for the next run), scratch its own. */
 static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
@@ -1455,12 +1500,21 @@ static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
             if (p->opt.max_arena_bytes && need > p->opt.max_arena_bytes)
                 FAIL(PTQ_ERR_NOMEM, "%s '%s': output %d needs %.1f MiB, over the limit of %.1f MiB", node->op_type,
                      node->name, o, (double)need / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
-            ptq_aligned_free(p->dyn_cap[v] ? p->vals[v].data : NULL);
-            p->vals[v].data = NULL;
-            p->dyn_cap[v] = 0;
-            size_t cap = need > 64 ? need + need / 4 : 64;
-            CHECK_ALLOC(p->vals[v].data = ptq_aligned_alloc(cap));
-            p->dyn_cap[v] = cap;
+            dyn_release(p, v); /* too small (or a graph output's from the last run) */
+            int best = -1;     /* the smallest free buffer that fits */
+            for (int k = 0; k < p->n_dyn_free; k++)
+                if (p->dyn_free_cap[k] >= need && (best < 0 || p->dyn_free_cap[k] < p->dyn_free_cap[best])) best = k;
+            if (best >= 0) {
+                p->vals[v].data = p->dyn_free[best];
+                p->dyn_cap[v] = p->dyn_free_cap[best];
+                p->n_dyn_free--;
+                p->dyn_free[best] = p->dyn_free[p->n_dyn_free];
+                p->dyn_free_cap[best] = p->dyn_free_cap[p->n_dyn_free];
+            } else {
+                size_t cap = need > 64 ? need + need / 4 : 64;
+                CHECK_ALLOC(p->vals[v].data = ptq_aligned_alloc(cap));
+                p->dyn_cap[v] = cap;
+            }
         }
         p->vals[v].owns_data = 0;
     }
@@ -1498,6 +1552,7 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
             if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o]));
         if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
     }
+    if (p->n_dyn) dyn_release_dead(p, i);
 done:
     if (st != PTQ_OK) p->next_step = p->n_steps;
     return st;
