@@ -18,10 +18,11 @@
  * outputs stay out of the arena. At run time (dyn_prepare, inside ptq_plan_step, so begin/step
  * and the observers' order are unchanged) it is inferred again with its inputs as they are
  * (an ordinary op only when its inputs' shapes or small inputs' bytes changed since its last
- * infer), and its outputs get heap buffers owned by the plan: one per value, grown when too
- * small, kept from run to run (valid, like every output, until the next run), freed by
- * destroy. Static values a dynamic node reads stay alive in the arena through liveness as
- * usual. A fully static graph takes none of these paths.
+ * infer), and its outputs get heap buffers owned by the plan: each from the plan's free
+ * buffers (the smallest that fits) or newly allocated, back to the free list once the value's
+ * last reader ran (a graph output's at the next run: valid, like every output, until then);
+ * destroy frees them all. Static values a dynamic node reads stay alive in the arena through
+ * liveness as usual. A fully static graph takes none of these paths.
  * Control ops (If, Loop, Scan) also read, as implicit inputs (step.n_outer, after ctx.n_in),
  * the values of this graph their subgraphs name (kind OUTER there): liveness, folding and
  * dynamic marking count them; runtime/ops/control.c runs the subgraphs as plans of their own. */

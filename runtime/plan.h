@@ -19,8 +19,8 @@
  * depends on values not known at plan time (op.h: PTQ_OP_DYNAMIC), and every node
  * downstream of it, form the plan's dynamic part. Those nodes are inferred again at each
  * run, with their actual inputs, and their outputs live in heap buffers the plan owns
- * (grown as needed, kept from run to run, freed by destroy); ptq_plan_value and
- * ptq_plan_output give their shapes as of the last run. Everything else keeps the static
+ * (reused from value to value and run to run, freed by destroy); ptq_plan_output gives a
+ * dynamic output as of the last run, ptq_plan_value the shape of any value as of the last run. Everything else keeps the static
  * arena. Subgraphs (If, Loop, Scan) run as plans of their own, made by the control op. */
 #ifndef PTQ_PLAN_H
 #define PTQ_PLAN_H
