@@ -228,6 +228,49 @@ TEST(static_graph_has_no_dynamic_part)
     ptq_graph_destroy(g);
 }
 
+TEST(shape_input_known_at_run_time_makes_the_node_dynamic)
+{
+    /* y = Relu(Reshape(x, s)) with s a graph input: Reshape's infer needs s ("not constant" at
+     * plan time), so it and the Relu after it are inferred at each run, with s's values */
+    ptq_graph *g = ptq_graph_create();
+    g->opsets = calloc(1, sizeof *g->opsets);
+    g->opsets[0].domain = ptq_strdup("");
+    g->opsets[0].version = 13;
+    g->n_opsets = 1;
+    int64_t d8[1] = {8}, d2[1] = {2};
+    input(g, "x", 1, d8);
+    input(g, "s", 1, d2);
+    g->values[ptq_graph_find_value(g, "s")].t.dtype = PTQ_I64;
+    node(g, "reshape", "Reshape", "x", "s", "r");
+    node(g, "relu", "Relu", "r", NULL, "y");
+    output(g, "y");
+    ptq_plan *p = NULL;
+    ptq_status st = ptq_plan_create(g, NULL, 0, NULL, &p);
+    EXPECT_EQ_INT(st, PTQ_OK);
+    if (st == PTQ_OK) {
+        EXPECT_EQ_INT(ptq_plan_n_dynamic(p), 2);
+        int64_t shapes[3][2] = {{2, 4}, {4, 2}, {2, 4}};
+        for (int r = 0; r < 3; r++) {
+            float x[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+            ptq_tensor in[2];
+            memset(in, 0, sizeof in);
+            in[0] = vec(x, 8);
+            in[1].dtype = PTQ_I64;
+            in[1].rank = 1;
+            in[1].dims[0] = 2;
+            in[1].data = shapes[r];
+            EXPECT_EQ_INT(ptq_plan_run(p, in, 2), PTQ_OK);
+            const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
+            EXPECT(y->rank == 2 && y->dims[0] == shapes[r][0] && y->dims[1] == shapes[r][1]);
+            for (int i = 0; i < 8; i++) EXPECT(((const float *)y->data)[i] == (x[i] > 0 ? x[i] : 0));
+        }
+    } else {
+        printf("  %s\n", ptq_last_error());
+    }
+    ptq_plan_destroy(p);
+    ptq_graph_destroy(g);
+}
+
 /* A branch: out = op(x), x read from the enclosing graph g (a value of kind OUTER). */
 static ptq_graph *branch(ptq_graph *g, const char *op, const char *out)
 {
@@ -597,6 +640,7 @@ int main(void)
     RUN(mixed_plan_runs_dynamic_part_with_changing_sizes);
     RUN(mixed_plan_is_bit_identical_across_thread_counts_and_steps_in_lockstep);
     RUN(static_graph_has_no_dynamic_part);
+    RUN(shape_input_known_at_run_time_makes_the_node_dynamic);
     RUN(if_with_a_plan_time_condition_or_equal_branches_stays_static);
     RUN(loop_runs_with_data_dependent_trip_counts);
     RUN(malformed_subgraphs_fail_clearly);
