@@ -10,7 +10,8 @@
 
 # One-node models of the data-dependent ops at detector-like sizes, against ONNX Runtime bit for
 # bit: NonMaxSuppression (both box formats, 3 classes x 2 batches x 500 boxes, scores on a coarse
-# grid so that ties are common, with and without a score threshold), NonZero, Compress, Unique.
+# grid so that ties are common, with and without a score threshold), NonZero, Compress, Unique;
+# Scan along axis 1 in reverse, and a Loop stopped by the condition its body computes.
 $PY - "$TMP" <<'PYEOF'
 import sys, numpy as np, onnx
 from onnx import helper, TensorProto as T
@@ -49,8 +50,29 @@ for name, kw in (("unique_flat", {}), ("unique_axis0", {"axis": 0}), ("unique_un
     xu = (rng.integers(0, 3, (30, 3)) * 0.5).astype(np.float32)
     save(name, helper.make_node("Unique", ["x"], ["y", "idx", "inv", "cnt"], **kw), [("x", T.FLOAT, xu)],
          [("y", T.FLOAT), ("idx", T.INT64), ("inv", T.INT64), ("cnt", T.INT64)], opset=11)
+# Scan over axis 1 of one input read backwards, stacking along axis 1 backwards; a Loop that
+# stops on a condition its body computes (a running sum passing a bound) and stacks a scan output
+vi = lambda n, dt, shape: helper.make_tensor_value_info(n, dt, shape)
+body = helper.make_graph([helper.make_node("Add", ["acc", "col"], ["acc_out"]),
+                          helper.make_node("Mul", ["acc_out", "col"], ["prod"])], "scan_body",
+                         [vi("acc", T.FLOAT, [4]), vi("col", T.FLOAT, [4])], [vi("acc_out", T.FLOAT, [4]), vi("prod", T.FLOAT, [4])])
+xs = rng.normal(size=(4, 7)).astype(np.float32)
+save("scan_axes", helper.make_node("Scan", ["init", "xs"], ["final", "stacked"], body=body, num_scan_inputs=1,
+                                   scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1],
+                                   scan_output_directions=[1]),
+     [("init", T.FLOAT, np.zeros(4, np.float32)), ("xs", T.FLOAT, xs)], [("final", T.FLOAT), ("stacked", T.FLOAT)], opset=16)
+lbody = helper.make_graph([helper.make_node("Add", ["s_in", "step"], ["s_out"]),
+                           helper.make_node("ReduceSum", ["s_out"], ["tot"], keepdims=0),
+                           helper.make_node("Less", ["tot", "bound"], ["go"]),
+                           helper.make_node("Identity", ["s_out"], ["trace"])], "loop_body",
+                          [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("s_in", T.FLOAT, [3])],
+                          [vi("go", T.BOOL, []), vi("s_out", T.FLOAT, [3]), vi("trace", T.FLOAT, [3])])
+save("loop_until", helper.make_node("Loop", ["trip", "", "s0"], ["s_final", "traces"], body=lbody),
+     [("trip", T.INT64, np.array(100, np.int64)), ("s0", T.FLOAT, np.zeros(3, np.float32)),
+      ("step", T.FLOAT, rng.uniform(0.5, 1.5, 3).astype(np.float32)), ("bound", T.FLOAT, np.array(20, np.float32))],
+     [("s_final", T.FLOAT), ("traces", T.FLOAT)])
 PYEOF
-for c in nms_corner nms_center nonzero compress unique_flat unique_axis0 unique_unsorted; do
+for c in nms_corner nms_center nonzero compress unique_flat unique_axis0 unique_unsorted scan_axes loop_until; do
   args=(); for n in $(cat "$TMP/$c.inputs"); do args+=(--input "$n=$TMP/$c.$n.npy"); done
   rm -rf "$TMP/$c.ptq" "$TMP/$c.ort"
   node "$ROOT/tests/oracle/ort.js" "$TMP/$c.onnx" "${args[@]}" --out-dir "$TMP/$c.ort" >/dev/null
