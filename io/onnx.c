@@ -28,7 +28,10 @@
 typedef struct {
     const char *base_dir; /* for external data; NULL: refused */
     ptq_graph *g;
+    int depth;            /* subgraph nesting (0: the model's graph) */
 } load_ctx;
+
+#define MAX_SUBGRAPH_DEPTH 32
 
 /* Value index for `name`, created (kind INTERMEDIATE) if new. */
 static ptq_status value_for(ptq_graph *g, const char *name, int *out)
@@ -285,6 +288,51 @@ static int attr_type_of(const Onnx__AttributeProto *ap)
     return PTQ_ATTR_UNDEFINED;
 }
 
+static ptq_status graph_body_from_proto(load_ctx *lc, const Onnx__GraphProto *gp);
+
+/* Decodes a GRAPH attribute's GraphProto into a subgraph of lc->g (opsets copied from the
+ * enclosing graph). Names the body reads without defining them become values of kind OUTER,
+ * referring to the enclosing graph's value of that name (created there when the enclosing
+ * graph is itself a subgraph that does not define it either: it is then its OUTER value). */
+static ptq_status subgraph_from_proto(const load_ctx *lc, const Onnx__GraphProto *gp, const char *node,
+                                      const char *attr, ptq_graph **out)
+{
+    ptq_status st = PTQ_OK;
+    load_ctx sub = {lc->base_dir, NULL, lc->depth + 1};
+    ptq_graph *parent = lc->g;
+    *out = NULL;
+    if (!gp) FAIL(PTQ_ERR_FORMAT, "node '%s': graph attribute '%s' has no graph", node, attr);
+    if (sub.depth > MAX_SUBGRAPH_DEPTH)
+        FAIL(PTQ_ERR_UNSUPPORTED, "node '%s': subgraphs nested more than %d deep", node, MAX_SUBGRAPH_DEPTH);
+    CHECK_ALLOC(sub.g = ptq_graph_create());
+    sub.g->parent = parent;
+    CHECK_ALLOC(sub.g->opsets = calloc((size_t)parent->n_opsets + 1, sizeof *sub.g->opsets));
+    for (int i = 0; i < parent->n_opsets; i++) {
+        CHECK_ALLOC(sub.g->opsets[i].domain = ptq_strdup(parent->opsets[i].domain));
+        sub.g->opsets[i].version = parent->opsets[i].version;
+        sub.g->n_opsets++;
+    }
+    if (gp->name) CHECK_ALLOC(sub.g->graph_name = ptq_strdup(gp->name));
+    st = graph_body_from_proto(&sub, gp);
+    if (st != PTQ_OK) {
+        ptq_error_prefix("node '%s' attribute '%s': ", node, attr);
+        goto done;
+    }
+    for (int v = 0; v < sub.g->n_values; v++) {
+        ptq_value *val = &sub.g->values[v];
+        if (val->kind != PTQ_VALUE_INTERMEDIATE || val->producer >= 0) continue;
+        int pv;
+        TRY(value_for(parent, val->name, &pv));
+        sub.g->values[v].kind = PTQ_VALUE_OUTER; /* value_for may have moved parent's values, not ours */
+        sub.g->values[v].outer = pv;
+    }
+    *out = sub.g;
+    sub.g = NULL;
+done:
+    ptq_graph_destroy(sub.g);
+    return st;
+}
+
 static ptq_status read_attr(const load_ctx *lc, const Onnx__AttributeProto *ap, const char *node, ptq_attr *a)
 {
     ptq_status st = PTQ_OK;
@@ -330,7 +378,20 @@ static ptq_status read_attr(const load_ctx *lc, const Onnx__AttributeProto *ap, 
         if (ap->t->name) CHECK_ALLOC(a->tensor_name = ptq_strdup(ap->t->name));
         break;
     }
-    default: /* graphs, tensor lists, sparse tensors, type protos, unknown kinds: kept verbatim */
+    case PTQ_ATTR_GRAPH: /* decoded for the executor, written back verbatim */
+        TRY(pack_opaque(&ap->base, &a->opaque, &a->opaque_len));
+        TRY(subgraph_from_proto(lc, ap->g, node, ap->name, &a->graph));
+        break;
+    case PTQ_ATTR_GRAPHS:
+        TRY(pack_opaque(&ap->base, &a->opaque, &a->opaque_len));
+        if (ap->n_graphs > INT_MAX / 2) FAIL(PTQ_ERR_FORMAT, "node '%s': %zu graphs in '%s'", node, ap->n_graphs, ap->name);
+        CHECK_ALLOC(a->graphs = calloc(ap->n_graphs + 1, sizeof *a->graphs));
+        for (size_t i = 0; i < ap->n_graphs; i++) {
+            TRY(subgraph_from_proto(lc, ap->graphs[i], node, ap->name, &a->graphs[i]));
+            a->n_graphs++;
+        }
+        break;
+    default: /* tensor lists, sparse tensors, type protos, unknown kinds: kept verbatim */
         TRY(pack_opaque(&ap->base, &a->opaque, &a->opaque_len));
         break;
     }
@@ -439,12 +500,47 @@ done:
     return st;
 }
 
+/* Checks that every name the subgraphs of g's nodes read from g exists in g. */
+static ptq_status check_outer_refs(const ptq_graph *g)
+{
+    ptq_status st = PTQ_OK;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const ptq_node *node = &g->nodes[n];
+        for (int k = 0; k < node->n_attrs; k++) {
+            const ptq_attr *a = &node->attrs[k];
+            int count = a->graph ? 1 : a->n_graphs;
+            for (int i = 0; i < count; i++) {
+                const ptq_graph *sub = a->graph ? a->graph : a->graphs[i];
+                for (int v = 0; v < sub->n_values; v++) {
+                    const ptq_value *val = &sub->values[v];
+                    if (val->kind != PTQ_VALUE_OUTER) continue;
+                    const ptq_value *pv = &g->values[val->outer];
+                    if (pv->kind == PTQ_VALUE_INTERMEDIATE && pv->producer < 0)
+                        FAIL(PTQ_ERR_FORMAT, "node '%s' (%s): subgraph '%s' reads '%s', which no enclosing graph defines",
+                             node->name, node->op_type, a->name, val->name);
+                }
+            }
+        }
+    }
+done:
+    return st;
+}
+
 static ptq_status graph_from_proto(load_ctx *lc, const Onnx__ModelProto *mp)
 {
     ptq_status st = PTQ_OK;
-    ptq_graph *g = lc->g;
-    const Onnx__GraphProto *gp = mp->graph;
     TRY(read_model_fields(lc, mp));
+    TRY(graph_body_from_proto(lc, mp->graph));
+    TRY(check_outer_refs(lc->g));
+done:
+    return st;
+}
+
+/* GraphProto's inputs, initializers, nodes, outputs and value_info into lc->g. */
+static ptq_status graph_body_from_proto(load_ctx *lc, const Onnx__GraphProto *gp)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = lc->g;
     if (gp->n_input > INT_MAX / 2 || gp->n_output > INT_MAX / 2 || gp->n_initializer > INT_MAX / 2 ||
         gp->n_value_info > INT_MAX / 2 || gp->n_node > INT_MAX / 2)
         FAIL(PTQ_ERR_FORMAT, "absurd graph size");
@@ -510,7 +606,7 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
 {
     ptq_status st = PTQ_OK;
     Onnx__ModelProto *mp = NULL;
-    load_ctx lc = {base_dir, NULL};
+    load_ctx lc = {base_dir, NULL, 0};
     *out = NULL;
     if (!what) what = "model";
     if (!buf || len == 0) FAIL(PTQ_ERR_FORMAT, "empty file, not an ONNX model");
@@ -569,7 +665,7 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
     Onnx__TensorProto *tp = NULL;
     const char *dir_end = strrchr(path, '/');
     char dir[4096];
-    load_ctx lc = {NULL, NULL};
+    load_ctx lc = {NULL, NULL, 0};
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
     if (dir_end && (size_t)(dir_end - path) < sizeof dir) {

@@ -34,6 +34,9 @@ void ptq_attr_clear(ptq_attr *a)
     free(a->doc_string);
     free(a->ref_attr_name);
     free(a->opaque);
+    ptq_graph_destroy(a->graph);
+    for (int i = 0; i < a->n_graphs; i++) ptq_graph_destroy(a->graphs[i]);
+    free(a->graphs);
     memset(a, 0, sizeof *a);
 }
 
@@ -327,6 +330,12 @@ const ptq_tensor *ptq_attr_tensor(const ptq_node *n, const char *name)
 {
     const ptq_attr *a = ptq_node_attr(n, name);
     return a && a->type == PTQ_ATTR_TENSOR ? &a->tensor : NULL;
+}
+
+const ptq_graph *ptq_attr_graph(const ptq_node *n, const char *name)
+{
+    const ptq_attr *a = ptq_node_attr(n, name);
+    return a && a->type == PTQ_ATTR_GRAPH ? a->graph : NULL;
 }
 
 struct ptq_name_index {

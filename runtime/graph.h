@@ -24,7 +24,9 @@
 typedef enum {
     PTQ_VALUE_INTERMEDIATE = 0, /* produced by a node */
     PTQ_VALUE_INPUT,            /* graph input without initializer */
-    PTQ_VALUE_INITIALIZER       /* constant from the file (data set) */
+    PTQ_VALUE_INITIALIZER,      /* constant from the file (data set) */
+    PTQ_VALUE_OUTER             /* subgraphs only: a value of an enclosing graph, read by name
+                                   (ptq_value.outer: its index in ptq_graph.parent) */
 } ptq_value_kind;
 
 typedef struct {
@@ -45,6 +47,7 @@ typedef struct {
      * ValueInfoProto, or NULL. Owned; written back by io/ when it still fits the value. */
     uint8_t *opaque;
     size_t opaque_len;
+    int outer;                      /* kind OUTER: the value's index in the enclosing graph */
 } ptq_value;
 
 typedef enum {
@@ -84,6 +87,11 @@ typedef struct {
      * serialized AttributeProto, written back verbatim. */
     uint8_t *opaque;
     size_t opaque_len;
+    /* GRAPH: the subgraph, decoded (owned; its parent is the node's graph); GRAPHS: n_graphs
+     * of them. Read-only views for the executor: io/ writes the attribute back from opaque. */
+    struct ptq_graph *graph;
+    struct ptq_graph **graphs;
+    int n_graphs;
 } ptq_attr;
 
 typedef struct {
@@ -110,7 +118,7 @@ typedef struct {
     char *key, *value;
 } ptq_kv;
 
-typedef struct {
+typedef struct ptq_graph {
     ptq_value *values;
     int n_values, cap_values;
     int *name_slots;           /* open-addressing index of values by name (ptq_graph_find_value):
@@ -136,6 +144,11 @@ typedef struct {
      * fragment written back verbatim by io/. */
     uint8_t *opaque_model;
     size_t opaque_model_len;
+    /* Subgraphs (an attribute's body): the graph holding the node, borrowed; NULL for the
+     * model's graph. A subgraph's graph.input are its formal inputs; names it reads from
+     * enclosing graphs are values of kind OUTER. Model-level fields stay empty, except
+     * opsets, copied from the model. */
+    struct ptq_graph *parent;
 } ptq_graph;
 
 ptq_graph *ptq_graph_create(void);
@@ -174,6 +187,8 @@ const char *ptq_attr_string(const ptq_node *n, const char *name, const char *def
 const int64_t *ptq_attr_ints(const ptq_node *n, const char *name, size_t *count);
 const float *ptq_attr_floats(const ptq_node *n, const char *name, size_t *count);
 const ptq_tensor *ptq_attr_tensor(const ptq_node *n, const char *name);
+/* GRAPH attribute's decoded subgraph; NULL when absent or of another kind. */
+const struct ptq_graph *ptq_attr_graph(const ptq_node *n, const char *name);
 void ptq_attr_clear(ptq_attr *a);                  /* frees what the attribute owns */
 void ptq_node_clear(ptq_node *n);                  /* frees what the node owns */
 

@@ -25,8 +25,15 @@ done:
 int ptq_graph_count_uses(const ptq_graph *g, int v)
 {
     int n = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i].n_inputs; k++) n += g->nodes[i].inputs[k] == v;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *node = &g->nodes[i];
+        for (int k = 0; k < node->n_inputs; k++) n += node->inputs[k] == v;
+        for (int k = 0; k < node->n_attrs; k++) /* subgraphs reading v by name (values of kind OUTER) */
+            for (int j = 0; j < (node->attrs[k].graph ? 1 : node->attrs[k].n_graphs); j++) {
+                const ptq_graph *sub = node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[j];
+                for (int u = 0; u < sub->n_values; u++) n += sub->values[u].kind == PTQ_VALUE_OUTER && sub->values[u].outer == v;
+            }
+    }
     for (int i = 0; i < g->n_outputs; i++) n += g->outputs[i] == v;
     return n;
 }

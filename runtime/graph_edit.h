@@ -12,7 +12,8 @@
 /* Reorders g->nodes topologically (stable: an already sorted graph is unchanged)
  * and recomputes producers. */
 ptq_status ptq_graph_sort_nodes(ptq_graph *g);
-/* Number of node inputs (over all nodes) reading value v, plus 1 if it is a graph output. */
+/* Number of node inputs (over all nodes) reading value v, plus 1 for each subgraph of a node
+ * that reads it by name, plus 1 if it is a graph output. */
 int ptq_graph_count_uses(const ptq_graph *g, int v);
 /* Adds an initializer named `name` holding *t (data ownership moves into the graph;
  * *t is cleared). Fails if the name exists. */

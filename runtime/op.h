@@ -11,6 +11,12 @@
  *      preallocated, uninitialised, never aliases an input); run trusts infer.
  *      When every input is constant the planner runs the node once at plan time
  *      (constant folding) and keeps the result.
+ *   3. Dynamic part: a node whose output shape depends on data not known at plan time
+ *      (PTQ_OP_DYNAMIC ops setting ctx->dynamic, or an infer failing on an input that "is
+ *      not constant"), and every node downstream of it, is inferred again during each run
+ *      (ctx->run_time = 1) with its inputs' data (large activations excepted, unless the op
+ *      is PTQ_OP_DYNAMIC), just before its run; out[i]->data then points at heap buffers
+ *      the planner owns. Ops need nothing special for this: infer/run as above.
  * Kernels parallelise with OpenMP inside run (ctx->nthreads threads) and must give
  * bit-identical results at any thread count: split work over outputs, never split
  * a floating-point reduction across threads. */
@@ -86,11 +92,33 @@ typedef struct {
     ptq_tile_sink *sink;         /* NULL, or out[0]'s tiles go there (PTQ_OP_TILES ops) */
     ptq_chan_op chan[PTQ_MAX_CHAN_OPS]; /* Conv only: applied in order after the bias, before act */
     int n_chan;
+    /* PTQ_OP_DYNAMIC ops: infer sets it when an output's shape depends on input data it does
+     * not have yet (outputs' shapes then need not be set); the planner infers the node again
+     * at run time, with every input's data, and everything downstream of it too. */
+    int dynamic;
+    int run_time;                     /* infer is called during a run (the plan's dynamic part) */
+    /* PTQ_OP_CONTROL ops (subgraphs): what a subgraph needs from the enclosing plan. */
+    int node_index;                   /* the node's index in its graph */
+    int n_outer;                      /* values of enclosing scopes the subgraphs read ... */
+    const ptq_tensor *const *outer;   /* ... their tensors (data as for in[]) ... */
+    const char *const *outer_names;   /* ... and names */
+    const unsigned char *in_const;    /* in_const[i] (i < n_in), then in_const[n_in + k] for outer[k]:
+                                         the tensor is a constant of the plan (known at plan time) */
+    const void *plan_options;         /* the enclosing plan's ptq_plan_options (plan.h) */
 } ptq_op_ctx;
 
 enum {
     PTQ_OP_FUSE_ACT = 1u << 0, /* run applies ctx->act to out[0] */
-    PTQ_OP_TILES = 1u << 1     /* run reports out[0]'s tiles to ctx->sink when set */
+    PTQ_OP_TILES = 1u << 1,    /* run reports out[0]'s tiles to ctx->sink when set */
+    /* Output shapes may depend on input values (NonZero, NonMaxSuppression, ...). infer gets
+     * in[i]->data for every input it has data of (constants at plan time; all inputs when
+     * the planner infers it again at run time) and sets ctx->dynamic when that is not enough.
+     * A run-time infer may compute the whole result (kept in state) for run to copy. */
+    PTQ_OP_DYNAMIC = 1u << 2,
+    /* Has subgraphs (If, Loop, Scan): the planner fills the ctx's outer-scope fields, keeps
+     * ctx->state across a run-time infer (infer reuses or replaces it; free_state frees
+     * it once) and lets input 0 be omitted. Implies PTQ_OP_DYNAMIC. */
+    PTQ_OP_CONTROL = 1u << 3
 };
 
 typedef struct {

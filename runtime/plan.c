@@ -9,7 +9,23 @@
  *      activation into the op that produces its input;
  *   4. lay out one activation arena by liveness (first fit, 64-byte aligned); graph
  *      outputs are never reused; one scratch buffer sized by the largest query.
- * ptq_plan_run then only sets input pointers, runs kernels and calls the observer. */
+ * ptq_plan_run then only sets input pointers, runs kernels and calls the observer.
+ *
+ * Dynamic part (data-dependent shapes): in step 2 a node is marked dynamic when its infer
+ * sets ctx.dynamic (PTQ_OP_DYNAMIC ops missing the data that decides their shape), when it
+ * fails because an input "is not constant" while some input is computed at run time, or when
+ * it reads a value a dynamic node makes; a dynamic node is neither folded nor fused, and its
+ * outputs stay out of the arena. At run time (dyn_prepare, inside ptq_plan_step, so begin/step
+ * and the observers' order are unchanged) it is inferred again with its inputs as they are
+ * (an ordinary op only when its inputs' shapes or small inputs' bytes changed since its last
+ * infer), and its outputs get heap buffers owned by the plan: each from the plan's free
+ * buffers (the smallest that fits) or newly allocated, back to the free list once the value's
+ * last reader ran (a graph output's at the next run: valid, like every output, until then);
+ * destroy frees them all. Static values a dynamic node reads stay alive in the arena through
+ * liveness as usual. A fully static graph takes none of these paths.
+ * Control ops (If, Loop, Scan) also read, as implicit inputs (step.n_outer, after ctx.n_in),
+ * the values of this graph their subgraphs name (kind OUTER there): liveness, folding and
+ * dynamic marking count them; runtime/ops/control.c runs the subgraphs as plans of their own. */
 #include "plan.h"
 
 #include <math.h>
@@ -22,6 +38,17 @@
 #include "op.h"
 #include "runtime/kernels/sgemm.h"
 
+/* What a dynamic step's infer depended on, per input: dtype and shape, and for a small input
+ * that is not a plan constant its bytes (shape, axes, repeats, counts...). */
+#define DYN_SMALL_BYTES 1024
+typedef struct {
+    ptq_dtype dtype;
+    int rank;
+    int64_t dims[PTQ_MAX_RANK];
+    size_t n;                 /* bytes kept (small inputs), else 0 */
+    uint8_t bytes[DYN_SMALL_BYTES];
+} dyn_sig;
+
 typedef struct {
     int node;                 /* graph node index */
     const ptq_op_def *def;
@@ -31,6 +58,15 @@ typedef struct {
     int *in_vals, *out_vals;  /* value indices (plan numbering), -1 = omitted */
     int skip;                 /* folded at plan time or fused into another step */
     int has_state;
+    int dyn;                  /* dynamic part: inferred at run time, outputs on the heap */
+    int n_outer;              /* control ops: in[n_in ..) / in_vals[n_in ..) are the values of this
+                                 graph its subgraphs read (implicit inputs) */
+    const char **outer_names;
+    unsigned char *in_const;  /* n_in + n_outer flags for ctx.in_const */
+    void *dyn_scratch;        /* a dynamic step's own scratch */
+    size_t dyn_scratch_cap;
+    dyn_sig *sig;             /* a dynamic step's inputs as its last infer saw them (n_reads) */
+    int sig_valid;
 } plan_step;
 
 struct ptq_plan {
@@ -55,7 +91,19 @@ struct ptq_plan {
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
     double prof_obs_ms;       /* in observer calls */
     int next_step;            /* ptq_plan_step's position; n_steps when idle */
+    uint8_t *is_dyn;          /* value made by a dynamic step (shape known at run time only) */
+    size_t *dyn_cap;          /* bytes of a dynamic value's heap buffer (vals[v].data), 0: none */
+    int n_dyn;                /* dynamic steps */
+    void **dyn_free;          /* heap buffers of dynamic values that died in this run, for the */
+    size_t *dyn_free_cap;     /* dynamic outputs still to come (and the next runs) */
+    int n_dyn_free;
 };
+
+/* Values a step reads: its inputs, then (control ops) the outer values its subgraphs read. */
+static int n_reads(const plan_step *s)
+{
+    return s->ctx.n_in + s->n_outer;
+}
 
 ptq_plan_options ptq_plan_defaults(void)
 {
@@ -98,6 +146,19 @@ ptq_status ptq_graph_check_ops(const ptq_graph *g)
         ptq_error("%d node%s with unsupported ops: %s", bad, bad > 1 ? "s" : "", msg);
         return PTQ_ERR_UNSUPPORTED;
     }
+    for (int n = 0; n < g->n_nodes; n++) { /* subgraphs: the first one with unsupported ops */
+        const ptq_node *node = &g->nodes[n];
+        for (int k = 0; k < node->n_attrs; k++) {
+            const ptq_attr *a = &node->attrs[k];
+            for (int i = 0; i < (a->graph ? 1 : a->n_graphs); i++) {
+                ptq_status st = ptq_graph_check_ops(a->graph ? a->graph : a->graphs[i]);
+                if (st != PTQ_OK) {
+                    ptq_error_prefix("%s '%s' subgraph '%s': ", node->op_type, node->name, a->name);
+                    return st;
+                }
+            }
+        }
+    }
     return PTQ_OK;
 }
 
@@ -108,6 +169,7 @@ static void bind(ptq_plan *p, uint8_t *arena, void *scratch)
 {
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
+        if (s->dyn) continue; /* own scratch, heap outputs */
         s->ctx.scratch = scratch;
         if (s->skip) continue;
         for (int o = 0; o < s->ctx.n_out; o++)
@@ -140,6 +202,10 @@ static void step_clear(plan_step *s)
     free(s->out);
     free(s->in_vals);
     free(s->out_vals);
+    free(s->outer_names);
+    free(s->in_const);
+    ptq_aligned_free(s->dyn_scratch);
+    free(s->sig);
 }
 
 /* ---- arena pool ---- */
@@ -233,8 +299,13 @@ void ptq_plan_destroy(ptq_plan *p)
     for (int i = 0; i < p->n_steps; i++) step_clear(&p->steps[i]);
     free(p->steps);
     for (int v = 0; v < p->n_vals; v++)
-        if (p->owned[v]) ptq_aligned_free(p->vals[v].data);
+        if (p->owned[v] || (p->dyn_cap && p->dyn_cap[v])) ptq_aligned_free(p->vals[v].data);
     free(p->vals);
+    free(p->is_dyn);
+    free(p->dyn_cap);
+    for (int i = 0; i < p->n_dyn_free; i++) ptq_aligned_free(p->dyn_free[i]);
+    free(p->dyn_free);
+    free(p->dyn_free_cap);
     free(p->is_const);
     free(p->owned);
     free(p->last_use);
@@ -273,35 +344,46 @@ static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_
 {
     ptq_status st = PTQ_OK;
     const ptq_graph *g = p->g;
+    int *bindable = NULL, n_bindable = 0; /* graph inputs, then (subgraphs) outer values */
+    CHECK_ALLOC(bindable = malloc(sizeof(int) * (size_t)(g->n_inputs + g->n_values + 1)));
+    for (int i = 0; i < g->n_inputs; i++) bindable[n_bindable++] = g->inputs[i];
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].kind == PTQ_VALUE_OUTER) bindable[n_bindable++] = v;
     for (int k = 0; k < n_shapes; k++) {
         int found = 0;
-        for (int i = 0; i < g->n_inputs; i++)
-            if (strcmp(g->values[g->inputs[i]].name, shapes[k].name) == 0) found = 1;
+        for (int i = 0; i < n_bindable; i++)
+            if (strcmp(g->values[bindable[i]].name, shapes[k].name) == 0) found = 1;
         if (!found) FAIL(PTQ_ERR_ARG, "--input-shape names '%s', which is not an input of the model", shapes[k].name);
     }
-    p->input_vals = malloc(sizeof(int) * (size_t)(g->n_inputs + 1));
+    p->input_vals = malloc(sizeof(int) * (size_t)(n_bindable + 1));
     CHECK_ALLOC(p->input_vals);
-    for (int i = 0; i < g->n_inputs; i++) {
-        int v = g->inputs[i];
+    for (int i = 0; i < n_bindable; i++) {
+        int v = bindable[i];
         const ptq_value *val = &g->values[v];
         if (val->kind == PTQ_VALUE_INITIALIZER) continue; /* a constant with a default: stays constant */
         ptq_tensor *t = &p->vals[v];
         const ptq_input_shape *b = NULL;
         for (int k = 0; k < n_shapes; k++)
             if (strcmp(shapes[k].name, val->name) == 0) b = &shapes[k];
-        t->dtype = val->t.dtype;
+        if (val->kind == PTQ_VALUE_OUTER && !b)
+            FAIL(PTQ_ERR_ARG, "subgraph '%s' reads '%s' of an enclosing graph, which was not bound",
+                 g->graph_name ? g->graph_name : "", val->name);
+        /* a binding's dtype counts for subgraphs only (callers of a model's plan may leave it unset) */
+        t->dtype = b && g->parent && b->dtype != PTQ_UNDEFINED ? b->dtype : val->t.dtype;
         if (ptq_dtype_size(t->dtype) == 0)
             FAIL(PTQ_ERR_UNSUPPORTED, "input '%s': element type %s is not supported", val->name,
                  ptq_dtype_name(t->dtype));
         if (b) {
+            /* a subgraph's declared input shapes are hints: the enclosing node's values win */
+            int sub = g->parent != NULL || val->kind == PTQ_VALUE_OUTER;
             if (b->rank < 0 || b->rank > PTQ_MAX_RANK) FAIL(PTQ_ERR_ARG, "input '%s': bad rank %d", val->name, b->rank);
-            if (val->t.rank >= 0 && b->rank != val->t.rank)
+            if (!sub && val->t.rank >= 0 && b->rank != val->t.rank)
                 FAIL(PTQ_ERR_SHAPE, "input '%s': shape given has rank %d, the model declares rank %d", val->name,
                      b->rank, val->t.rank);
             t->rank = b->rank;
             for (int d = 0; d < b->rank; d++) {
                 if (b->dims[d] < 0) FAIL(PTQ_ERR_ARG, "input '%s': negative dim %d", val->name, d);
-                if (val->t.rank >= 0 && val->t.dims[d] >= 0 && val->t.dims[d] != b->dims[d])
+                if (!sub && val->t.rank >= 0 && val->t.dims[d] >= 0 && val->t.dims[d] != b->dims[d])
                     FAIL(PTQ_ERR_SHAPE, "input '%s': dim %d given as %lld, the model fixes it to %lld", val->name, d,
                          (long long)b->dims[d], (long long)val->t.dims[d]);
                 t->dims[d] = b->dims[d];
@@ -329,6 +411,7 @@ static ptq_status bind_inputs(ptq_plan *p, const ptq_input_shape *shapes, int n_
         p->input_vals[p->n_inputs++] = v;
     }
 done:
+    free(bindable);
     return st;
 }
 
@@ -344,10 +427,16 @@ static void name_node_in_error(const ptq_node *node)
 static ptq_status step_infer(ptq_plan *p, plan_step *s)
 {
     const ptq_node *node = &p->g->nodes[s->node];
-    if (s->has_state && s->def->free_state) s->def->free_state(s->ctx.state);
-    s->ctx.state = NULL;
-    s->has_state = 0;
+    int control = (s->def->flags & PTQ_OP_CONTROL) != 0;
+    if (!control) { /* control ops keep their subgraphs' plans from one infer to the next */
+        if (s->has_state && s->def->free_state) s->def->free_state(s->ctx.state);
+        s->ctx.state = NULL;
+        s->has_state = 0;
+    }
     s->ctx.scratch_bytes = 0;
+    s->ctx.dynamic = 0;
+    if (s->in_const)
+        for (int i = 0; i < n_reads(s); i++) s->in_const[i] = s->in_vals[i] >= 0 && p->is_const[s->in_vals[i]];
     for (int o = 0; o < s->ctx.n_out; o++)
         if (s->out[o]) {
             s->out[o]->dtype = PTQ_UNDEFINED;
@@ -361,7 +450,7 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
         ptq_error("%s '%s': output 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
-    if (s->ctx.n_in > 0 && !s->ctx.in[0]) { /* and, when it has inputs, a required first input */
+    if (s->ctx.n_in > 0 && !s->ctx.in[0] && !control) { /* and, when it has inputs, a required first input */
         ptq_error("%s '%s': input 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
@@ -370,6 +459,13 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
     if (st != PTQ_OK) {
         name_node_in_error(node);
         return st;
+    }
+    if (s->ctx.dynamic) {
+        if (!(s->def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL))) {
+            ptq_error("%s '%s': a dynamic output from an op not flagged dynamic (internal error)", node->op_type, node->name);
+            return PTQ_ERR_INTERNAL;
+        }
+        return PTQ_OK; /* shapes known at run time */
     }
     for (int o = 0; o < s->ctx.n_out; o++) {
         ptq_tensor *t = s->out[o];
@@ -394,9 +490,14 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
     const ptq_node *node = &p->g->nodes[node_index];
     s->node = node_index;
     s->def = ptq_op_get(ptq_op_find(node->domain, node->op_type));
-    s->in = calloc((size_t)node->n_inputs + 1, sizeof *s->in);
+    /* outer values the node's subgraphs read (each once) */
+    int n_outer = 0, max_outer = 0;
+    for (int k = 0; k < node->n_attrs; k++)
+        for (int i = 0; i < (node->attrs[k].graph ? 1 : node->attrs[k].n_graphs); i++)
+            max_outer += (node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[i])->n_values;
+    s->in = calloc((size_t)(node->n_inputs + max_outer) + 1, sizeof *s->in);
     s->out = calloc((size_t)node->n_outputs + 1, sizeof *s->out);
-    s->in_vals = malloc(sizeof(int) * ((size_t)node->n_inputs + 1));
+    s->in_vals = malloc(sizeof(int) * ((size_t)(node->n_inputs + max_outer) + 1));
     s->out_vals = malloc(sizeof(int) * ((size_t)node->n_outputs + 1));
     CHECK_ALLOC(s->in);
     CHECK_ALLOC(s->out);
@@ -415,6 +516,34 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
         s->out_vals[o] = v;
         s->out[o] = v >= 0 ? &p->vals[v] : NULL;
     }
+    for (int k = 0; k < node->n_attrs; k++)
+        for (int i = 0; i < (node->attrs[k].graph ? 1 : node->attrs[k].n_graphs); i++) {
+            const ptq_graph *sub = node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[i];
+            for (int v = 0; v < sub->n_values; v++) {
+                int ov = sub->values[v].outer, seen = 0;
+                if (sub->values[v].kind != PTQ_VALUE_OUTER) continue;
+                if (ov < 0 || ov >= p->g->n_values)
+                    FAIL(PTQ_ERR_FORMAT, "%s '%s': subgraph '%s' reads '%s', unknown here", node->op_type, node->name,
+                         node->attrs[k].name, sub->values[v].name);
+                for (int j = 0; j < n_outer && !seen; j++) seen = s->in_vals[n_in + j] == ov;
+                if (seen) continue;
+                s->in_vals[n_in + n_outer] = ov;
+                s->in[n_in + n_outer] = &p->vals[ov];
+                n_outer++;
+            }
+        }
+    s->n_outer = n_outer;
+    if (s->def && (s->def->flags & PTQ_OP_CONTROL)) {
+        CHECK_ALLOC(s->outer_names = calloc((size_t)n_outer + 1, sizeof *s->outer_names));
+        CHECK_ALLOC(s->in_const = calloc((size_t)(n_in + n_outer) + 1, 1));
+        for (int j = 0; j < n_outer; j++) s->outer_names[j] = p->g->values[s->in_vals[n_in + j]].name;
+        s->ctx.n_outer = n_outer;
+        s->ctx.outer = s->in + n_in;
+        s->ctx.outer_names = s->outer_names;
+        s->ctx.in_const = s->in_const;
+        s->ctx.node_index = node_index;
+        s->ctx.plan_options = &p->opt;
+    }
     s->ctx.node = node;
     s->ctx.opset = opset;
     s->ctx.n_in = n_in;
@@ -424,6 +553,14 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
     s->ctx.nthreads = p->nthreads;
 done:
     return st;
+}
+
+/* 1 when the step reads a value that is not a plan constant. */
+static int has_runtime_input(const ptq_plan *p, const plan_step *s)
+{
+    for (int i = 0; i < n_reads(s); i++)
+        if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) return 1;
+    return 0;
 }
 
 /* Runs a step whose inputs are all constant and makes its outputs constants. */
@@ -465,10 +602,11 @@ static int consumers(const ptq_plan *p, int v, int *only)
     for (int i = 0; i < p->n_steps; i++) {
         const plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int k = 0; k < s->ctx.n_in; k++)
+        for (int k = 0; k < n_reads(s); k++)
             if (s->in_vals[k] == v) {
                 count++;
                 *only = i;
+                if (s->dyn) count += 1000; /* never fused into a dynamic step */
             }
     }
     return count;
@@ -528,7 +666,7 @@ static ptq_status fuse_batchnorm(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1) continue;
         int y = conv->out_vals[0], j = -1;
         if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *bn = &p->steps[j];
@@ -624,7 +762,7 @@ static ptq_status fuse_activations(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
+        if (s->skip || s->dyn || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind != PTQ_ACT_NONE) continue;
         int y = s->out_vals[0], j = -1;
         if (y < 0 || p->vals[y].dtype != PTQ_F32 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *a = &p->steps[j];
@@ -708,7 +846,7 @@ static ptq_status fold_affine(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE) continue;
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE) continue;
         int wv = conv->in_vals[1];
         if (!p->is_const[wv] || p->vals[wv].dtype != PTQ_F32) continue;
         if (conv->ctx.n_in > 2 && conv->in_vals[2] >= 0 && (!p->is_const[conv->in_vals[2]] || p->vals[conv->in_vals[2]].dtype != PTQ_F32))
@@ -766,7 +904,7 @@ static ptq_status fuse_channel_ops(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
+        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
             conv->ctx.act.has_post || conv->out_vals[0] < 0)
             continue;
         const ptq_tensor *y0 = &p->vals[conv->out_vals[0]];
@@ -827,7 +965,7 @@ static ptq_status fuse_hardswish_pattern(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *d = &p->steps[i];
-        if (d->skip || !op_is(p, d, "Div") || d->ctx.n_in != 2 || !scalar_const_is(p, d->in_vals[1], 6.0f)) continue;
+        if (d->skip || d->dyn || !op_is(p, d, "Div") || d->ctx.n_in != 2 || !scalar_const_is(p, d->in_vals[1], 6.0f)) continue;
         int m = d->in_vals[0], jm = producer_step(p, m), dummy;
         if (jm < 0 || consumers(p, m, &dummy) != 1) continue;
         plan_step *mul = &p->steps[jm];
@@ -870,7 +1008,7 @@ static ptq_status fuse_post_affine(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
+        if (s->skip || s->dyn || !(s->def->flags & PTQ_OP_FUSE_ACT) || s->ctx.act.kind == PTQ_ACT_NONE || s->ctx.act.has_post) continue;
         int y = s->out_vals[0], j = -1;
         if (y < 0 || pinned(p, y) || consumers(p, y, &j) != 1) continue;
         plan_step *mul = &p->steps[j];
@@ -931,7 +1069,7 @@ static ptq_status fuse_qdq_pairs(ptq_plan *p)
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *q = &p->steps[i];
-        if (q->skip || !op_is(p, q, "QuantizeLinear") || q->ctx.n_in < 2 || !q->ctx.in[0] || q->ctx.in[0]->dtype != PTQ_F32)
+        if (q->skip || q->dyn || !op_is(p, q, "QuantizeLinear") || q->ctx.n_in < 2 || !q->ctx.in[0] || q->ctx.in[0]->dtype != PTQ_F32)
             continue;
         int y = q->out_vals[0], j = -1;
         if (y < 0 || is_graph_output(p, y) || consumers(p, y, &j) != 1) continue;
@@ -968,7 +1106,7 @@ static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int o = 0; o < s->ctx.n_out; o++) {
+        for (int o = 0; o < s->ctx.n_out && !s->dyn; o++) { /* dynamic outputs live on the heap */
             int v = s->out_vals[o];
             if (v < 0) continue;
             size_t size = (ptq_tensor_nbytes(&p->vals[v]) + 63) / 64 * 64;
@@ -1058,6 +1196,14 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     p->is_const = calloc((size_t)p->cap_vals, 1);
     p->owned = calloc((size_t)p->cap_vals, 1);
     p->last_use = malloc(sizeof(int) * (size_t)p->cap_vals);
+    p->is_dyn = calloc((size_t)p->cap_vals, 1);
+    p->dyn_cap = calloc((size_t)p->cap_vals, sizeof *p->dyn_cap);
+    p->dyn_free = calloc((size_t)p->cap_vals + 1, sizeof *p->dyn_free);
+    p->dyn_free_cap = calloc((size_t)p->cap_vals + 1, sizeof *p->dyn_free_cap);
+    CHECK_ALLOC(p->is_dyn);
+    CHECK_ALLOC(p->dyn_cap);
+    CHECK_ALLOC(p->dyn_free);
+    CHECK_ALLOC(p->dyn_free_cap);
     order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     p->steps = calloc((size_t)g->n_nodes + 1, sizeof *p->steps);
     p->output_vals = malloc(sizeof(int) * ((size_t)g->n_outputs + 1));
@@ -1089,13 +1235,35 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     for (int k = 0; k < g->n_nodes; k++) {
         plan_step *s = &p->steps[p->n_steps++];
         TRY(step_setup(p, s, order[k], opset));
-        TRY(step_infer(p, s));
+        /* downstream of a dynamic value: dynamic too, inferred at run time only */
+        for (int i = 0; i < n_reads(s) && !s->dyn; i++) s->dyn = s->in_vals[i] >= 0 && p->is_dyn[s->in_vals[i]];
+        if (!s->dyn) {
+            st = step_infer(p, s);
+            if (st == PTQ_ERR_UNSUPPORTED && strstr(ptq_last_error(), "not constant") && has_runtime_input(p, s)) {
+                /* a shape, axes or repeats input computed at run time (a loop's counter...):
+                 * inferred at run time, with that input's data */
+                st = PTQ_OK;
+                s->ctx.dynamic = 1;
+            }
+            if (st != PTQ_OK) goto done;
+            s->dyn = s->ctx.dynamic;
+        }
+        if (s->dyn) {
+            p->n_dyn++;
+            for (int o = 0; o < s->ctx.n_out; o++)
+                if (s->out_vals[o] >= 0) {
+                    p->is_dyn[s->out_vals[o]] = 1;
+                    p->vals[s->out_vals[o]].dtype = PTQ_UNDEFINED;
+                    p->vals[s->out_vals[o]].rank = 0;
+                }
+            continue;
+        }
         /* Shape and Size only read the (known) input shape: always foldable */
         const char *op = g->nodes[order[k]].op_type;
         int all_const = strcmp(op, "Shape") == 0 || strcmp(op, "Size") == 0;
         if (!all_const) {
             all_const = 1;
-            for (int i = 0; i < s->ctx.n_in; i++)
+            for (int i = 0; i < n_reads(s); i++)
                 if (s->in_vals[i] >= 0 && !p->is_const[s->in_vals[i]]) all_const = 0;
         }
         if (all_const) TRY(fold_step(p, s));
@@ -1123,7 +1291,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip) continue;
-        for (int k = 0; k < s->ctx.n_in; k++)
+        for (int k = 0; k < n_reads(s); k++)
             if (s->in_vals[k] >= 0) p->last_use[s->in_vals[k]] = i;
     }
     offsets = calloc((size_t)p->n_vals + 1, sizeof *offsets);
@@ -1134,7 +1302,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
              (double)p->arena_bytes / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (s->skip) continue;
+        if (s->skip || s->dyn) continue;
         if (s->ctx.scratch_bytes > p->scratch_bytes) p->scratch_bytes = s->ctx.scratch_bytes;
         p->flops += step_flops(p, s);
     }
@@ -1152,7 +1320,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     }
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
-        if (!s->skip && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
+        if (!s->skip && !s->dyn && p->opt.tile_sink && (s->def->flags & PTQ_OP_TILES) && s->ctx.n_out >= 1 && observes(p, s->out_vals[0]))
             s->ctx.sink = p->opt.tile_sink(g->values[s->out_vals[0]].name, s->node, p->opt.observer_user);
     }
     if (getenv("PTQ_PROFILE")) {
@@ -1174,6 +1342,7 @@ static void print_profile(const ptq_plan *p)
     double total = 0;
     for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
     fprintf(stderr, "profile: %.1f ms in all, observers %.1f ms more\n", total, p->prof_obs_ms);
+    if (p->n_dyn) fprintf(stderr, "  %d of %d nodes dynamic (inferred during the run; their time includes it)\n", p->n_dyn, p->n_steps);
     for (int i = 0; i < p->n_steps; i++) {
         const char *op = p->g->nodes[p->steps[i].node].op_type;
         int first = 1;
@@ -1195,8 +1364,8 @@ static void print_profile(const ptq_plan *p)
         char shape[96];
         if (s->out[0]) ptq_shape_str(s->out[0], shape, sizeof shape);
         else snprintf(shape, sizeof shape, "-");
-        fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
-                shape, p->prof_ms[i]);
+        fprintf(stderr, "  node %-28s %-14s %-20s %8.2f ms%s\n", p->g->nodes[s->node].name, p->g->nodes[s->node].op_type,
+                shape, p->prof_ms[i], s->dyn ? " (dynamic)" : "");
     }
 }
 
@@ -1228,9 +1397,140 @@ ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
         if (!inputs[i].data && ptq_tensor_numel(t)) FAIL(PTQ_ERR_ARG, "input '%s' has no data", name);
         t->data = inputs[i].data;
     }
-    if (p->opt.observer)
-        for (int i = 0; i < n_inputs; i++) TRY(observe(p, p->input_vals[i]));
+    if (p->opt.observer) /* (a subgraph's outer values were seen in their own graph) */
+        for (int i = 0; i < n_inputs; i++)
+            if (p->g->values[p->input_vals[i]].kind != PTQ_VALUE_OUTER) TRY(observe(p, p->input_vals[i]));
     p->next_step = 0;
+done:
+    return st;
+}
+
+/* Dynamic value v's buffer goes to the free list (the smallest listed one is freed when the
+ * list holds one buffer per value already). */
+static void dyn_release(ptq_plan *p, int v)
+{
+    if (!p->dyn_cap[v]) return;
+    if (p->n_dyn_free >= p->cap_vals) {
+        int small = 0;
+        for (int k = 1; k < p->n_dyn_free; k++)
+            if (p->dyn_free_cap[k] < p->dyn_free_cap[small]) small = k;
+        ptq_aligned_free(p->dyn_free[small]);
+        p->n_dyn_free--;
+        p->dyn_free[small] = p->dyn_free[p->n_dyn_free];
+        p->dyn_free_cap[small] = p->dyn_free_cap[p->n_dyn_free];
+    }
+    p->dyn_free[p->n_dyn_free] = p->vals[v].data;
+    p->dyn_free_cap[p->n_dyn_free++] = p->dyn_cap[v];
+    p->vals[v].data = NULL;
+    p->dyn_cap[v] = 0;
+}
+
+/* After step i: the buffers of dynamic values it read last (or made for no reader) are free
+ * for the dynamic outputs after it; graph outputs keep theirs until the next run. */
+static void dyn_release_dead(ptq_plan *p, int i)
+{
+    const plan_step *s = &p->steps[i];
+    for (int k = 0; k < n_reads(s); k++) {
+        int v = s->in_vals[k];
+        if (v >= 0 && p->is_dyn[v] && p->last_use[v] == i && !is_graph_output(p, v)) dyn_release(p, v);
+    }
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        int v = s->out_vals[o];
+        if (v >= 0 && p->is_dyn[v] && p->last_use[v] < 0 && !is_graph_output(p, v)) dyn_release(p, v);
+    }
+}
+
+/* A dynamic step before its run: inferred with its inputs as they are now (data included),
+ * outputs given heap buffers (grown as needed, kept for the next run), scratch its own. */
+static ptq_status dyn_prepare(ptq_plan *p, plan_step *s)
+{
+    ptq_status st = PTQ_OK;
+    const ptq_node *node = &p->g->nodes[s->node];
+    int n = n_reads(s);
+    s->ctx.run_time = 1;
+    if (s->def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL)) {
+        TRY(step_infer(p, s)); /* every input's data, every time */
+    } else {
+        /* An op whose shapes follow from its inputs' shapes (and small inputs' values): inferred
+         * again only when those changed. Like at plan time, its infer sees the data of plan
+         * constants and of small inputs only, never of a large activation (which it would
+         * take for a constant and, say, pack). */
+        int same = s->sig_valid;
+        if (!s->sig) CHECK_ALLOC(s->sig = calloc((size_t)n + 1, sizeof *s->sig));
+        for (int i = 0; i < n && same; i++) {
+            const dyn_sig *g = &s->sig[i];
+            const ptq_tensor *t = s->in_vals[i] >= 0 ? &p->vals[s->in_vals[i]] : NULL;
+            if (!t) continue;
+            same = g->dtype == t->dtype && g->rank == t->rank && memcmp(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) == 0 &&
+                   (g->n == 0 || memcmp(g->bytes, t->data, g->n) == 0);
+        }
+        if (!same) {
+            void *hidden[PTQ_MAX_RANK * 8];
+            int n_hide = n < PTQ_MAX_RANK * 8 ? n : PTQ_MAX_RANK * 8;
+            for (int i = 0; i < n_hide; i++) {
+                int v = s->in_vals[i];
+                hidden[i] = NULL;
+                if (v < 0 || p->is_const[v] || ptq_tensor_nbytes(&p->vals[v]) <= DYN_SMALL_BYTES) continue;
+                hidden[i] = p->vals[v].data;
+                p->vals[v].data = NULL;
+            }
+            s->sig_valid = 0;
+            st = step_infer(p, s);
+            for (int i = 0; i < n_hide; i++)
+                if (hidden[i]) p->vals[s->in_vals[i]].data = hidden[i];
+            if (st != PTQ_OK) goto done;
+            for (int i = 0; i < n; i++) {
+                dyn_sig *g = &s->sig[i];
+                const ptq_tensor *t = s->in_vals[i] >= 0 ? &p->vals[s->in_vals[i]] : NULL;
+                memset(g, 0, sizeof *g);
+                if (!t) continue;
+                g->dtype = t->dtype;
+                g->rank = t->rank;
+                memcpy(g->dims, t->dims, sizeof g->dims);
+                size_t nb = ptq_tensor_nbytes(t);
+                if (!p->is_const[s->in_vals[i]] && nb <= DYN_SMALL_BYTES && t->data) {
+                    g->n = nb;
+                    memcpy(g->bytes, t->data, nb);
+                }
+            }
+            s->sig_valid = n <= PTQ_MAX_RANK * 8;
+        }
+    }
+    if (s->ctx.dynamic)
+        FAIL(PTQ_ERR_INTERNAL, "%s '%s': output shape still unknown with every input known", node->op_type, node->name);
+    for (int o = 0; o < s->ctx.n_out; o++) {
+        int v = s->out_vals[o];
+        if (v < 0) continue;
+        size_t need = ptq_tensor_nbytes(&p->vals[v]);
+        if (need > p->dyn_cap[v] || !p->vals[v].data) {
+            if (p->opt.max_arena_bytes && need > p->opt.max_arena_bytes)
+                FAIL(PTQ_ERR_NOMEM, "%s '%s': output %d needs %.1f MiB, over the limit of %.1f MiB", node->op_type,
+                     node->name, o, (double)need / 1048576.0, (double)p->opt.max_arena_bytes / 1048576.0);
+            dyn_release(p, v); /* too small (or a graph output's from the last run) */
+            int best = -1;     /* the smallest free buffer that fits */
+            for (int k = 0; k < p->n_dyn_free; k++)
+                if (p->dyn_free_cap[k] >= need && (best < 0 || p->dyn_free_cap[k] < p->dyn_free_cap[best])) best = k;
+            if (best >= 0) {
+                p->vals[v].data = p->dyn_free[best];
+                p->dyn_cap[v] = p->dyn_free_cap[best];
+                p->n_dyn_free--;
+                p->dyn_free[best] = p->dyn_free[p->n_dyn_free];
+                p->dyn_free_cap[best] = p->dyn_free_cap[p->n_dyn_free];
+            } else {
+                size_t cap = need > 64 ? need + need / 4 : 64;
+                CHECK_ALLOC(p->vals[v].data = ptq_aligned_alloc(cap));
+                p->dyn_cap[v] = cap;
+            }
+        }
+        p->vals[v].owns_data = 0;
+    }
+    if (s->ctx.scratch_bytes > s->dyn_scratch_cap) {
+        ptq_aligned_free(s->dyn_scratch);
+        s->dyn_scratch_cap = 0;
+        CHECK_ALLOC(s->dyn_scratch = ptq_aligned_alloc(s->ctx.scratch_bytes));
+        s->dyn_scratch_cap = s->ctx.scratch_bytes;
+    }
+    s->ctx.scratch = s->ctx.scratch_bytes ? s->dyn_scratch : NULL;
 done:
     return st;
 }
@@ -1244,7 +1544,8 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
     int i = p->next_step++;
     plan_step *s = &p->steps[i];
     double t0 = p->prof_ms ? omp_get_wtime() : 0;
-    st = s->def->run(&s->ctx);
+    st = s->dyn ? dyn_prepare(p, s) : PTQ_OK;
+    if (st == PTQ_OK) st = s->def->run(&s->ctx);
     if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
     if (st != PTQ_OK) {
         p->next_step = p->n_steps;
@@ -1257,6 +1558,7 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
             if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o]));
         if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
     }
+    if (p->n_dyn) dyn_release_dead(p, i);
 done:
     if (st != PTQ_OK) p->next_step = p->n_steps;
     return st;
@@ -1267,6 +1569,11 @@ ptq_status ptq_plan_run(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
     ptq_status st = ptq_plan_begin(p, inputs, n_inputs);
     for (int finished = 0; st == PTQ_OK && !finished;) st = ptq_plan_step(p, &finished);
     return st;
+}
+
+int ptq_plan_n_dynamic(const ptq_plan *p)
+{
+    return p->n_dyn;
 }
 
 int ptq_plan_n_inputs(const ptq_plan *p)

@@ -13,7 +13,15 @@
  * Observers see every float activation once, as it is produced, in plan order:
  * graph inputs first, then node outputs. The tensor is borrowed for the duration
  * of the call. Tensors an observer may see are never fused away. PTQ_PROFILE=1 prints the
- * time per op type, and the observers' time, when the plan is destroyed. */
+ * time per op type, and the observers' time, when the plan is destroyed.
+ *
+ * Data-dependent shapes (NonZero, NonMaxSuppression, Loop...): a node whose output shape
+ * depends on values not known at plan time (op.h: PTQ_OP_DYNAMIC), and every node
+ * downstream of it, form the plan's dynamic part. Those nodes are inferred again at each
+ * run, with their actual inputs, and their outputs live in heap buffers the plan owns
+ * (reused from value to value and run to run, freed by destroy); ptq_plan_output gives a
+ * dynamic output as of the last run, ptq_plan_value the shape of any value as of the last run. Everything else keeps the static
+ * arena. Subgraphs (If, Loop, Scan) run as plans of their own, made by the control op. */
 #ifndef PTQ_PLAN_H
 #define PTQ_PLAN_H
 
@@ -69,7 +77,8 @@ typedef struct {
     int bound_memory;
 } ptq_plan_options;
 
-/* Shape of one graph input; dims fully known (>= 1 except a 0-sized dim).
+/* Shape of one graph input (for a subgraph's plan, also of a value of an enclosing graph it
+ * reads, a value of kind OUTER: these are its inputs after the formal ones); dims fully known (>= 1 except a 0-sized dim).
  * data: when set, the input is a constant of the input's declared dtype (borrowed,
  * must outlive the plan): it folds at plan time like an initializer and is no
  * longer passed to ptq_plan_run (shape, axes or scales tensors given as inputs). */
@@ -78,6 +87,8 @@ typedef struct {
     int rank;
     int64_t dims[PTQ_MAX_RANK];
     const void *data;
+    ptq_dtype dtype;    /* subgraph plans only (ptq_graph.parent set): the input's dtype, which
+                         * the body may not declare; PTQ_UNDEFINED: the declared one */
 } ptq_input_shape;
 
 typedef struct ptq_plan ptq_plan;
@@ -118,6 +129,8 @@ size_t ptq_plan_memory_bytes(const ptq_plan *p);
  * for its activations and scratch; it may be rebound, to the same block or another, between
  * runs. Running a bound_memory plan never bound fails. */
 void ptq_plan_bind_memory(ptq_plan *p, void *mem);
+/* Number of nodes inferred at run time (0 for a fully static plan). */
+int ptq_plan_n_dynamic(const ptq_plan *p);
 /* FLOPs of one run (multiply-add = 2) of Conv, ConvTranspose, Gemm, MatMul. */
 double ptq_plan_flops(const ptq_plan *p);
 

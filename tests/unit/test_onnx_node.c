@@ -125,6 +125,22 @@ static int outputs_match(const ptq_tensor *got, const ptq_tensor *want, char *ms
     return 1;
 }
 
+/* The first node, in g or its subgraphs (If, Loop, Scan bodies), whose op ptq lacks; NULL if none. */
+static const ptq_node *first_unsupported(const ptq_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *n = &g->nodes[i];
+        int id = ptq_op_find(n->domain, n->op_type);
+        if (id < 0 || !ptq_op_get(id)) return n;
+        for (int k = 0; k < n->n_attrs; k++)
+            for (int j = 0; j < (n->attrs[k].graph ? 1 : n->attrs[k].n_graphs); j++) {
+                const ptq_node *b = first_unsupported(n->attrs[k].graph ? n->attrs[k].graph : n->attrs[k].graphs[j]);
+                if (b) return b;
+            }
+    }
+    return NULL;
+}
+
 /* Runs one test directory; returns 0 pass, 1 fail, 2 skip (reason in why). */
 static int run_test(const char *dir, const char *name, char *why, size_t cap)
 {
@@ -145,14 +161,11 @@ static int run_test(const char *dir, const char *name, char *why, size_t cap)
         snprintf(why, cap, "load: %s", ptq_last_error());
         return 1;
     }
-    for (int i = 0; i < g->n_nodes; i++) {
-        int id = ptq_op_find(g->nodes[i].domain, g->nodes[i].op_type);
-        if (id < 0 || !ptq_op_get(id)) {
-            snprintf(why, cap, "op %s%s%s is not among ptq's ops", g->nodes[i].domain, g->nodes[i].domain[0] ? "." : "",
-                     g->nodes[i].op_type);
-            result = 2;
-            goto out;
-        }
+    const ptq_node *bad = first_unsupported(g);
+    if (bad) {
+        snprintf(why, cap, "op %s%s%s is not among ptq's ops", bad->domain, bad->domain[0] ? "." : "", bad->op_type);
+        result = 2;
+        goto out;
     }
     int runtime_inputs[MAX_IO], n_rt = 0;
     for (int i = 0; i < g->n_inputs && n_rt < MAX_IO; i++)
