@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The docs cannot rot: every `ptq ...` command line in a fenced ```sh, ```bash or ```console block
+# of README.md and docs/*.md runs here, one check per command, so a renamed option, a changed
+# default that a command relies on or a file name that no longer appears fails `make test`.
+#
+# Rules for writers of the docs:
+#  - Commands run in a work folder holding the docs' example names (below); write examples with
+#    these names. Each page starts from a fresh copy of the folder and runs its commands in page
+#    order, so a page may use files an earlier command of the same page wrote.
+#      photos/     4 photos (calibration images)       val/   3 photos in 2 class folders (a/, b/)
+#      crops/      3 images read as text-line crops    labels.csv   'image,class' lines for val/
+#      model.onnx, cls.onnx   a classifier: images [N,3,224,224] -> logits [N,10]
+#      yolo.onnx   a YOLO-style detector: images [1,3,640,640] -> output0 [1,84,6400]
+#      seg.onnx    a segmenter: images [N,3,256,256] -> out [N,21,256,256]
+#      det.onnx, rec.onnx, textcls.onnx   PaddleOCR's PP-OCRv4 det, rec and the mobile v2.0 cls
+#    cls.onnx and seg.onnx are the zoo's mobilenet_v3_small and lraspp_mobilenet_v3_large
+#    (scripts/zoo.py, build/zoo/) when those exist with that signature, else stand-ins made here
+#    with onnx.helper (no torch needed); yolo.onnx is always a stand-in.
+#  - In ```sh/```bash blocks every line starting with `ptq ` (or `VAR=value ptq `) is a command; in
+#    ```console blocks, lines starting with `$ ptq `. A trailing `\` continues the line.
+#    Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
+#    (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
+#  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
+#    when the page reaches it, so the docs' config and preset examples are tested too.
+#  - Each command gets DOCS_TIMEOUT seconds (default 60). A command whose comment says it takes
+#    minutes (`ptq quantize ... # minutes ...`) is checked, unless DOCS_SLOW=1, by its options alone:
+#    each `--option` it uses must be one `ptq CMD --list-options` names.
+. "$(dirname "$0")/lib.sh"
+T0=$(date +%s)
+BASE=$TMP/base
+rm -rf "$TMP"/base "$TMP"/page-* "$TMP/bin"
+mkdir -p "$BASE/photos" "$BASE/val/a" "$BASE/val/b" "$BASE/crops" "$TMP/bin"
+ln -sf "$PTQ" "$TMP/bin/ptq"
+P=$ROOT/build/photos
+for f in chelsea.png text.png page.png rocket.jpg; do ln -s "$P/$f" "$BASE/photos/$f"; done
+ln -s "$P/coffee.png" "$BASE/val/a/coffee.png"; ln -s "$P/bw_text.png" "$BASE/val/a/bw_text.png"
+ln -s "$P/coins.png" "$BASE/val/b/coins.png"
+for f in page.png text.png bw_text.png; do ln -s "$P/$f" "$BASE/crops/$f"; done
+printf 'coffee.png,0\nbw_text.png,0\ncoins.png,1\n' > "$BASE/labels.csv"
+ln -s "$MODELS/ch_PP-OCRv4_det_infer.onnx" "$BASE/det.onnx"
+ln -s "$MODELS/ch_PP-OCRv4_rec_infer.onnx" "$BASE/rec.onnx"
+ln -s "$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx" "$BASE/textcls.onnx"
+
+# the example models: the zoo's exports where they fit the signature, stand-ins otherwise
+"$PY" - "$BASE" "$ROOT/build/zoo" <<'EOF' || { echo "FAIL cannot make the example models"; exit 1; }
+import os, sys
+import numpy as np
+import onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+out, zoo = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+
+def W(name, shape, s=0.3):
+    return nh.from_array((rng.standard_normal(shape) * s).astype(np.float32), name)
+
+def zoo_model(name, side, output):
+    p = os.path.join(zoo, name + ".op13.onnx")
+    if not os.path.exists(p):
+        return None
+    try:
+        m = onnx.load(p, load_external_data=False)
+        d = [x.dim_value for x in m.graph.input[0].type.tensor_type.shape.dim]
+        if d[1:] == [3, side, side] and m.graph.output[0].name == output:
+            return p
+    except Exception:
+        pass
+    return None
+
+def save(name, nodes, inits, ins, outs, zoo_name=None, side=None):
+    dst = os.path.join(out, name + ".onnx")
+    z = zoo_name and zoo_model(zoo_name, side, outs[0].name)
+    if z:
+        os.symlink(z, dst)
+        print(f"{name}.onnx: {z}")
+        return
+    m = h.make_model(h.make_graph(nodes, name, ins, outs, inits),
+                     opset_imports=[h.make_opsetid("", 13)], producer_name="tests/e2e/docs.sh")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, dst)
+    print(f"{name}.onnx: stand-in")
+
+save("cls", [
+    h.make_node("Conv", ["images", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], strides=[4, 4], pads=[1, 1, 1, 1]),
+    h.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+    h.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    h.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+    h.make_node("GlobalAveragePool", ["r2"], ["gap"], name="gap"),
+    h.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+    h.make_node("Gemm", ["flat", "w3", "b3"], ["logits"], name="fc", transB=1)],
+    [W("w1", [8, 3, 3, 3]), W("b1", [8], 0.1), W("w2", [16, 8, 3, 3]), W("b2", [16], 0.1),
+     W("w3", [10, 16]), W("b3", [10], 0.1)],
+    [h.make_tensor_value_info("images", T.FLOAT, ["N", 3, 224, 224])],
+    [h.make_tensor_value_info("logits", T.FLOAT, ["N", 10])], "mobilenet_v3_small", 224)
+save("yolo", [
+    h.make_node("Conv", ["images", "w1", "b1"], ["c1"], name="stem", kernel_shape=[3, 3], strides=[4, 4], pads=[1, 1, 1, 1]),
+    h.make_node("Sigmoid", ["c1"], ["s1"], name="sig1"),
+    h.make_node("Mul", ["c1", "s1"], ["a1"], name="silu1"),
+    h.make_node("Conv", ["a1", "w2", "b2"], ["c2"], name="head", kernel_shape=[2, 2], strides=[2, 2]),
+    h.make_node("Reshape", ["c2", "shape"], ["output0"], name="reshape")],
+    [W("w1", [8, 3, 3, 3]), W("b1", [8], 0.1), W("w2", [84, 8, 2, 2]), W("b2", [84], 0.1),
+     nh.from_array(np.array([1, 84, 6400], np.int64), "shape")],
+    [h.make_tensor_value_info("images", T.FLOAT, [1, 3, 640, 640])],
+    [h.make_tensor_value_info("output0", T.FLOAT, [1, 84, 6400])])
+save("seg", [
+    h.make_node("Conv", ["images", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    h.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+    h.make_node("Conv", ["r1", "w2", "b2"], ["out"], name="classifier", kernel_shape=[1, 1])],
+    [W("w1", [4, 3, 3, 3]), W("b1", [4], 0.1), W("w2", [21, 4, 1, 1]), W("b2", [21], 0.1)],
+    [h.make_tensor_value_info("images", T.FLOAT, ["N", 3, 256, 256])],
+    [h.make_tensor_value_info("out", T.FLOAT, ["N", 21, 256, 256])], "lraspp_mobilenet_v3_large", 256)
+EOF
+cp "$BASE/cls.onnx" "$BASE/model.onnx" 2>/dev/null || cp -L "$BASE/cls.onnx" "$BASE/model.onnx"
+
+# extract: one record per action, fields separated by \x1f, records by \0:
+#   cmd <line> <command>      yaml <line> <file name> <content>      skip <line> <command>
+extract() {
+  "$PY" - "$1" <<'EOF'
+import re, sys
+path = sys.argv[1]
+lines = open(path, encoding="utf-8").read().split("\n")
+out = sys.stdout
+def emit(*f):
+    out.write("\x1f".join(f) + "\0")
+lang, block, start = None, [], 0
+for i, line in enumerate(lines, 1):
+    m = re.match(r"^\s*```\s*([A-Za-z]*)", line)
+    if m and lang is None:
+        lang, block, start = (m.group(1) or "text").lower(), [], i
+        continue
+    if m and lang is not None:
+        if lang == "yaml" and block:
+            n = re.match(r"^#\s*([A-Za-z0-9._-]+\.ya?ml)\b", block[0][1])
+            if n:
+                emit("yaml", str(block[0][0]), n.group(1), "\n".join(t for _, t in block) + "\n")
+        elif lang in ("sh", "bash", "console"):
+            j = 0
+            while j < len(block):
+                no, text = block[j]
+                if lang == "console":
+                    if not text.startswith("$ "):
+                        j += 1
+                        continue
+                    text = text[2:]
+                text = text.strip()
+                while text.endswith("\\") and j + 1 < len(block):
+                    j += 1
+                    text = text[:-1].rstrip() + " " + block[j][1].strip()
+                j += 1
+                if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text):
+                    emit("cmd", str(no), text)
+                elif text.startswith("trtexec"):
+                    emit("skip", str(no), text)
+        lang = None
+        continue
+    if lang is not None:
+        block.append((i, line))
+EOF
+}
+
+options_exist() { # a command line: every --option it names is one its command accepts
+  local words sub opts o
+  read -r -a words <<< "${1%%#*}"
+  sub=${words[1]}
+  opts=$("$PTQ" "$sub" --list-options) || return 1
+  for o in "${words[@]}"; do
+    [[ $o == --* ]] || continue
+    echo "$opts" | grep -qx -- "${o%%=*}" || { echo "ptq $sub has no option $o"; return 1; }
+  done
+  echo "${#words[@]} words, options known"
+}
+
+N=0
+for page in "$ROOT/README.md" "$ROOT"/docs/*.md; do
+  rel=${page#$ROOT/}
+  work=$TMP/page-$(basename "$page" .md)
+  cp -a "$BASE" "$work"
+  while IFS=$'\x1f' read -r -d '' kind line a b; do
+    case $kind in
+      yaml) printf '%s' "$b" > "$work/$a"; echo "     ($rel:$line: wrote $a)";;
+      skip) skip "$rel:$line: $a" "TensorRT is not here";;
+      cmd)
+        N=$((N + 1))
+        if [ "${DOCS_SLOW:-0}" != 1 ] && [[ "$a" =~ \#.*minutes ]]; then
+          check "$rel:$line: (options only) $a" options_exist "$a"; continue
+        fi
+        check "$rel:$line: $a" timeout "${DOCS_TIMEOUT:-60}" env PATH="$TMP/bin:$PATH" OMP_NUM_THREADS=2 \
+          bash -c "cd '$work' && $a" ;;
+    esac
+  done < <(extract "$page")
+done
+echo "     $N commands from the docs in $(( $(date +%s) - T0 )) s"
+[ "$N" -gt 0 ] || { FAILED=$((FAILED + 1)); echo "FAIL no ptq command found in the docs"; }
+finish
