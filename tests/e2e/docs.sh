@@ -9,7 +9,9 @@
 #    order, so a page may use files an earlier command of the same page wrote.
 #      photos/     4 photos (calibration images)       val/   3 photos in 2 class folders (a/, b/)
 #      crops/      3 images read as text-line crops    labels.csv   'image,class' lines for val/
-#      model.onnx, cls.onnx   a classifier: images [N,3,224,224] -> logits [N,10]
+#      model.onnx  a classifier: images [N,3,224,224] -> logits [N,10], nodes conv1, relu1, conv2,
+#                  relu2, gap, flatten, fc (always this stand-in)
+#      cls.onnx    a classifier of the same signature
 #      yolo.onnx   a YOLO-style detector: images [1,3,640,640] -> output0 [1,84,6400]
 #      seg.onnx    a segmenter: images [N,3,256,256] -> out [N,21,256,256]
 #      det.onnx, rec.onnx, textcls.onnx   PaddleOCR's PP-OCRv4 det, rec and the mobile v2.0 cls
@@ -18,7 +20,7 @@
 #    with onnx.helper (no torch needed); yolo.onnx is always a stand-in.
 #  - In ```sh/```bash blocks every line starting with `ptq ` (or `VAR=value ptq `) is a command; in
 #    ```console blocks, lines starting with `$ ptq `. A trailing `\` continues the line.
-#    Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
+#    `mkdir -p DIR` lines run too. Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
 #    (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
@@ -66,17 +68,19 @@ def zoo_model(name, side, output):
         pass
     return None
 
-def save(name, nodes, inits, ins, outs, zoo_name=None, side=None):
+def save(name, nodes, inits, ins, outs, zoo_name=None, side=None, also=None):
     dst = os.path.join(out, name + ".onnx")
+    m = h.make_model(h.make_graph(nodes, name, ins, outs, inits),
+                     opset_imports=[h.make_opsetid("", 13)], producer_name="tests/e2e/docs.sh")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    if also:  # always the stand-in: examples that name its nodes use it
+        onnx.save(m, os.path.join(out, also + ".onnx"))
     z = zoo_name and zoo_model(zoo_name, side, outs[0].name)
     if z:
         os.symlink(z, dst)
         print(f"{name}.onnx: {z}")
         return
-    m = h.make_model(h.make_graph(nodes, name, ins, outs, inits),
-                     opset_imports=[h.make_opsetid("", 13)], producer_name="tests/e2e/docs.sh")
-    m.ir_version = 7
-    onnx.checker.check_model(m)
     onnx.save(m, dst)
     print(f"{name}.onnx: stand-in")
 
@@ -91,7 +95,7 @@ save("cls", [
     [W("w1", [8, 3, 3, 3]), W("b1", [8], 0.1), W("w2", [16, 8, 3, 3]), W("b2", [16], 0.1),
      W("w3", [10, 16]), W("b3", [10], 0.1)],
     [h.make_tensor_value_info("images", T.FLOAT, ["N", 3, 224, 224])],
-    [h.make_tensor_value_info("logits", T.FLOAT, ["N", 10])], "mobilenet_v3_small", 224)
+    [h.make_tensor_value_info("logits", T.FLOAT, ["N", 10])], "mobilenet_v3_small", 224, also="model")
 save("yolo", [
     h.make_node("Conv", ["images", "w1", "b1"], ["c1"], name="stem", kernel_shape=[3, 3], strides=[4, 4], pads=[1, 1, 1, 1]),
     h.make_node("Sigmoid", ["c1"], ["s1"], name="sig1"),
@@ -110,7 +114,6 @@ save("seg", [
     [h.make_tensor_value_info("images", T.FLOAT, ["N", 3, 256, 256])],
     [h.make_tensor_value_info("out", T.FLOAT, ["N", 21, 256, 256])], "lraspp_mobilenet_v3_large", 256)
 EOF
-cp "$BASE/cls.onnx" "$BASE/model.onnx" 2>/dev/null || cp -L "$BASE/cls.onnx" "$BASE/model.onnx"
 
 # extract: one record per action, fields separated by \x1f, records by \0:
 #   cmd <line> <command>      yaml <line> <file name> <content>      skip <line> <command>
@@ -147,7 +150,7 @@ for i, line in enumerate(lines, 1):
                     j += 1
                     text = text[:-1].rstrip() + " " + block[j][1].strip()
                 j += 1
-                if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text):
+                if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text) or re.match(r"^mkdir -p [\w./ -]+$", text):
                     emit("cmd", str(no), text)
                 elif text.startswith("trtexec"):
                     emit("skip", str(no), text)
