@@ -20,7 +20,7 @@
 #    with onnx.helper (no torch needed); yolo.onnx is always a stand-in.
 #  - In ```sh/```bash blocks every line starting with `ptq ` (or `VAR=value ptq `) is a command; in
 #    ```console blocks, lines starting with `$ ptq `. A trailing `\` continues the line.
-#    `mkdir -p DIR` lines run too. Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
+#    `mkdir -p DIR` and `cmp A B` lines run too. Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
 #    (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
@@ -150,7 +150,7 @@ for i, line in enumerate(lines, 1):
                     j += 1
                     text = text[:-1].rstrip() + " " + block[j][1].strip()
                 j += 1
-                if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text) or re.match(r"^mkdir -p [\w./ -]+$", text):
+                if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text) or re.match(r"^(mkdir -p [\w./ -]+|cmp \S+ \S+)$", text):
                     emit("cmd", str(no), text)
                 elif text.startswith("trtexec"):
                     emit("skip", str(no), text)
