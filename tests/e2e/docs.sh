@@ -8,7 +8,8 @@
 #    these names. Each page starts from a fresh copy of the folder and runs its commands in page
 #    order, so a page may use files an earlier command of the same page wrote.
 #      photos/     4 photos (calibration images)       val/   3 photos in 2 class folders (a/, b/)
-#      crops/      3 images read as text-line crops    labels.csv   'image,class' lines for val/
+#      crops/      3 images read as text-line crops    val-crops/  2 more (held out)
+#      labels.csv  'image,class' lines for val/
 #      model.onnx  a classifier: images [N,3,224,224] -> logits [N,10], nodes conv1, relu1, conv2,
 #                  relu2, gap, flatten, fc (always this stand-in)
 #      cls.onnx    a classifier of the same signature
@@ -20,8 +21,8 @@
 #    with onnx.helper (no torch needed); yolo.onnx is always a stand-in.
 #  - In ```sh/```bash blocks every line starting with `ptq ` (or `VAR=value ptq `) is a command; in
 #    ```console blocks, lines starting with `$ ptq `. A trailing `\` continues the line.
-#    `mkdir -p DIR` and `cmp A B` lines run too. Lines starting with `trtexec` are listed as skipped (TensorRT is not here); other lines
-#    (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
+#    `mkdir -p DIR` and `cmp A B` lines run too. Lines starting with `trtexec` are listed as
+#    skipped (TensorRT is not here); other lines (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
 #  - Each command gets DOCS_TIMEOUT seconds (default 60). A command whose comment says it takes
@@ -38,6 +39,7 @@ for f in chelsea.png text.png page.png rocket.jpg; do ln -s "$P/$f" "$BASE/photo
 ln -s "$P/coffee.png" "$BASE/val/a/coffee.png"; ln -s "$P/bw_text.png" "$BASE/val/a/bw_text.png"
 ln -s "$P/coins.png" "$BASE/val/b/coins.png"
 for f in page.png text.png bw_text.png; do ln -s "$P/$f" "$BASE/crops/$f"; done
+mkdir -p "$BASE/val-crops"; for f in clock_motion.png coins.png; do ln -s "$P/$f" "$BASE/val-crops/$f"; done
 printf 'coffee.png,0\nbw_text.png,0\ncoins.png,1\n' > "$BASE/labels.csv"
 ln -s "$MODELS/ch_PP-OCRv4_det_infer.onnx" "$BASE/det.onnx"
 ln -s "$MODELS/ch_PP-OCRv4_rec_infer.onnx" "$BASE/rec.onnx"
@@ -174,6 +176,7 @@ options_exist() { # a command line: every --option it names is one its command a
 }
 
 N=0
+: > "$TMP/times"
 for page in "$ROOT/README.md" "$ROOT"/docs/*.md; do
   rel=${page#$ROOT/}
   work=$TMP/page-$(basename "$page" .md)
@@ -187,11 +190,14 @@ for page in "$ROOT/README.md" "$ROOT"/docs/*.md; do
         if [ "${DOCS_SLOW:-0}" != 1 ] && [[ "$a" =~ \#.*minutes ]]; then
           check "$rel:$line: (options only) $a" options_exist "$a"; continue
         fi
-        check "$rel:$line: $a" timeout "${DOCS_TIMEOUT:-60}" env PATH="$TMP/bin:$PATH" OMP_NUM_THREADS=2 \
-          bash -c "cd '$work' && $a" ;;
+        t=$(date +%s%N)
+        check "$rel:$line: $a" timeout "${DOCS_TIMEOUT:-60}" env PATH="$TMP/bin:$PATH" \
+          bash -c "cd '$work' && $a"
+        echo "$(( ($(date +%s%N) - t) / 1000000 )) ms  $rel:$line" >> "$TMP/times" ;;
     esac
   done < <(extract "$page")
 done
-echo "     $N commands from the docs in $(( $(date +%s) - T0 )) s"
+echo "     $N commands from the docs in $(( $(date +%s) - T0 )) s; the slowest:"
+sort -rn "$TMP/times" | head -n 5 | sed 's/^/       /'
 [ "$N" -gt 0 ] || { FAILED=$((FAILED + 1)); echo "FAIL no ptq command found in the docs"; }
 finish
