@@ -25,6 +25,7 @@
 #    skipped (TensorRT is not here); other lines (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
+#  - DOCS_PAGES="docs/a.md docs/b.md" runs those pages only.
 #  - Each command gets DOCS_TIMEOUT seconds (default 60). A command whose comment says it takes
 #    minutes (`ptq quantize ... # minutes ...`) is checked, unless DOCS_SLOW=1, by its options alone:
 #    each `--option` it uses must be one `ptq CMD --list-options` names.
@@ -175,9 +176,44 @@ options_exist() { # a command line: every --option it names is one its command a
   echo "${#words[@]} words, options known"
 }
 
+# every relative link of the docs names a file that exists, and an #anchor a heading of it
+check "links between the docs and their #anchors" "$PY" - "$ROOT" <<'PYEOF'
+import os, re, sys
+root = sys.argv[1]
+pages = [os.path.join(root, "README.md")] + sorted(
+    os.path.join(root, "docs", f) for f in os.listdir(os.path.join(root, "docs")) if f.endswith(".md"))
+def slugs(path):
+    out, fence = set(), False
+    for line in open(path, encoding="utf-8"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        m = None if fence else re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if m:  # GitHub's anchors: lower case, punctuation dropped, spaces to '-'
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-"))
+    return out
+bad, n = [], 0
+for page in pages:
+    text = re.sub(r"```.*?```", "", open(page, encoding="utf-8").read(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        n += 1
+        path, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(dest):
+            bad.append(f"{os.path.relpath(page, root)}: {target}: no such file")
+        elif anchor and dest.endswith(".md") and anchor not in slugs(dest):
+            bad.append(f"{os.path.relpath(page, root)}: {target}: no such heading")
+print("\n".join(bad) if bad else f"{n} links")
+sys.exit(1 if bad else 0)
+PYEOF
+
 N=0
 : > "$TMP/times"
-for page in "$ROOT/README.md" "$ROOT"/docs/*.md; do
+PAGES=("$ROOT/README.md" "$ROOT"/docs/*.md)
+[ -n "${DOCS_PAGES:-}" ] && read -r -a PAGES <<< "$DOCS_PAGES"   # e.g. DOCS_PAGES=docs/api.md while writing one
+for page in "${PAGES[@]}"; do
+  [[ $page == /* ]] || page=$ROOT/$page
   rel=${page#$ROOT/}
   work=$TMP/page-$(basename "$page" .md)
   cp -a "$BASE" "$work"
