@@ -22,7 +22,9 @@
 #  - In ```sh/```bash blocks every line starting with `ptq ` (or `VAR=value ptq `) is a command; in
 #    ```console blocks, lines starting with `$ ptq `. A trailing `\` continues the line.
 #    `mkdir -p DIR` and `cmp A B` lines run too. Lines starting with `trtexec` are listed as
-#    skipped (TensorRT is not here); other lines (make, pip, cc, python) are not run. Synopses with placeholders belong in ```text blocks.
+#    skipped (TensorRT is not here); other lines (make, pip, cc, python) are not run. Synopses
+#    with placeholders belong in ```text blocks; there, every `--option` of a line starting with
+#    `ptq CMD` (and its indented continuation lines) must be one the command accepts.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
 #  - DOCS_PAGES="docs/a.md docs/b.md" runs those pages only.
@@ -139,6 +141,17 @@ for i, line in enumerate(lines, 1):
             n = re.match(r"^#\s*([A-Za-z0-9._-]+\.ya?ml)\b", block[0][1])
             if n:
                 emit("yaml", str(block[0][0]), n.group(1), "\n".join(t for _, t in block) + "\n")
+        elif lang == "text":  # synopses: their options must exist
+            j = 0
+            while j < len(block):
+                no, text = block[j]
+                j += 1
+                if not text.startswith("ptq "):
+                    continue
+                while j < len(block) and block[j][1][:1].isspace() and block[j][1].strip():
+                    text += " " + block[j][1].strip()
+                    j += 1
+                emit("opts", str(no), text)
         elif lang in ("sh", "bash", "console"):
             j = 0
             while j < len(block):
@@ -164,16 +177,16 @@ for i, line in enumerate(lines, 1):
 EOF
 }
 
-options_exist() { # a command line: every --option it names is one its command accepts
-  local words sub opts o
-  read -r -a words <<< "${1%%#*}"
-  sub=${words[1]}
-  opts=$("$PTQ" "$sub" --list-options) || return 1
-  for o in "${words[@]}"; do
-    [[ $o == --* ]] || continue
-    echo "$opts" | grep -qx -- "${o%%=*}" || { echo "ptq $sub has no option $o"; return 1; }
+options_exist() { # a command line or synopsis: every --option it names is one its command accepts
+  local line=${1%% #*} sub opts o n=0
+  sub=$(echo "$line" | awk '{print $2}')
+  # --list-options, and --help for options parsed before the others (--config is not listed)
+  opts=$("$PTQ" "$sub" --list-options; "$PTQ" "$sub" --help | grep -oE -- '--[a-z][a-z0-9-]*') || return 1
+  for o in $(echo "$line" | grep -oE -- '(^|[^a-z0-9-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z0-9-]+'); do
+    echo "$opts" | grep -qx -- "$o" || { echo "ptq $sub has no option $o"; return 1; }
+    n=$((n + 1))
   done
-  echo "${#words[@]} words, options known"
+  echo "$n options known"
 }
 
 # every relative link of the docs names a file that exists, and an #anchor a heading of it
@@ -221,6 +234,7 @@ for page in "${PAGES[@]}"; do
     case $kind in
       yaml) printf '%s' "$b" > "$work/$a"; echo "     ($rel:$line: wrote $a)";;
       skip) skip "$rel:$line: $a" "TensorRT is not here";;
+      opts) check "$rel:$line: (synopsis) ${a:0:60}..." options_exist "$a";;
       cmd)
         N=$((N + 1))
         if [ "${DOCS_SLOW:-0}" != 1 ] && [[ "$a" =~ \#.*minutes ]]; then
