@@ -27,6 +27,8 @@
 #    `ptq CMD` (and its indented continuation lines) must be one the command accepts.
 #  - A ```yaml block whose first line is `# NAME.yaml...` is written to the work folder as NAME.yaml
 #    when the page reaches it, so the docs' config and preset examples are tested too.
+#  - After a command, the files it names with -o (quantize, convert, stats merge), --html, --report,
+#    --exclusions and --stats must exist.
 #  - DOCS_PAGES="docs/a.md docs/b.md" runs those pages only.
 #  - Each command gets DOCS_TIMEOUT seconds (default 60). A command whose comment says it takes
 #    minutes (`ptq quantize ... # minutes ...`) is checked, unless DOCS_SLOW=1, by its options alone:
@@ -124,8 +126,25 @@ EOF
 #   cmd <line> <command>      yaml <line> <file name> <content>      skip <line> <command>
 extract() {
   "$PY" - "$1" <<'EOF'
-import re, sys
+import re, shlex, sys
 path = sys.argv[1]
+
+def writes(text):
+    """The files a command says it writes (-o of quantize/convert/stats merge, --html, --report,
+    --exclusions, --stats): checked to exist after it ran."""
+    try:
+        w = shlex.split(text, comments=True)
+    except ValueError:
+        return ""
+    while w and "=" in w[0] and not w[0].startswith("-"):
+        w = w[1:]
+    out = []
+    for i, t in enumerate(w[:-1]):
+        if t in ("-o", "--output") and (w[1] in ("quantize", "convert") or w[1:3] == ["stats", "merge"]):
+            out.append(w[i + 1])
+        elif t in ("--html", "--report", "--exclusions", "--stats") and not w[i + 1].startswith("-"):
+            out.append(w[i + 1])
+    return " ".join(out)
 lines = open(path, encoding="utf-8").read().split("\n")
 out = sys.stdout
 def emit(*f):
@@ -167,7 +186,7 @@ for i, line in enumerate(lines, 1):
                     text = text[:-1].rstrip() + " " + block[j][1].strip()
                 j += 1
                 if re.match(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*ptq\s", text) or re.match(r"^(mkdir -p [\w./ -]+|cmp \S+ \S+)$", text):
-                    emit("cmd", str(no), text)
+                    emit("cmd", str(no), text, writes(text))
                 elif text.startswith("trtexec"):
                     emit("skip", str(no), text)
         lang = None
@@ -242,7 +261,7 @@ for page in "${PAGES[@]}"; do
         fi
         t=$(date +%s%N)
         check "$rel:$line: $a" timeout "${DOCS_TIMEOUT:-60}" env PATH="$TMP/bin:$PATH" \
-          bash -c "cd '$work' && $a"
+          bash -c "cd '$work' && $a && for f in $b; do test -s \"\$f\" || { echo \"wrote no \$f\"; exit 1; }; done"
         echo "$(( ($(date +%s%N) - t) / 1000000 )) ms  $rel:$line" >> "$TMP/times" ;;
     esac
   done < <(extract "$page")
