@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -224,6 +225,7 @@ int cli_list_options(int argc, char **argv, const struct option *opts)
 {
     if (argc != 2 || strcmp(argv[1], "--list-options") != 0) return 0;
     for (const struct option *o = opts; o->name; o++) printf("--%s\n", o->name);
+    if (cli_takes_config(argv[0])) printf("--config\n"); /* expanded before getopt (cli_config_expand) */
     return 1;
 }
 
@@ -238,4 +240,28 @@ void cli_help_overrides(FILE *fp)
 void cli_help_help(FILE *fp)
 {
     fprintf(fp, "  -h, --help            this text\n");
+}
+
+int cli_check_paths(const char *cmd, const char *const *inputs, int n_in, const char *const *outputs, int n_out)
+{
+    struct stat sb;
+    for (int i = 0; i < n_in; i++)
+        if (inputs[i] && stat(inputs[i], &sb) != 0) {
+            fprintf(stderr, "ptq %s: %s: %s\n", cmd, inputs[i], strerror(errno));
+            return CLI_EXIT_ERROR;
+        }
+    for (int i = 0; i < n_out; i++) {
+        if (!outputs[i]) continue;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", outputs[i]);
+        char *slash = strrchr(dir, '/');
+        if (!slash) continue; /* the current folder */
+        if (slash == dir) slash[1] = 0;
+        else *slash = 0;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "ptq %s: cannot write %s: the folder %s does not exist\n", cmd, outputs[i], dir);
+            return CLI_EXIT_ERROR;
+        }
+    }
+    return 0;
 }

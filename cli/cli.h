@@ -87,6 +87,11 @@ double cli_peak_rss_mb(void);
  * options placed before the command line's; argc/argv are replaced when there is one.
  * Returns 0, or an exit code after printing the error (bad file, unknown key). */
 int cli_config_expand(const char *cmd, const struct option *opts, int *argc, char ***argv);
+/* Before any work: every input path given (NULL: not given) exists, and the folder of every output
+ * path exists. Prints one line and returns CLI_EXIT_ERROR, or returns 0. */
+int cli_check_paths(const char *cmd, const char *const *inputs, int n_in, const char *const *outputs, int n_out);
+/* 1 for the commands that take --config (calibrate, quantize, compare). */
+int cli_takes_config(const char *cmd);
 
 /* Removes temporary output files and exits 130 on SIGINT/SIGTERM. */
 void cli_install_signal_handlers(void);

@@ -126,6 +126,11 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage_error("calibrate", "give either --images DIR or --input X.npy (or --from-stats FILE)");
     if (calib_methods_parse(method_arg, methods, MAX_METHODS, &n_methods) != 0)
         return cli_usage_error("calibrate", "bad --method '%s' (max, percentile[:P], entropy, mse, a list, or all)", method_arg);
+    {
+        const char *in[] = {o.images, input, from_stats}, *outs[] = {cache, json, stats};
+        int bad = cli_check_paths("calibrate", in, 3, outs, 3);
+        if (bad) return bad;
+    }
     const char *model = argv[optind];
     col.globs = globs;
     col.n_globs = n_globs;

@@ -185,6 +185,12 @@ int cmd_compare(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("compare", "expected one model");
     if (!src.o.images || !eval_dir) return cli_usage_error("compare", "--images CALIB_DIR and --eval-images EVAL_DIR are required");
+    {
+        const char *in[] = {src.o.images, eval_dir, labels && strcmp(labels, "folders") ? labels : NULL};
+        const char *outs[] = {json, html, excl_out};
+        int bad = cli_check_paths("compare", in, 3, outs, 3);
+        if (bad) return bad;
+    }
     if (calib_methods_parse(!strcmp(methods_arg, "all") ? "max,percentile:99.9,percentile:99.99,percentile:99.999,entropy,mse"
                                                         : methods_arg,
                             methods, MAX_METHODS, &n_methods))

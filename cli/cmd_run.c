@@ -31,7 +31,7 @@ static void run_usage(FILE *fp)
             "  --repeat N                    after one warm-up run, time N runs and print the median\n"
             "  --threads N                   threads (default: all cores)\n"
             "  --no-fuse                     do not fuse BatchNormalization or activations\n"
-            "  --images DIR --preset P       instead: run over an image folder (or list) in batches of\n"
+            "  --images DIR [--preset P]     instead: run over an image folder (or list) in batches of\n"
             "  [--batch N] [--limit N]       --batch (default 8) and print images/s (plain FP32 inference,\n"
             "                                the baseline of calibration's cost)\n");
     cli_help_overrides(fp);
@@ -201,8 +201,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (images.images) {
-        if (n_input_args || have_seed || !preset) {
-            rc = cli_usage_error("run", "--images needs --preset and excludes --input and --random-seed");
+        if (n_input_args || have_seed) {
+            rc = cli_usage_error("run", "--images excludes --input and --random-seed");
             goto out;
         }
         images.threads = (int)threads;

@@ -145,3 +145,8 @@ int cli_config_expand(const char *cmd, const struct option *opts, int *argc, cha
     *argv = e.argv;
     return 0;
 }
+
+int cli_takes_config(const char *cmd)
+{
+    return !strcmp(cmd, "calibrate") || !strcmp(cmd, "quantize") || !strcmp(cmd, "compare");
+}

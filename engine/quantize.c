@@ -305,6 +305,7 @@ ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *
     res->warned += res->rep.n_ort_float;
     for (int i = 0; i < res->rep.n_unmatched; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", res->rep.unmatched[i]);
+    res->warned += res->rep.n_unmatched;
     for (int i = 0; i < res->n_missing; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' has no range in %s: the nodes reading it stay float", res->missing[i],
                        job->from_cache ? job->from_cache : job->from_stats ? job->from_stats : "the calibration");

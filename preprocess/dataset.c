@@ -149,7 +149,8 @@ static ptq_status walk(const char *dir, strvec *out, int depth)
         if (e->d_name[0] == '.') continue;
         char path[8200];
         struct stat sb;
-        snprintf(path, sizeof path, "%.4095s/%.255s", dir, e->d_name);
+        size_t dl = strlen(dir);
+        snprintf(path, sizeof path, "%.4095s%s%.255s", dir, dl && dir[dl - 1] == '/' ? "" : "/", e->d_name);
         if (stat(path, &sb) != 0) continue;
         if (S_ISDIR(sb.st_mode)) TRY(walk(path, out, depth + 1));
         else if (S_ISREG(sb.st_mode) && (has_image_extension(path) || sniffs_as_image(path))) TRY(push(out, path));
