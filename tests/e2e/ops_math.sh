@@ -114,6 +114,7 @@ cases = {
  "argmax_int": lambda: case("ArgMax", [("x", rng.integers(0, 5, X).astype(np.int32))], {"axis": 2, "select_last_index": 1}),
  "clip_int8": lambda: case("Clip", [("x", rng.integers(-128, 128, X).astype(np.int8))], consts=[("lo", np.array(-20, np.int8)), ("hi", np.array(30, np.int8))]),
  "add_uint8": lambda: case("Add", [("a", rng.integers(0, 256, X).astype(np.uint8)), ("b", rng.integers(0, 256, (24,)).astype(np.uint8))], opset=14),
+ "reverse_sequence": lambda: case("ReverseSequence", [("x", u(30, 6, 5, 4)), ("l", rng.integers(0, 31, (6,)).astype(np.int64))], {"batch_axis": 1, "time_axis": 0}),
  "nll": lambda: case("NegativeLogLikelihoodLoss", [("x", u(8, 10, 6, 6)), ("t", rng.integers(0, 10, (8, 6, 6)).astype(np.int64)), ("w", u(10, lo=0.2, hi=1))], {"reduction": "mean"}, tol=(1e-5, 1e-4)),
  "sce": lambda: case("SoftmaxCrossEntropyLoss", [("x", u(8, 10, 6, 6)), ("t", np.where(rng.random((8, 6, 6)) < 0.1, -100, rng.integers(0, 10, (8, 6, 6))).astype(np.int64))], {"reduction": "none", "ignore_index": -100}, n_out=2, tol=(1e-5, 1e-4)),
  "dynamic_quantize": lambda: case("DynamicQuantizeLinear", [("x", u(*X))], n_out=3),
