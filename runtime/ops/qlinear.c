@@ -8,8 +8,9 @@
  *                          (ONNX's Python reference gives scale 1/255; the spec says nothing);
  *                          a NaN in x is an error.
  *   MatMulInteger          int32 sum of (a - a_zp)(b - b_zp); numpy matmul shapes with batch
- *                          broadcasting; a_zp scalar or per row of A ([M]), b_zp scalar or per
- *                          column of B ([N]).
+ *                          broadcasting; a_zp scalar or per row of A (M values: [M] or [M, 1]),
+ *                          b_zp scalar or per column of B (N values); per-batch zero points
+ *                          are refused.
  *   ConvInteger            Conv geometry (runtime/shape.h), group, int32 sum of (x - x_zp)(w - w_zp).
  *   QLinearMatMul, QLinearConv  the int32 sum (plus QLinearConv's int32 bias) times the float32
  *                          multiplier a_scale * b_scale[j] / y_scale, rounded half to even, plus
@@ -68,9 +69,8 @@ static ptq_status check_zp(const ptq_op_ctx *ctx, int i, const ptq_tensor *like,
     if (!z) return PTQ_OK;
     if (z->dtype != like->dtype)
         OP_FAIL(ctx, PTQ_ERR_FORMAT, "%s is %s, its operand is %s", what, ptq_dtype_name(z->dtype), ptq_dtype_name(like->dtype));
-    size_t n = ptq_tensor_numel(z);
-    if (z->rank > 1 || (n != 1 && n != max_len))
-        OP_FAIL(ctx, PTQ_ERR_SHAPE, "%s has %zu values, expected 1 or %zu", what, n, max_len);
+    size_t n = ptq_tensor_numel(z); /* any shape holding them: [M], [M, 1], [1, N] */
+    if (n != 1 && n != max_len) OP_FAIL(ctx, PTQ_ERR_SHAPE, "%s has %zu values, expected 1 or %zu", what, n, max_len);
     return PTQ_OK;
 }
 

@@ -828,6 +828,12 @@ TEST(errors)
     r = (op_node){.op = "ReduceLogSum", .opset = 13, .n_in = 1, .in = {&u}};
     EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_UNSUPPORTED);
     EXPECT(strstr(ptq_last_error(), "ReduceLogSum 'n1': input is uint8") != NULL);
+    ptq_tensor sl = tensor_i64(3, (const int64_t[]){1, 4, 2});
+    r = (op_node){.op = "ReverseSequence", .n_in = 2, .in = {&x, &sl}};
+    EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_ARG);
+    EXPECT(strstr(ptq_last_error(), "ReverseSequence 'n1': sequence_lens[1] = 4 is outside [0, 3]") != NULL);
+    ptq_tensor_free(&y[0]);
+    ptq_tensor_free(&sl);
     r = (op_node){.op = "Celu", .n_in = 1, .in = {&x}};
     add_float(&r, "alpha", 0.0f);
     EXPECT_EQ_INT(op_run(&r, y), PTQ_ERR_FORMAT);
@@ -874,7 +880,7 @@ TEST(random_garbage)
         "CumSum", "Trilu", "EyeLike", "OneHot", "Det", "Hardmax", "LRN", "MeanVarianceNormalization", "ReduceL1",
         "ReduceProd", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ArgMax", "ArgMin",
         "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "DynamicQuantizeLinear", "MatMulInteger",
-        "ConvInteger", "Clip", "Add", "Div", "GroupNormalization", "BitwiseAnd", "BitwiseNot", "LpNormalization"};
+        "ConvInteger", "Clip", "Add", "Div", "GroupNormalization", "BitwiseAnd", "BitwiseNot", "LpNormalization", "ReverseSequence"};
     static const char *strs[] = {"LEFT", "RIGHT", "none", "sum", "mean", "x"};
     int ok = 0, refused = 0, iters = getenv("RANDOM_GARBAGE_ITERS") ? atoi(getenv("RANDOM_GARBAGE_ITERS")) : 6000;
     for (int it = 0; it < iters; it++) {
