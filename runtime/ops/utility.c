@@ -1,4 +1,4 @@
-/* utility.c: Cast, CastLike, CumSum, Trilu, EyeLike, OneHot, Det, ReverseSequence.
+/* utility.c: Cast, CastLike, CumSum, Trilu, EyeLike, OneHot, Det (ReverseSequence: index.c).
  *
  *   Cast / CastLike  every numeric dtype and bool to every other. Integers convert exactly
  *                    (or wrap to the narrower type, as C does for unsigned and ONNX Runtime for
@@ -15,8 +15,7 @@
  *                    values [off, on]; a new axis of size depth at `axis` (default -1);
  *                    indices outside [-depth, depth) give a row of `off`.
  *   Det              [*, M, M] float: LU with partial pivoting in double, one matrix per thread.
- *   ReverseSequence  [T, B, ...] (time_axis 0, batch_axis 1) or [B, T, ...]: each batch's first
- *                    sequence_lens[b] steps reversed; a length outside [0, T] is an error. */
+ */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -426,46 +425,3 @@ static ptq_status det_run(ptq_op_ctx *ctx)
 
 const ptq_op_def op_det = {det_infer, det_run, NULL, 0};
 
-/* ------------------------------------------------------------ ReverseSequence */
-
-static ptq_status reverse_sequence_infer(ptq_op_ctx *ctx)
-{
-    ptq_status st = ptq_op_check_inputs(ctx, 2, 2);
-    if (st != PTQ_OK) return st;
-    const ptq_tensor *x = ctx->in[0], *sl = ctx->in[1];
-    if (ptq_dtype_size(x->dtype) == 0) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input dtype %s is not supported", ptq_dtype_name(x->dtype));
-    if (x->rank < 2) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d, expected at least 2", x->rank);
-    int64_t ba = ptq_attr_int(ctx->node, "batch_axis", 1), ta = ptq_attr_int(ctx->node, "time_axis", 0);
-    if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
-        OP_FAIL(ctx, PTQ_ERR_FORMAT, "batch_axis %lld and time_axis %lld, expected 0 and 1 in some order", (long long)ba, (long long)ta);
-    if (sl->dtype != PTQ_I64) OP_FAIL(ctx, PTQ_ERR_FORMAT, "sequence_lens is %s, expected int64", ptq_dtype_name(sl->dtype));
-    if (sl->rank != 1 || sl->dims[0] != x->dims[ba])
-        OP_FAIL(ctx, PTQ_ERR_SHAPE, "sequence_lens must be 1-D of the batch size %lld", (long long)x->dims[ba]);
-    ctx->state = (void *)(intptr_t)ba;
-    ctx->out[0]->dtype = x->dtype;
-    ptq_shape_copy(ctx->out[0], x);
-    return PTQ_OK;
-}
-
-/* Every batch's first sequence_lens[b] time steps reversed, the rest copied. */
-static ptq_status reverse_sequence_run(ptq_op_ctx *ctx)
-{
-    const ptq_tensor *x = ctx->in[0];
-    const int64_t *sl = ctx->in[1]->data;
-    int ba = (int)(intptr_t)ctx->state;
-    int64_t B = x->dims[ba], T = x->dims[1 - ba];
-    size_t es = ptq_dtype_size(x->dtype), inner = 1;
-    for (int d = 2; d < x->rank; d++) inner *= (size_t)x->dims[d];
-    for (int64_t b = 0; b < B; b++)
-        if (sl[b] < 0 || sl[b] > T)
-            OP_FAIL(ctx, PTQ_ERR_ARG, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b, (long long)sl[b], (long long)T);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++) {
-            int64_t src = t < sl[b] ? sl[b] - 1 - t : t;
-            size_t o = ba ? (size_t)(t * B + b) : (size_t)(b * T + t), i = ba ? (size_t)(src * B + b) : (size_t)(b * T + src);
-            memcpy((char *)ctx->out[0]->data + o * inner * es, (const char *)x->data + i * inner * es, inner * es);
-        }
-    return PTQ_OK;
-}
-
-const ptq_op_def op_reverse_sequence = {reverse_sequence_infer, reverse_sequence_run, NULL, 0};
