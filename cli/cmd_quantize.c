@@ -217,13 +217,6 @@ int cmd_quantize(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("quantize", "expected one model");
     if (!out) return cli_usage_error("quantize", "-o OUT.qdq.onnx is required");
-    {
-        const char *in[] = {src.o.images, src.input_npy, from_stats, from_cache, eval_dir,
-                            labels && strcmp(labels, "folders") ? labels : NULL};
-        const char *outs[] = {out, cache, json, report, stats};
-        int bad = cli_check_paths("quantize", in, 6, outs, 5);
-        if (bad) return bad;
-    }
     if (src.o.shard_count && !src.o.images) return cli_usage_error("quantize", "--shard slices the --images list");
     if (!!src.o.images + !!src.input_npy + !!from_stats + !!from_cache != 1)
         return cli_usage_error("quantize", "give one of --images DIR, --input X.npy, --from-stats FILE, --from-cache FILE");
@@ -252,6 +245,13 @@ int cmd_quantize(int argc, char **argv)
     }
     if (calib_method_parse(method_arg, &method) != 0)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
+    {
+        const char *in[] = {src.o.images, src.input_npy, from_stats, from_cache, eval_dir,
+                            labels && strcmp(labels, "folders") ? labels : NULL};
+        const char *outs[] = {out, cache, json, report, stats};
+        int bad = cli_check_paths("quantize", in, 6, outs, 5);
+        if (bad) return bad;
+    }
     const char *model = argv[optind];
     if (!from_stats && !from_cache && !src.input_npy && (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK)
         goto fail;

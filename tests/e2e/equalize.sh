@@ -59,13 +59,19 @@ for model, pairs in [("cls", 3), ("rec", 1)]:
 PYEOF
 
 "$PTQ" preprocess --images "$TMP/calib.list" --preset paddleocr-cls --dump "$TMP/x.npy" >/dev/null 2>&1
+# ptq and ONNX Runtime sum convolutions in other orders, so int8 codes at rounding ties can differ:
+# ptq's outputs must be within 1e-3 of ONNX Runtime's, or within twice the distance between ONNX
+# Runtime's own two modes (optimized, and node by node) where that is larger.
 check "ONNX Runtime runs the equalized cls model: ptq's classes" sh -c "
   node '$ROOT/tests/oracle/ort.js' '$TMP/cls_eq.onnx' --input 'x=$TMP/x.npy' --out-dir '$TMP/ort' >/dev/null &&
+  node '$ROOT/tests/oracle/ort.js' '$TMP/cls_eq.onnx' --input 'x=$TMP/x.npy' --out-dir '$TMP/ort_plain' --opt disable >/dev/null &&
   '$PTQ' run '$TMP/cls_eq.onnx' --input '$TMP/x.npy' --output '$TMP/ptq.npy' >/dev/null &&
   $PY -c \"
 import numpy as np, glob
-a = np.load('$TMP/ptq.npy'); b = np.load(glob.glob('$TMP/ort/*.npy')[0])
-assert a.shape == b.shape and (a.argmax(-1) == b.argmax(-1)).all() and np.abs(a - b).max() < 1e-3, np.abs(a - b).max()\""
+a = np.load('$TMP/ptq.npy'); b = np.load(glob.glob('$TMP/ort/*.npy')[0]); c = np.load(glob.glob('$TMP/ort_plain/*.npy')[0])
+bound = max(1e-3, 2 * float(np.abs(b - c).max()))
+assert a.shape == b.shape and (a.argmax(-1) == b.argmax(-1)).all() and np.abs(a - b).max() <= bound, (np.abs(a - b).max(), bound)
+print('max |ptq - ort|', np.abs(a - b).max(), 'bound', bound)\""
 
 # refinement and the exclusion search load the model again: they must see it equalized too
 ls "$PHOTOS"/*.png | LC_ALL=C sort | tail -n 4 > "$TMP/eval.list"

@@ -71,10 +71,10 @@ PYEOF
 "$PTQ" preprocess --images "$TMP/calib.list" --preset paddleocr-cls --dump "$TMP/x.npy" >/dev/null 2>&1
 # --no-fuse: ptq's plan folds BatchNormalization into the dequantized weights, which moves the
 # conv outputs by an ulp and can flip an int8 code downstream; unfused it runs the graph as written.
-# The models with learned codes and corrected biases then give ONNX Runtime's outputs bit for bit.
-# (output-mse's scales are arbitrary floats: a value x/scale that lands within an ulp of a
-# rounding tie may round differently in ONNX Runtime, whose division differs; only the class is
-# compared there.)
+# ONNX Runtime's float convolutions still sum in another order (an ulp apart), so a value within
+# an ulp of a rounding tie can take the other int8 code at any Q/DQ (the residual Adds' inputs
+# included): the same classes and outputs within 1e-3 are asserted, not bits. (output-mse's
+# scales are arbitrary floats, and ONNX Runtime's division differs too: only the class there.)
 ort_vs_ptq() { # model max-abs
   node "$ROOT/tests/oracle/ort.js" "$TMP/$1.onnx" --input "x=$TMP/x.npy" --out-dir "$TMP/ort_$1" --opt disable >/dev/null &&
   "$PTQ" run "$TMP/$1.onnx" --input "$TMP/x.npy" --output "$TMP/ptq_$1.npy" --no-fuse >/dev/null &&
@@ -85,8 +85,8 @@ assert a.shape == b.shape and (a.argmax(-1) == b.argmax(-1)).all()
 assert np.abs(a - b).max() <= $2, np.abs(a - b).max()
 print('max |ptq - ort|', np.abs(a - b).max())"
 }
-check "ONNX Runtime runs the AdaRound model: ptq's outputs bit for bit" ort_vs_ptq ada 0
-check "ONNX Runtime runs the bias-corrected model: ptq's outputs bit for bit" ort_vs_ptq bc 0
+check "ONNX Runtime runs the AdaRound model: ptq's classes, outputs within 1e-3" ort_vs_ptq ada 1e-3
+check "ONNX Runtime runs the bias-corrected model: ptq's classes, outputs within 1e-3" ort_vs_ptq bc 1e-3
 check "ONNX Runtime runs the model with all three: the same classes" ort_vs_ptq all 1
 
 check "cache and JSON carry output-mse's scales, bit for bit the model's" $PY - "$TMP" <<'PYEOF'
