@@ -130,23 +130,32 @@ def preset_args(task, side):
 
 
 def metric_for(task):
-    # what `ptq compare --metric` offers for the task; detectors: none of box matching / mAP
-    return {"cls": "top1", "seg": "mask-iou:0", "yolo": "cosine"}.get(task)
+    # what `ptq compare --metric` offers for the task: top-1 agreement for classifiers; for the
+    # segmenters' [1, 21, H, W] logits the argmax over axis 1 per pixel (seq-top1:1, pixel
+    # agreement; mask-iou only reads a [N, 1, H, W] map); detectors: no box matching or mAP, so
+    # cosine for the YOLO head's raw output and nothing for outputs of data-dependent length
+    return {"cls": "top1", "seg": "seq-top1:1", "yolo": "cosine"}.get(task)
 
 
 # ---- photos, BatchNorm statistics --------------------------------------------------------------
+_DECODED = []
+
+
 def photos(side, task):
+    """The photos stretched to side x side, RGB, /255 (and ImageNet-normalised for cls and seg),
+    as a [N, 3, side, side] batch."""
     from PIL import Image
     d = os.path.join(ROOT, "build", "photos")
+    if not _DECODED:
+        for f in sorted(os.listdir(d)):
+            if f.lower().endswith((".png", ".jpg", ".jpeg")):
+                try:
+                    _DECODED.append(Image.open(os.path.join(d, f)).convert("RGB"))
+                except OSError:
+                    pass  # truncated.jpg
     out = []
-    for f in sorted(os.listdir(d)):
-        if not f.lower().endswith((".png", ".jpg", ".jpeg")):
-            continue
-        try:
-            im = Image.open(os.path.join(d, f)).convert("RGB").resize((side, side), Image.BILINEAR)
-        except OSError:
-            continue  # truncated.jpg
-        a = np.asarray(im, dtype=np.float32) / 255.0
+    for im in _DECODED:
+        a = np.asarray(im.resize((side, side), Image.BILINEAR), dtype=np.float32) / 255.0
         if task in ("cls", "seg"):
             a = (a - np.array(IMAGENET_MEAN, np.float32)) / np.array(IMAGENET_STD, np.float32)
         out.append(torch.from_numpy(a.transpose(2, 0, 1).copy()))
@@ -213,13 +222,17 @@ def _unfuse_mha(model):
 
 
 # ---- export ------------------------------------------------------------------------------------
+# Raise when a change here alters what the exports contain (yolo.py is hashed as it is).
+EXPORT_VERSION = 1
+
+
 def recipe(name, opset):
     h = hashlib.sha256()
-    for f in ("zoo.py", "yolo.py"):
-        with open(os.path.join(ROOT, "scripts", f), "rb") as fh:
-            h.update(fh.read())
+    with open(os.path.join(ROOT, "scripts", "yolo.py"), "rb") as fh:
+        h.update(fh.read())
     task, _, side, _, extra = ENTRIES[name]
-    h.update(repr((name, opset, task, side, sorted(extra.items()), torch.__version__, torchvision.__version__)).encode())
+    h.update(repr((EXPORT_VERSION, name, opset, task, side, sorted(extra.items()), torch.__version__,
+                   torchvision.__version__)).encode())
     return h.hexdigest()[:16]
 
 
@@ -232,6 +245,10 @@ def export(name, opset, out_dir, force):
         with open(meta_path) as fh:
             old = json.load(fh)
         if old.get("recipe") == key and (old.get("status") != "ok" or os.path.exists(onnx_path)):
+            # how ptq is to feed and score it may change without a new export
+            old.update(tier=tier, preset=preset_args(task, side), metric=metric_for(task))
+            with open(meta_path, "w") as fh:
+                json.dump(old, fh, indent=1)
             return old, True
     meta = {"name": name, "task": task, "tier": tier, "opset": opset, "file": os.path.relpath(onnx_path, ROOT),
             "input": [1, 3, side, side], "preset": preset_args(task, side), "metric": metric_for(task),
