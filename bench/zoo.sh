@@ -6,6 +6,7 @@
 #   bench/zoo.sh [--tier ci|all] [--opset N]... [--models a,b] [--out DIR] [--limit N] [--eval-limit N]
 #
 # Per model and opset (exported first by scripts/zoo.py, which skips what is up to date):
+#   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
 #            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999)
 #   calib    ptq calibrate (entropy, --stats and a TensorRT cache) over the calibration half of
@@ -48,8 +49,10 @@ awk 'NR % 2 == 0' "$OUT/all.list" > "$OUT/eval.list"
 # export (up-to-date models are skipped)
 zargs=(--tier "$TIER"); for o in "${OPSETS[@]}"; do zargs+=(--opset "$o"); done
 [ -z "$MODELS" ] || zargs+=(--models "$MODELS")
-$PY "$ROOT/scripts/zoo.py" "${zargs[@]}" | grep -v '^up to date' >&2
-NAMES=$($PY "$ROOT/scripts/zoo.py" "${zargs[@]}" --list)
+$PY "$ROOT/scripts/zoo.py" "${zargs[@]}" > "$OUT/export.log" 2>&1
+grep -E '^(exported|zoo:)' "$OUT/export.log" >&2
+NAMES=$(sed -nE 's/^(exported|up to date) +([A-Za-z0-9_]+)\.op[0-9]+:.*/\2/p' "$OUT/export.log" | awk '!seen[$0]++')
+[ -n "$NAMES" ] || { echo "bench/zoo.sh: scripts/zoo.py exported nothing:" >&2; tail -n 5 "$OUT/export.log" >&2; exit 1; }
 
 # the first line of a step's error, without ptq's command prefix, shortened
 why() { grep -v ': warning: ' "$1" | grep -v '^\s*$' | tail -n 1 | sed -E 's/^(ptq( [a-z]+)?|ort\.js|Traceback.*): //; s|^/[^ :]*: ||' | cut -c1-"${2:-70}"; }
@@ -77,6 +80,25 @@ EOF
   # ops ptq lacks: ptq inspect names every unsupported op type (count, first node)
   "$PTQ" inspect "$M" > "$D/inspect.log" 2>&1
   res unsupported "$(sed -nE 's/^unsupported: (.*)/\1/p' "$D/inspect.log" | head -n 1)"
+  # the export itself: ONNX Runtime on the traced input equals torch (zoo.py's NAME.opN.ref/)
+  local R=${M%.onnx}.ref
+  if [ -f "$R/images.npy" ]; then
+    if node "$ROOT/tests/oracle/ort.js" "$M" --input images="$R/images.npy" --out-dir "$D/ortref" > "$D/ortref.log" 2>&1; then
+      local f okt=1 wt=2 ct
+      for f in "$R"/*.npy; do
+        [ "$(basename "$f")" = images.npy ] && continue
+        line=$($PY "$ROOT/tests/oracle/compare.py" "$D/ortref/$(basename "$f")" "$f" --cos 0.99999 2>&1) || okt=0
+        echo "$(basename "$f"): $line" >> "$D/torch.log"
+        ct=$(echo "$line" | sed -nE 's/^cosine ([0-9.e+-]+|nan),.*/\1/p'); [ -n "$ct" ] || ct=0
+        wt=$(awk -v a="$wt" -v b="$ct" 'BEGIN { print (b == "nan" || b + 0 < a + 0) ? b : a }')
+      done
+      res torch "$([ $okt = 1 ] && echo ok || echo FAIL) $(printf '%.6f' "$wt" 2>/dev/null || echo "$wt")"
+    else
+      res torch "FAIL ORT: $(why "$D/ortref.log")"
+    fi
+  else
+    res torch "-"
+  fi
   local outs; outs=$($PY -c "import onnx; print(' '.join(o.name for o in onnx.load('$M', load_external_data=False).graph.output))")
   # input: the first evaluation photo as the preset makes it
   "$PTQ" preprocess --images "$OUT/eval.list" "${preset[@]}" --limit 1 --dump "$D/in.npy" > "$D/preprocess.log" 2>&1
@@ -149,13 +171,13 @@ EOF
 
 field() { awk -F'\t' -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$1"; }
 
-printf '%-38s %-2s %5s  %-13s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' model op nodes export "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
+printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
 for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
     row "$n" "$op" 2> "$OUT/$n.op$op.stderr"
     R=$OUT/$n.op$op/result
-    printf '%-38s %-2s %5s  %-13s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
-      "$(field "$R" export | cut -c1-13)" "$(field "$R" run | cut -c1-16)" "$(field "$R" calibrate | cut -c1-16)" \
+    printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
+      "$(field "$R" export | cut -c1-13)" "$(field "$R" torch | cut -c1-11)" "$(field "$R" run | cut -c1-16)" "$(field "$R" calibrate | cut -c1-16)" \
       "$(field "$R" quantize | cut -c1-10)" "$(field "$R" checker | cut -c1-8)" "$(field "$R" ort_qdq | cut -c1-14)" \
       "$(field "$R" compare | cut -c1-34)" "$(field "$R" time)"
   done

@@ -24,7 +24,15 @@ min_size = max_size = the input side, so the internal resize is the identity sca
 ViT at opset 13: torch 1.13's nn.MultiheadAttention takes its fused fast path
 (aten::_native_multi_head_attention, no ONNX symbolic) in eval mode without grad. The export
 runs the attention through F.multi_head_attention_forward (the non-fused path: MatMul, Softmax,
-Transpose) by giving each MultiheadAttention a forward that calls it; see _unfuse_mha.
+Transpose) by giving each MultiheadAttention a forward that calls it; see _unfuse_mha. (Opset
+14 or 17 does not help: no opset has an export of the fused op.) Exporting with grad enabled
+would avoid it too (the fast path is skipped when weights require grad).
+
+swin_v2_t: its attention calls Tensor.zero_ on a slice of the qkv bias in forward, and torch 1.13
+has no ONNX export of aten::zero; _zero_symbolic gives it one (ConstantOfShape of its shape).
+
+Each export also leaves NAME.opN.ref/: the input it was traced with (images.npy) and torch's
+outputs (OUTPUT.npy), so ONNX Runtime can be checked against torch (bench/zoo.sh does).
 """
 import argparse
 import hashlib
@@ -207,6 +215,15 @@ class SegWrap(nn.Module):
         return self.m(x)["out"]
 
 
+def _zero_symbolic(g, self):
+    # aten::zero (swin_v2's attention zeroes the key third of a copy of the qkv bias in its
+    # forward; torch 1.13 has no ONNX symbolic for it): zeros of the input's shape
+    return g.op("ConstantOfShape", g.op("Shape", self), value_t=torch.tensor([0.0]))
+
+
+torch.onnx.register_custom_op_symbolic("aten::zero", _zero_symbolic, 13)
+
+
 def _unfuse_mha(model):
     """Each nn.MultiheadAttention runs F.multi_head_attention_forward (not torch 1.13's fused
     aten::_native_multi_head_attention, which has no ONNX export)."""
@@ -225,7 +242,7 @@ def _unfuse_mha(model):
 
 # ---- export ------------------------------------------------------------------------------------
 # Raise when a change here alters what the exports contain (yolo.py is hashed as it is).
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 
 
 def recipe(name, opset):
@@ -254,7 +271,8 @@ def export(name, opsets, out_dir, force):
         if not force and os.path.exists(meta_path):
             with open(meta_path) as fh:
                 old = json.load(fh)
-            if old.get("recipe") == recipe(name, opset) and (old.get("status") != "ok" or os.path.exists(onnx_path)):
+            if old.get("recipe") == recipe(name, opset) and (
+                    old.get("status") != "ok" or (os.path.exists(onnx_path) and os.path.isdir(base + ".ref"))):
                 # how ptq is to feed and score it may change without a new export
                 old.update(tier=tier, preset=preset_args(task, side), metric=metric_for(task))
                 with open(meta_path, "w") as fh:
@@ -304,6 +322,14 @@ def export(name, opsets, out_dir, force):
                 torch.onnx.export(model, x, tmp, opset_version=opset, input_names=["images"], output_names=names,
                                   do_constant_folding=True)
             os.replace(tmp, onnx_path)
+            # the export's input and torch's outputs, for checking ONNX Runtime against torch
+            ref = base + ".ref"
+            os.makedirs(ref, exist_ok=True)
+            np.save(os.path.join(ref, "images.npy"), x.numpy())
+            with torch.no_grad():
+                y = model(x)
+            for k, t in zip(names, y if isinstance(y, (tuple, list)) else (y,)):
+                np.save(os.path.join(ref, k + ".npy"), t.numpy())
             import onnx
             m = onnx.load(onnx_path, load_external_data=False)
             ops = {}
