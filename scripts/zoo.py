@@ -65,12 +65,23 @@ def cls(fn, **kw):
     return lambda: getattr(tvm, fn)(weights=None, **kw)
 
 
+def vit_head(m):
+    # torchvision zero-initialises the ViT head (weights for fine-tuning): every logit would be
+    # 0 and top-1 meaningless; N(0, 0.02) gives logits of std ~0.5 over LayerNorm'd features
+    nn.init.normal_(m.heads.head.weight, std=0.02)
+    return m
+
+
+def vit(fn):
+    return lambda: vit_head(getattr(tvm, fn)(weights=None))
+
+
 def vit_tiny():
     # a small ViT (4 layers, 192 wide, 4 heads, 64x64 input, 16 patches): LayerNorm, MatMul
     # attention and GELU of vit_b_16 at a CI-sized cost
     # 4 heads (even): torch 1.13 would take its fused attention path (see _unfuse_mha)
-    return tvm.VisionTransformer(image_size=64, patch_size=16, num_layers=4, num_heads=4,
-                                 hidden_dim=192, mlp_dim=768, num_classes=1000)
+    return vit_head(tvm.VisionTransformer(image_size=64, patch_size=16, num_layers=4, num_heads=4,
+                                          hidden_dim=192, mlp_dim=768, num_classes=1000))
 
 
 def seg(fn):
@@ -108,7 +119,7 @@ ENTRIES = {
     "swin_t": ("cls", cls("swin_t"), 224, "all", {}),
     "swin_v2_t": ("cls", cls("swin_v2_t"), 256, "all", {}),
     "maxvit_t": ("cls", cls("maxvit_t"), 224, "all", {}),
-    "vit_b_16": ("cls", cls("vit_b_16"), 224, "all", {}),
+    "vit_b_16": ("cls", vit("vit_b_16"), 224, "all", {}),
     # semantic segmentation (output 'out': [1, 21, H, W] logits)
     "lraspp_mobilenet_v3_large": ("seg", seg("lraspp_mobilenet_v3_large"), 256, "ci", {}),
     "deeplabv3_mobilenet_v3_large": ("seg", seg("deeplabv3_mobilenet_v3_large"), 256, "all", {}),
