@@ -3,7 +3,8 @@
 # detectors, a YOLOv8-like detector) through ptq's steps, one table row each; the rows are the
 # zoo issue's acceptance test.
 #
-#   bench/zoo.sh [--tier ci|all] [--opset N]... [--models a,b] [--out DIR] [--limit N] [--eval-limit N]
+#   bench/zoo.sh [--tier ci|all] [--opset N]... [--models a,b] [--out DIR] [--limit N] [--eval-limit N] [--reuse]
+#   (--reuse: a row whose result is newer than its model and its .json is kept, not run again)
 #
 # Per model and opset (exported first by scripts/zoo.py, which skips what is up to date):
 #   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999)
@@ -27,7 +28,7 @@ BUILD=${BUILD:-build}
 PTQ=${PTQ:-$ROOT/$BUILD/ptq}
 PY=/usr/bin/python3
 export OMP_WAIT_POLICY=passive
-TIER=all; OPSETS=(); MODELS=""; OUT=$ROOT/$BUILD/tmp/bench-zoo; LIMIT=16; EVAL_LIMIT=16
+TIER=all; OPSETS=(); MODELS=""; OUT=$ROOT/$BUILD/tmp/bench-zoo; LIMIT=16; EVAL_LIMIT=16; REUSE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --tier) TIER=$2; shift 2 ;;
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --limit) LIMIT=$2; shift 2 ;;
     --eval-limit) EVAL_LIMIT=$2; shift 2 ;;
+    --reuse) REUSE=1; shift ;;
     *) echo "bench/zoo.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -174,8 +176,8 @@ field() { awk -F'\t' -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }'
 printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
 for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
-    row "$n" "$op" 2> "$OUT/$n.op$op.stderr"
-    R=$OUT/$n.op$op/result
+    R=$OUT/$n.op$op/result J=$ROOT/build/zoo/$n.op$op.json
+    if [ $REUSE = 0 ] || [ ! -f "$R" ] || [ "$J" -nt "$R" ]; then row "$n" "$op" 2> "$OUT/$n.op$op.stderr"; fi
     printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
       "$(field "$R" export | cut -c1-13)" "$(field "$R" torch | cut -c1-11)" "$(field "$R" run | cut -c1-16)" "$(field "$R" calibrate | cut -c1-16)" \
       "$(field "$R" quantize | cut -c1-10)" "$(field "$R" checker | cut -c1-8)" "$(field "$R" ort_qdq | cut -c1-14)" \

@@ -285,9 +285,11 @@ def export(name, opsets, out_dir, force):
             if old.get("recipe") == recipe(name, opset) and (
                     old.get("status") != "ok" or (os.path.exists(onnx_path) and os.path.isdir(base + ".ref"))):
                 # how ptq is to feed and score it may change without a new export
-                old.update(tier=tier, preset=preset_args(task, side), metric=metric_for(task))
-                with open(meta_path, "w") as fh:
-                    json.dump(old, fh, indent=1)
+                now = dict(tier=tier, preset=preset_args(task, side), metric=metric_for(task))
+                if any(old.get(k) != v for k, v in now.items()):
+                    old.update(now)
+                    with open(meta_path, "w") as fh:
+                        json.dump(old, fh, indent=1)
                 done[opset] = (old, True)
                 continue
         todo.append(opset)
