@@ -173,15 +173,15 @@ EOF
 
 field() { awk -F'\t' -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$1"; }
 
-printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
+printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-44s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
 for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
     R=$OUT/$n.op$op/result J=$ROOT/build/zoo/$n.op$op.json
     if [ $REUSE = 0 ] || [ ! -f "$R" ] || [ "$J" -nt "$R" ]; then row "$n" "$op" 2> "$OUT/$n.op$op.stderr"; fi
-    printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-34s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
+    printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-44s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
       "$(field "$R" export | cut -c1-13)" "$(field "$R" torch | cut -c1-11)" "$(field "$R" run | cut -c1-16)" "$(field "$R" calibrate | cut -c1-16)" \
       "$(field "$R" quantize | cut -c1-10)" "$(field "$R" checker | cut -c1-8)" "$(field "$R" ort_qdq | cut -c1-14)" \
-      "$(field "$R" compare | cut -c1-34)" "$(field "$R" time)"
+      "$(field "$R" compare | cut -c1-44)" "$(field "$R" time)"
   done
 done
 # the failures in full: which step, and ptq's words (the unsupported ops it names)

@@ -188,9 +188,9 @@ def photos(side, task):
 def bn_statistics(model, x, batch=8):
     """BatchNorm running mean and variance measured over the photos (the other layers in eval)."""
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    model.eval()  # also without BatchNorm: torch's reference outputs are eval-mode (no dropout)
     if not bns:
         return 0
-    model.eval()
     for m in bns:
         m.reset_running_stats()
         m.momentum = None  # cumulative average over the batches
