@@ -57,7 +57,14 @@ NAMES=$(sed -nE 's/^(exported|up to date) +([A-Za-z0-9_]+)\.op[0-9]+:.*/\2/p' "$
 [ -n "$NAMES" ] || { echo "bench/zoo.sh: scripts/zoo.py exported nothing:" >&2; tail -n 5 "$OUT/export.log" >&2; exit 1; }
 
 # the first line of a step's error, without ptq's command prefix, shortened
-why() { grep -v ': warning: ' "$1" | grep -v '^\s*$' | tail -n 1 | sed -E 's/^(ptq( [a-z]+)?|ort\.js|Traceback.*): //; s|^/[^ :]*: ||' | cut -c1-"${2:-70}"; }
+# (ptq's "N nodes with unsupported ops: A (n nodes, first '...'), B (...)" becomes "lacks A,B")
+why() {
+  local l; l=$(grep -v ': warning: ' "$1" | grep -v '^\s*$' | tail -n 1 | sed -E 's/^(ptq( [a-z]+)?|ort\.js|Traceback.*): //; s|^/[^ :]*: ||')
+  case $l in
+    *"unsupported ops: "*) echo "lacks $(echo "$l" | grep -oE '[A-Za-z0-9]+ \([0-9]+ nodes?' | sed -E 's/ \(.*//' | paste -sd,)" ;;
+    *) echo "$l" ;;
+  esac | cut -c1-"${2:-70}"
+}
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 row() { # NAME OPSET: runs the steps, writes $D/result
@@ -173,13 +180,13 @@ EOF
 
 field() { awk -F'\t' -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$1"; }
 
-printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-44s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
+printf '%-38s %-2s %5s  %-13s %-11s %-30s %-22s %-10s %-8s %-14s %-44s %6s\n' model op nodes export "ORT==torch" "run==ORT cos" calibrate quantize checker "ORT runs QDQ" "compare metric" time
 for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
     R=$OUT/$n.op$op/result J=$ROOT/build/zoo/$n.op$op.json
     if [ $REUSE = 0 ] || [ ! -f "$R" ] || [ "$J" -nt "$R" ]; then row "$n" "$op" 2> "$OUT/$n.op$op.stderr"; fi
-    printf '%-38s %-2s %5s  %-13s %-11s %-16s %-16s %-10s %-8s %-14s %-44s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
-      "$(field "$R" export | cut -c1-13)" "$(field "$R" torch | cut -c1-11)" "$(field "$R" run | cut -c1-16)" "$(field "$R" calibrate | cut -c1-16)" \
+    printf '%-38s %-2s %5s  %-13s %-11s %-30s %-22s %-10s %-8s %-14s %-44s %6s\n' "$n" "$op" "$(field "$R" nodes)" \
+      "$(field "$R" export | cut -c1-13)" "$(field "$R" torch | cut -c1-11)" "$(field "$R" run | cut -c1-30)" "$(field "$R" calibrate | cut -c1-22)" \
       "$(field "$R" quantize | cut -c1-10)" "$(field "$R" checker | cut -c1-8)" "$(field "$R" ort_qdq | cut -c1-14)" \
       "$(field "$R" compare | cut -c1-44)" "$(field "$R" time)"
   done
@@ -191,6 +198,8 @@ for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
     R=$OUT/$n.op$op/result
     awk -F'\t' -v m="$n.op$op" '$2 ~ /^(FAIL|ORT fails)/ { print "  " m " " $1 ": " $2 }' "$R"
-    u=$(field "$R" unsupported); [ -z "$u" ] || [ "$u" = none ] || echo "  $n.op$op lacks: $u"
+    u=$(field "$R" unsupported)
+    [ -z "$u" ] || [ "$u" = none ] ||
+      echo "  $n.op$op lacks: $(echo "$u" | grep -oE '[A-Za-z0-9]+ \([0-9]+ nodes?' | sed -E 's/ \(([0-9]+) nodes?/ x\1/' | paste -sd, | sed 's/,/, /g')"
   done
 done
