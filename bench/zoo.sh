@@ -73,6 +73,10 @@ row() { # NAME OPSET: runs the steps, writes $D/result
   t0=$(date +%s.%N)
   local meta=$ROOT/build/zoo/$name.op$op.json M=$ROOT/build/zoo/$name.op$op.onnx
   res() { printf '%s\t%s\n' "$1" "$2" >> "$D/result"; }
+  local status nodes task metric export_s err preset
+  if [ ! -f "$meta" ]; then
+    res name "$name"; res opset "$op"; res export "FAIL no $(basename "$meta") (scripts/zoo.py)"; res time "$(secs "$t0")"; return
+  fi
   eval "$($PY - "$meta" <<'EOF'
 import json, shlex, sys
 m = json.load(open(sys.argv[1]))
