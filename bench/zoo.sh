@@ -201,9 +201,10 @@ echo "failures (model.opset step: error) and the ops ptq lacks (ptq inspect):"
 for op in "${OPSETS[@]}"; do
   for n in $NAMES; do
     R=$OUT/$n.op$op/result
-    awk -F'\t' -v m="$n.op$op" '$2 ~ /^(FAIL|ORT fails)/ { print "  " m " " $1 ": " $2 }' "$R"
     u=$(field "$R" unsupported)
     [ -z "$u" ] || [ "$u" = none ] ||
       echo "  $n.op$op lacks: $(echo "$u" | grep -oE '[A-Za-z0-9]+ \([0-9]+ nodes?' | sed -E 's/ \(([0-9]+) nodes?/ x\1/' | paste -sd, | sed 's/,/, /g')"
+    # other failures (a step refused for the ops above is not repeated)
+    awk -F'\t' -v m="$n.op$op" '$2 ~ /^(FAIL|ORT fails)/ && $2 !~ /^FAIL lacks / { print "  " m " " $1 ": " $2 }' "$R"
   done
 done
