@@ -386,7 +386,7 @@ def main():
         print("\n".join(names))
         return
     if a.table:
-        print(f"{'model':38} {'op':>2} {'status':6} {'export s':>8} {'nodes':>5} {'MB':>6}  error")
+        print(f"{'model':38} {'op':>2} {'status':6} {'total s':>8} {'BN s':>6} {'onnx s':>6} {'nodes':>5} {'MB':>6}  error")
         for n in names:
             for opset in a.opset or [13]:
                 p = os.path.join(a.out, f"{n}.op{opset}.json")
@@ -395,7 +395,8 @@ def main():
                     continue
                 with open(p) as fh:
                     m = json.load(fh)
-                print(f"{n:38} {opset:>2} {m['status']:6} {m['export_seconds']:8.1f} {m.get('nodes', '-'):>5} "
+                print(f"{n:38} {opset:>2} {m['status']:6} {m['export_seconds']:8.1f} {m.get('build_seconds', '-'):>6} "
+                      f"{m.get('onnx_export_seconds', '-'):>6} {m.get('nodes', '-'):>5} "
                       f"{m.get('bytes', 0) / 1e6:6.1f}  {m.get('error', '')[:90]}")
         return
     torch.set_num_threads(a.threads)
