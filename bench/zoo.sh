@@ -7,7 +7,9 @@
 #   (--reuse: a row whose result is newer than its model and its .json is kept, not run again)
 #
 # Per model and opset (exported first by scripts/zoo.py, which skips what is up to date):
-#   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999)
+#   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999;
+#            detectors: detections of equal score may come in another order, as ssdlite's labels
+#            and boxes do; the R-CNNs' untrained heads find no box over their 0.05 threshold: empty)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
 #            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999)
 #   calib    ptq calibrate (entropy, --stats and a TensorRT cache) over the calibration half of

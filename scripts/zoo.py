@@ -129,12 +129,14 @@ ENTRIES = {
     "yolov8n_like_nms": ("yolo-nms", lambda: yolo.YoloNMS(yolo.YoloV8Like(nc=80)), 320, "all", {}),
     # torchvision detection, keypoints, instance segmentation ([1, 3, H, W] -> boxes, scores, labels[, ...])
     "ssdlite320_mobilenet_v3_large": ("det", det("ssdlite320_mobilenet_v3_large", 320), 320, "all", {}),
-    "fasterrcnn_mobilenet_v3_large_320_fpn": ("det", rcnn("fasterrcnn_mobilenet_v3_large_320_fpn", 320), 320, "all", {}),
+    "fasterrcnn_mobilenet_v3_large_320_fpn": ("det", rcnn("fasterrcnn_mobilenet_v3_large_320_fpn", 320), 320, "all",
+                                              {"bn": "backbone"}),
     "retinanet_resnet50_fpn": ("det", rcnn("retinanet_resnet50_fpn", 320), 320, "all", {}),
     "fcos_resnet50_fpn": ("det", rcnn("fcos_resnet50_fpn", 320), 320, "all", {}),
-    "maskrcnn_resnet50_fpn": ("det", rcnn("maskrcnn_resnet50_fpn", 320), 320, "all", {"outputs": ["masks"]}),
+    "maskrcnn_resnet50_fpn": ("det", rcnn("maskrcnn_resnet50_fpn", 320), 320, "all",
+                              {"bn": "backbone", "outputs": ["masks"]}),
     "keypointrcnn_resnet50_fpn": ("det", rcnn("keypointrcnn_resnet50_fpn", 320), 320, "all",
-                                  {"outputs": ["keypoints", "keypoints_scores"]}),
+                                  {"bn": "backbone", "outputs": ["keypoints", "keypoints_scores"]}),
 }
 
 
@@ -185,8 +187,9 @@ def photos(side, task):
     return torch.stack(out)
 
 
-def bn_statistics(model, x, batch=8):
-    """BatchNorm running mean and variance measured over the photos (the other layers in eval)."""
+def bn_statistics(model, x, batch=8, forward=None):
+    """BatchNorm running mean and variance measured over the photos (the other layers in eval).
+    forward: what runs on each batch (default the model)."""
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     model.eval()  # also without BatchNorm: torch's reference outputs are eval-mode (no dropout)
     if not bns:
@@ -197,7 +200,7 @@ def bn_statistics(model, x, batch=8):
         m.train()
     with torch.no_grad():
         for i in range(0, len(x) - batch + 1, batch):  # full batches only (BN after a 1x1 pool needs > 1)
-            model(x[i:i + batch])
+            (forward or model)(x[i:i + batch])
     model.eval()
     return len(bns)
 
@@ -313,7 +316,14 @@ def export(name, opsets, out_dir, force):
                         model = DetWrap(model, extra.get("outputs", []))
                     elif task == "seg":
                         model = SegWrap(model)
-                    bn = bn_statistics(model, photos(side, task))
+                    fwd = None
+                    if extra.get("bn") == "backbone":
+                        # the R-CNNs' BatchNorms are all in the backbone: the photos through the
+                        # model's transform and backbone only (the whole model's eval path with
+                        # 1000 proposals per image took 15 minutes for maskrcnn on 2 cores)
+                        r = model.m
+                        fwd = lambda xb: r.backbone(r.transform(list(xb.unbind(0)))[0].tensors)  # noqa: E731
+                    bn = bn_statistics(model, photos(side, task), forward=fwd)
                     _unfuse_mha(model)
                     built_s = time.time() - t0
                 except Exception as e:  # noqa: BLE001
@@ -386,7 +396,7 @@ def main():
         print("\n".join(names))
         return
     if a.table:
-        print(f"{'model':38} {'op':>2} {'status':6} {'export s':>8} {'nodes':>5} {'MB':>6}  error")
+        print(f"{'model':38} {'op':>2} {'status':6} {'total s':>8} {'BN s':>6} {'onnx s':>6} {'nodes':>5} {'MB':>6}  error")
         for n in names:
             for opset in a.opset or [13]:
                 p = os.path.join(a.out, f"{n}.op{opset}.json")
@@ -395,7 +405,8 @@ def main():
                     continue
                 with open(p) as fh:
                     m = json.load(fh)
-                print(f"{n:38} {opset:>2} {m['status']:6} {m['export_seconds']:8.1f} {m.get('nodes', '-'):>5} "
+                print(f"{n:38} {opset:>2} {m['status']:6} {m['export_seconds']:8.1f} {m.get('build_seconds', '-'):>6} "
+                      f"{m.get('onnx_export_seconds', '-'):>6} {m.get('nodes', '-'):>5} "
                       f"{m.get('bytes', 0) / 1e6:6.1f}  {m.get('error', '')[:90]}")
         return
     torch.set_num_threads(a.threads)
