@@ -19,8 +19,8 @@
 #   ort-qdq  ONNX Runtime runs the QDQ model; the cosine of its output 0 against ORT's FP32 output
 #   compare  ptq compare (max, percentile:99.99) on the other half, with the task's metric:
 #            top1 (agreement with FP32) for classifiers, seq-top1:1 (per-pixel argmax agreement)
-#            for segmenters, cosine for the raw YOLO head; detectors with NMS have no metric of
-#            their own in ptq compare (no box matching / mAP), so cosine is asked and its answer shown
+#            for segmenters, box-f1 for detectors (their boxes matched to FP32's: the YOLO head
+#            decoded, [K, 6] detections, torchvision's boxes and scores)
 # A step that fails shows the first words of its error (ptq names the unsupported op and its
 # node) and the row goes on where it can: a failed run does not stop calibrate, and so on.
 # Each row's logs and a result file (key<TAB>value) are under OUT/NAME.opN/ (tests/e2e/zoo.sh reads them).
@@ -174,7 +174,7 @@ EOF
 import json, sys
 j = json.load(open(sys.argv[1])); best = j["best_method"]
 m = next(x for x in j["methods"] if x["method"] == best)
-key = {"top1": "top1_agree", "cosine": "cosine"}.get(sys.argv[2].split(":")[0], "seq_top1" if sys.argv[2].startswith("seq-top1") else "mask_iou")
+key = {"top1": "top1_agree", "cosine": "cosine", "box-f1": "box_f1"}.get(sys.argv[2].split(":")[0], "seq_top1" if sys.argv[2].startswith("seq-top1") else "mask_iou")
 print(f"{sys.argv[2]} {m[key]:.4f} ({best}, cos {m['cosine']:.4f})")
 EOF
 )"

@@ -232,7 +232,7 @@ typedef struct {
 } acc;
 
 /* What output 0 is, from its shape: which of top1, seq-top1, mask-iou and box-f1 apply. */
-enum { OUT_OTHER = 0, OUT_CLASSIFIER, OUT_SEQUENCE, OUT_MAP, OUT_BOXES, OUT_YOLO };
+enum { OUT_OTHER = 0, OUT_CLASSIFIER, OUT_SEQUENCE, OUT_MAP, OUT_BOXES, OUT_YOLO, OUT_DETECTIONS };
 
 /* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
  * than output 0 whose shape is y's without its last dim; -1 when there is none. */
@@ -264,6 +264,9 @@ static int output_kind(const ptq_plan *p, const ptq_tensor *x, int64_t batch, co
     const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
     int asked = m->kind == CMP_METRIC_BOX_F1, axis = m->axis;
     if (yolo_head(y, x, batch, asked)) return OUT_YOLO;
+    if (y->dtype == PTQ_F32 && y->dims[y->rank - 1] == 6 && ((y->rank == 2 && (batch == 1 || asked)) ||
+                                                             (y->rank == 3 && y->dims[0] == batch)))
+        return OUT_DETECTIONS; /* [K, 6] or [N, K, 6]: x1 y1 x2 y2 score class, as YOLO exports with NMS give */
     if (y->dtype == PTQ_F32 && y->dims[y->rank - 1] == 4 &&
         ((y->rank == 2 && (batch == 1 || asked)) || (y->rank == 3 && y->dims[0] == batch)) && box_scores_output(p, y) > 0)
         return OUT_BOXES;
@@ -385,7 +388,7 @@ static void metrics_of(const acc *m, int kind, int labelled, int images, float t
                                                          : (double)NAN;
     out->mask_iou = kind != OUT_MAP ? (double)NAN : m->mask_or ? (double)m->mask_and / (double)m->mask_or : 1.0;
     out->mask_threshold = threshold;
-    int boxes = kind == OUT_BOXES || kind == OUT_YOLO;
+    int boxes = kind == OUT_BOXES || kind == OUT_YOLO || kind == OUT_DETECTIONS;
     out->box_f1 = !boxes ? (double)NAN : m->box_fp + m->box_q ? 2.0 * (double)m->box_match / (double)(m->box_fp + m->box_q) : 1.0;
     out->images = images;
 }
@@ -542,6 +545,19 @@ static int final_boxes(const float *boxes, const float *scores, int64_t k, det_b
     return n;
 }
 
+/* Detections [k, 6] (x1 y1 x2 y2 score class) scoring >= BOX_CONF, by score. */
+static int detections(const float *d, int64_t k, det_box *out)
+{
+    int n = 0;
+    for (int64_t i = 0; i < k; i++) {
+        const float *r = d + 6 * i;
+        if (r[4] >= BOX_CONF && r[4] == r[4] && r[5] > -1e9f && r[5] < 1e9f)
+            out[n++] = (det_box){r[0], r[1], r[2], r[3], r[4], (int)r[5], i};
+    }
+    qsort(out, (size_t)n, sizeof *out, by_score);
+    return n;
+}
+
 /* A YOLOv8-style raw head of one image, y [4 + classes, a] (cx cy w h, class scores), decoded:
  * each anchor's best class at >= BOX_CONF, then per-class NMS at BOX_NMS_IOU, BOX_MAX at most.
  * cand holds a entries. */
@@ -609,6 +625,18 @@ static ptq_status box_add(acc *m, int kind, const ptq_plan *p, int nb, const flo
         for (int i = 0; i < nb; i++) {
             int nf = yolo_boxes(fp + (size_t)i * (size_t)(rows * na), rows, na, cand, a);
             int nq = yolo_boxes((const float *)y->data + (size_t)i * (size_t)(rows * na), rows, na, cand, b);
+            boxes_add(m, a, nf, b, nq, used);
+        }
+    } else if (kind == OUT_DETECTIONS) {
+        int per = y->rank == 3 ? nb : 1;
+        int64_t kq = y->rank == 3 ? y->dims[1] : y->dims[0], kf = (int64_t)(fp_n / 6) / per;
+        a = malloc(sizeof *a * (size_t)(kf + 1));
+        b = malloc(sizeof *b * (size_t)(kq + 1));
+        used = malloc((size_t)kq + 1);
+        CHECK_ALLOC(a && b && used ? a : NULL);
+        for (int i = 0; i < per; i++) {
+            int nf = detections(fp + (size_t)(i * kf * 6), kf, a);
+            int nq = detections((const float *)y->data + (size_t)(i * kq * 6), kq, b);
             boxes_add(m, a, nf, b, nq, used);
         }
     } else {
@@ -753,7 +781,7 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             if (y->dtype == PTQ_F32 && fp32[o] && fp32_n[o] == ptq_tensor_numel(y))
                 sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
         }
-        if (kind == OUT_BOXES || kind == OUT_YOLO) {
+        if (kind == OUT_BOXES || kind == OUT_YOLO || kind == OUT_DETECTIONS) {
             int so = kind == OUT_BOXES ? box_scores_output(rs[k].plan, ptq_plan_output(rs[k].plan, 0, NULL)) : 0;
             TRY(box_add(&accs[k], kind, rs[k].plan, nb, fp32[0], fp32_n[0], so > 0 ? fp32[so] : NULL));
             continue;

@@ -60,7 +60,8 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *     over all images (1 when both have none); boxes scoring >= 0.25, matched one to one in FP32's
  *     score order to the unmatched box of the same class with the highest IoU, at IoU >= 0.5.
  *     Output 0 is either final boxes ([K, 4] or [N, K, 4], x1 y1 x2 y2, with a float output of
- *     scores [K] or [N, K], as torchvision's detectors give; class-agnostic) or a YOLOv8-style raw
+ *     scores [K] or [N, K], as torchvision's detectors give; class-agnostic), detections [K, 6] or
+ *     [N, K, 6] (x1 y1 x2 y2 score class, as YOLO exports with NMS give) or a YOLOv8-style raw
  *     head [N, 4 + classes, anchors] (cx cy w h, class scores), decoded with per-class NMS at IoU
  *     0.7 (300 boxes at most per image), recognised when anchors = the cells of strides 8, 16, 32
  *     of the input or when box-f1 is asked for. */

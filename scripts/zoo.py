@@ -155,9 +155,9 @@ def preset_args(task, side):
 def metric_for(task):
     # what `ptq compare --metric` offers for the task: top-1 agreement for classifiers; for the
     # segmenters' [1, 21, H, W] logits the argmax over axis 1 per pixel (seq-top1:1, pixel
-    # agreement; mask-iou only reads a [N, 1, H, W] map); detectors: no box matching or mAP, so
-    # cosine for the YOLO head's raw output and nothing for outputs of data-dependent length
-    return {"cls": "top1", "seg": "seq-top1:1", "yolo": "cosine"}.get(task)
+    # agreement; mask-iou only reads a [N, 1, H, W] map); detectors: box-f1, their boxes matched
+    # to FP32's (the YOLO head decoded, [K, 6] detections, or torchvision's boxes and scores)
+    return {"cls": "top1", "seg": "seq-top1:1"}.get(task, "box-f1")
 
 
 # ---- photos, BatchNorm statistics --------------------------------------------------------------
