@@ -148,6 +148,26 @@ done:
     return st;
 }
 
+/* Marks in need[] the values of `top` that subgraph `sub` (at any depth below top) reads by
+ * name: its OUTER values, followed up through the enclosing subgraphs. */
+static void need_outer_reads(const ptq_graph *top, const ptq_graph *sub, unsigned char *need)
+{
+    for (int u = 0; u < sub->n_values; u++) {
+        const ptq_graph *gr = sub;
+        int v = u;
+        while (gr != top && gr && gr->values[v].kind == PTQ_VALUE_OUTER) {
+            v = gr->values[v].outer;
+            gr = gr->parent;
+        }
+        if (gr == top && v >= 0 && v < top->n_values && u != v) need[v] = 1;
+    }
+    for (int n = 0; n < sub->n_nodes; n++)
+        for (int k = 0; k < sub->nodes[n].n_attrs; k++) {
+            const ptq_attr *a = &sub->nodes[n].attrs[k];
+            for (int j = 0; j < (a->graph ? 1 : a->n_graphs); j++) need_outer_reads(top, a->graph ? a->graph : a->graphs[j], need);
+        }
+}
+
 ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, ptq_graph **out, int *n_dropped)
 {
     ptq_status st = PTQ_OK;
@@ -171,6 +191,10 @@ ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, 
             changed = 1;
             for (int i = 0; i < node->n_inputs; i++)
                 if (node->inputs[i] >= 0) need[node->inputs[i]] = 1;
+            for (int k = 0; k < node->n_attrs; k++) { /* what its subgraphs (If, Loop, Scan) read by name */
+                const ptq_attr *a = &node->attrs[k];
+                for (int j = 0; j < (a->graph ? 1 : a->n_graphs); j++) need_outer_reads(g, a->graph ? a->graph : a->graphs[j], need);
+            }
         }
     }
     w = calloc(1, sizeof *w);

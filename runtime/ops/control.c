@@ -164,6 +164,7 @@ done:
 /* 1 when every output of the body's plan has a shape known before it runs. */
 static int sub_static(const sub_plan *sp)
 {
+    if (ptq_plan_n_dynamic(sp->plan) > 0) return 0; /* shapes that follow the data (an NMS inside) */
     for (int i = 0; i < ptq_plan_n_outputs(sp->plan); i++)
         if (ptq_dtype_size(ptq_plan_output(sp->plan, i, NULL)->dtype) == 0) return 0;
     return 1;

@@ -28,8 +28,29 @@ d = sys.argv[1]
 model(d + '/plain.onnx', [])
 rng = np.random.default_rng(3)
 model(d + '/post.onnx', [h.make_node('Decode', ['logits'], ['decoded'], name='decode', domain='ptq.test')])
+# an If whose branches read a value only they read (by name, from the enclosing graph), with a
+# quantized Conv after it: the calibration view keeps that value's producer
+w2 = nh.from_array(rng.standard_normal((4, 8, 3, 3)).astype(np.float32) * 0.3, 'w2')
+then_g = h.make_graph([h.make_node('Identity', ['m'], ['t_out'])], 'then', [], [h.make_tensor_value_info('t_out', T.FLOAT, None)])
+else_g = h.make_graph([h.make_node('Neg', ['m'], ['e_out'])], 'else', [], [h.make_tensor_value_info('e_out', T.FLOAT, None)])
+nodes = [h.make_node('Conv', ['x', 'w1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),
+         h.make_node('Relu', ['c1'], ['r1'], name='relu1'),
+         h.make_node('Mul', ['r1', 'two'], ['m'], name='only_the_branches_read_me'),
+         h.make_node('ReduceSum', ['r1'], ['s'], name='sum', keepdims=0),
+         h.make_node('Greater', ['s', 'zero'], ['cond'], name='gt'),
+         h.make_node('If', ['cond'], ['b'], name='branch', then_branch=then_g, else_branch=else_g),
+         h.make_node('Conv', ['b', 'w2'], ['y'], name='conv2', pads=[1, 1, 1, 1])]
+rng = np.random.default_rng(3)
+inits = [nh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, 'w1'), w2,
+         nh.from_array(np.array(2, np.float32), 'two'), nh.from_array(np.array(0, np.float32), 'zero')]
+g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 3, 32, 32])],
+                 [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), d + '/branch.onnx')
 PYEOF
 
+check "calibrate: an If's branches read a value by name; its producer runs, the Conv after the If is calibrated" bash -c "
+  '$PTQ' calibrate '$TMP/branch.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/branch.cache' 2>/dev/null &&
+  grep -E '^b: ' '$TMP/branch.cache'"
 check "calibrate: post-processing ptq does not run is left out; the cache equals the model's without it" bash -c "
   '$PTQ' calibrate '$TMP/post.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/post.cache' 2>'$TMP/post.err' &&
   '$PTQ' calibrate '$TMP/plain.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/plain.cache' 2>/dev/null &&
