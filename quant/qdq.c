@@ -12,6 +12,7 @@
 #include "quant/opset.h"
 #include "quant/rules.h"
 #include "runtime/graph_edit.h"
+#include "runtime/op.h"
 #include "runtime/plan.h"
 
 #define NAME_CAP 1024
@@ -110,6 +111,38 @@ done:
     return st;
 }
 
+/* post[v] = 1 for the values computed from a data-dependent selection (NonZero, TopK,
+ * NonMaxSuppression, Compress, Unique, control flow: ops flagged PTQ_OP_DYNAMIC or
+ * PTQ_OP_CONTROL): a detector's post-processing (box decoding, score filtering, NMS). TensorRT
+ * runs it in float; only weighted layers there (the RoI heads of two-stage detectors) are
+ * quantized. Constants stay 0. */
+static ptq_status post_values(const ptq_graph *g, const uint8_t *is_const, uint8_t *post)
+{
+    ptq_status st = PTQ_OK;
+    int *order = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    CHECK_ALLOC(order);
+    TRY(ptq_graph_toposort(g, order));
+    memset(post, 0, (size_t)g->n_values + 1);
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ptq_node *n = &g->nodes[order[k]];
+        int id = n->domain[0] ? -1 : ptq_op_find(n->domain, n->op_type);
+        const ptq_op_def *def = id >= 0 ? ptq_op_get(id) : NULL;
+        int p = (def && (def->flags & (PTQ_OP_DYNAMIC | PTQ_OP_CONTROL))) || strcmp(n->op_type, "TopK") == 0;
+        for (int i = 0; i < n->n_inputs && !p; i++) p = n->inputs[i] >= 0 && post[n->inputs[i]];
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) post[n->outputs[o]] = (uint8_t)(p && !is_const[n->outputs[o]]);
+    }
+done:
+    free(order);
+    return st;
+}
+
+static int is_weighted(const ptq_node *n)
+{
+    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
+           !strcmp(n->op_type, "MatMul");
+}
+
 /* uses[v]: the nodes reading v, plus one if v is a graph output. */
 static void count_uses(const ptq_graph *g, int *uses)
 {
@@ -176,8 +209,8 @@ static int excluded(const ptq_graph *g, const ptq_node *n, const quant_options *
 }
 
 /* Appends the edges of node ni; returns the node's state and reason. */
-static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const int *uses, const quant_options *opt,
-                               edge *edges, int *n_edges, char *why, size_t cap)
+static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_const, const uint8_t *post, const int *uses,
+                               const quant_options *opt, edge *edges, int *n_edges, char *why, size_t cap)
 {
     const ptq_node *n = &g->nodes[ni];
     const quant_rule *r = n->domain[0] ? NULL : quant_rule_find(n->op_type);
@@ -186,6 +219,11 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
         snprintf(why, cap, "no rule for %s: stays float (fused or propagated by TensorRT)", n->op_type);
         return QUANT_NODE_NO_RULE;
     }
+    for (int i = 0; i < n->n_inputs && !is_weighted(n); i++)
+        if (n->inputs[i] >= 0 && post[n->inputs[i]]) {
+            snprintf(why, cap, "post-processing (after TopK, NMS or NonZero): stays float");
+            return QUANT_NODE_NO_RULE;
+        }
     if (r->kind == QUANT_RULE_FLOAT) {
         snprintf(why, cap, "%s", r->why);
         return QUANT_NODE_NO_RULE;
@@ -526,7 +564,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
 {
     ptq_status st = PTQ_OK;
     int n_orig = g->n_nodes, n_edges = 0, n_pat = opt->n_exclude_op_types + opt->n_exclude_nodes;
-    uint8_t *is_const = NULL, *matched = NULL;
+    uint8_t *is_const = NULL, *matched = NULL, *post = NULL;
     edge *edges = NULL;
     int *act_dq = NULL, *w_dq = NULL, *weights = NULL, *uses = NULL, n_weights = 0;
     memset(rep, 0, sizeof *rep);
@@ -545,6 +583,8 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
     CHECK_ALLOC(edges);
     CHECK_ALLOC(rep->nodes);
     TRY(constant_values(g, is_const));
+    CHECK_ALLOC(post = calloc((size_t)g->n_values + 1, 1));
+    TRY(post_values(g, is_const, post));
     count_uses(g, uses);
     rep->n_nodes = n_orig;
     for (int i = 0; i < n_orig; i++) {
@@ -558,7 +598,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
             rep->n_excluded++;
             continue;
         }
-        r->state = decide(g, i, is_const, uses, opt, edges, &n_edges, r->reason, sizeof r->reason);
+        r->state = decide(g, i, is_const, post, uses, opt, edges, &n_edges, r->reason, sizeof r->reason);
     }
     for (int i = 0; i < n_pat; i++) {
         if (matched[i]) continue;
@@ -612,6 +652,7 @@ ptq_status quant_insert_qdq(ptq_graph *g, const quant_options *opt, quant_report
     TRY(ptq_graph_sort_nodes(g));
 done:
     free(is_const);
+    free(post);
     free(matched);
     free(edges);
     free(act_dq);
@@ -645,7 +686,7 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 {
     ptq_status st = PTQ_OK;
     int n_changed, *want = NULL, *uses = NULL;
-    uint8_t *is_const = NULL;
+    uint8_t *is_const = NULL, *post = NULL;
     edge *edges = NULL;
     quant_options opt = quant_defaults();
     opt.range = any_range;
@@ -662,12 +703,14 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
     CHECK_ALLOC(uses);
     CHECK_ALLOC(edges);
     TRY(constant_values(g, is_const));
+    CHECK_ALLOC(post = calloc((size_t)g->n_values + 1, 1));
+    TRY(post_values(g, is_const, post));
     count_uses(g, uses);
     for (int v = 0; v < g->n_values; v++) want[v] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         char why[160];
         int n_edges = 0;
-        if (decide(g, i, is_const, uses, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
+        if (decide(g, i, is_const, post, uses, &opt, edges, &n_edges, why, sizeof why) != QUANT_NODE_QUANTIZED) continue;
         for (int e = 0; e < n_edges; e++) {
             if (edges[e].kind != EDGE_ACT) continue;
             int v = g->nodes[i].inputs[edges[e].input], root = v;
@@ -689,6 +732,7 @@ ptq_status quant_calib_tensors(ptq_graph *g, int **want_out)
 done:
     free(want);
     free(is_const);
+    free(post);
     free(uses);
     free(edges);
     return st;

@@ -46,11 +46,33 @@ inits = [nh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.
 g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 3, 32, 32])],
                  [h.make_tensor_value_info('y', T.FLOAT, None)], inits)
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), d + '/branch.onnx')
+# a detector's tail: scores -> TopK -> the selected rows; an Add of two selected tensors (box
+# decoding) stays float, a Gemm on the selected rows (an RoI head) is quantized
+nodes = [h.make_node('Conv', ['x', 'w1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),
+         h.make_node('Relu', ['c1'], ['r1'], name='relu1'),
+         h.make_node('Reshape', ['r1', 'rows'], ['feat'], name='to_rows'),
+         h.make_node('ReduceMax', ['feat'], ['score'], name='score', axes=[1], keepdims=0),
+         h.make_node('TopK', ['score', 'k'], ['top', 'idx'], name='topk'),
+         h.make_node('Gather', ['feat', 'idx'], ['sel'], name='select', axis=0),
+         h.make_node('Add', ['sel', 'sel'], ['decoded'], name='decode_add'),
+         h.make_node('Gemm', ['sel', 'wg'], ['head'], name='roi_head', transB=1)]
+inits = [nh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, 'w1'),
+         nh.from_array(np.array([-1, 8], np.int64), 'rows'), nh.from_array(np.array([16], np.int64), 'k'),
+         nh.from_array(rng.standard_normal((4, 8)).astype(np.float32) * 0.3, 'wg')]
+g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 3, 32, 32])],
+                 [h.make_tensor_value_info('decoded', T.FLOAT, None), h.make_tensor_value_info('head', T.FLOAT, None)], inits)
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), d + '/tail.onnx')
 PYEOF
 
 check "calibrate: an If's branches read a value by name; its producer runs, the Conv after the If is calibrated" bash -c "
   '$PTQ' calibrate '$TMP/branch.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/branch.cache' 2>/dev/null &&
   grep -E '^b: ' '$TMP/branch.cache'"
+check "quantize: after a TopK only weighted layers are quantized (the Gemm, not the Add)" bash -c "
+  '$PTQ' quantize '$TMP/tail.onnx' --images '$PHOTOS' ${PRE[*]} --batch 1 -o '$TMP/tail.qdq.onnx' --report '$TMP/tail.tsv' 2>/dev/null &&
+  $PY -c \"r = {l.split('\\t')[0]: l.rstrip('\\n').split('\\t') for l in open('$TMP/tail.tsv')}
+assert r['roi_head'][2] == 'quantized', r['roi_head']
+assert r['decode_add'][2] != 'quantized' and 'post-processing' in r['decode_add'][3], r['decode_add']
+print(r['decode_add'][3])\""
 check "calibrate: post-processing ptq does not run is left out; the cache equals the model's without it" bash -c "
   '$PTQ' calibrate '$TMP/post.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/post.cache' 2>'$TMP/post.err' &&
   '$PTQ' calibrate '$TMP/plain.onnx' --images '$PHOTOS' ${PRE[*]} --cache '$TMP/plain.cache' 2>/dev/null &&
