@@ -1410,6 +1410,10 @@ done:
 static void dyn_release(ptq_plan *p, int v)
 {
     if (!p->dyn_cap[v]) return;
+    if (!p->vals[v].data) { /* no buffer to give back (its data was taken away): never list NULL */
+        p->dyn_cap[v] = 0;
+        return;
+    }
     if (p->n_dyn_free >= p->cap_vals) {
         int small = 0;
         for (int k = 1; k < p->n_dyn_free; k++)
