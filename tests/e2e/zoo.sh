@@ -38,7 +38,7 @@ for n in $CI; do
     case \$v in 'ok cos '*) awk -v c=\"\${v#ok cos }\" 'BEGIN { exit !(c > 0.5) }' ;; *) tail -n 5 '$TMP/$n.op13/ortq.log'; false ;; esac"
   check "$n: ptq compare reports its metric" bash -c "
     v=\$(awk -F'\t' '\$1 == \"compare\" { print \$2 }' '$TMP/$n.op13/result'); echo \"\$v\"
-    case \$v in top1\ [01].*|seq-top1:1\ [01].*|cosine\ [0-9-]*) ;; *) tail -n 5 '$TMP/$n.op13/compare.log'; false ;; esac"
+    case \$v in top1\ [01].*|seq-top1:1\ [01].*|box-f1\ [01].*|cosine\ [0-9-]*) ;; *) tail -n 5 '$TMP/$n.op13/compare.log'; false ;; esac"
 done
 
 # YOLO with NMS: ORT runs it; ptq equals ORT once it has NonZero, NonMaxSuppression, ...
@@ -55,6 +55,11 @@ else
   check "yolov8n_like_nms: ptq run == ONNX Runtime" bash -c "
     '$PTQ' run '$N' --input images='$D/in.npy' --output-dir '$D/ptq' --threads 2 &&
     $PY '$ROOT/tests/oracle/compare.py' '$D/ptq/detections.npy' '$D/ort/detections.npy' --cos 0.99999"
+  # compare matches the QDQ model's detections to FP32's ([1, K, 6], K data-dependent): box-f1
+  check "yolov8n_like_nms: ptq compare reports box-f1 on its [1, K, 6] detections" bash -c "
+    '$PTQ' compare '$N' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset yolo-letterbox-640 --size 320x320 \
+        --limit 4 --eval-limit 4 --methods max --json '$D/cmp.json' >/dev/null 2>&1 &&
+    $PY -c \"import json; m = json.load(open('$D/cmp.json'))['methods'][0]; assert 0 <= m['box_f1'] <= 1, m; print('box-f1', m['box_f1'])\""
 fi
 echo "zoo.sh: $(( $(date +%s) - T0 )) s"
 finish
