@@ -7,58 +7,13 @@
 #include "runtime/op.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
+#include "tests/unit/tiny_graph.h"
 
-/* --- tiny graph builder --- */
-static int val(ptq_graph *g, const char *name)
-{
-    int v = ptq_graph_find_value(g, name);
-    if (v < 0) ptq_graph_add_value(g, name, &v);
-    return v;
-}
+/* --- tiny graph builder: tests/unit/tiny_graph.h --- */
 
-static void input(ptq_graph *g, const char *name, int rank, const int64_t *dims)
-{
-    int v = val(g, name);
-    g->values[v].kind = PTQ_VALUE_INPUT;
-    g->values[v].t.dtype = PTQ_F32;
-    g->values[v].t.rank = rank;
-    for (int d = 0; d < rank; d++) g->values[v].t.dims[d] = dims[d];
-    g->inputs = realloc(g->inputs, sizeof(int) * (size_t)(g->n_inputs + 1));
-    g->inputs[g->n_inputs++] = v;
-}
 
-static void output(ptq_graph *g, const char *name)
-{
-    int v = val(g, name);
-    g->values[v].is_output = 1;
-    g->outputs = realloc(g->outputs, sizeof(int) * (size_t)(g->n_outputs + 1));
-    g->outputs[g->n_outputs++] = v;
-}
 
-static void init_f32(ptq_graph *g, const char *name, int rank, const int64_t *dims, const float *data)
-{
-    int v = val(g, name);
-    ptq_value *x = &g->values[v];
-    x->kind = PTQ_VALUE_INITIALIZER;
-    x->t.dtype = PTQ_F32;
-    x->t.rank = rank;
-    for (int d = 0; d < rank; d++) x->t.dims[d] = dims[d];
-    ptq_tensor_alloc(&x->t);
-    memcpy(x->t.data, data, ptq_tensor_nbytes(&x->t));
-    g->initializers = realloc(g->initializers, sizeof(int) * (size_t)(g->n_initializers + 1));
-    g->initializers[g->n_initializers++] = v;
-}
 
-static int node(ptq_graph *g, const char *name, const char *op, const char *in0, const char *in1, const char *out)
-{
-    int ins[2], outs[1], n;
-    int n_in = 0;
-    if (in0) ins[n_in++] = val(g, in0);
-    if (in1) ins[n_in++] = val(g, in1);
-    outs[0] = val(g, out);
-    ptq_graph_add_node(g, name, op, "", ins, n_in, outs, 1, &n);
-    return n;
-}
 
 static void attr_ints(ptq_graph *g, int n, const char *name, const int64_t *v, size_t count)
 {
@@ -225,11 +180,11 @@ TEST(fusion_matches_unfused_and_observer_sees_all)
                 v[3] = {1.0f, 0.25f, 4.0f};
     for (int i = 0; i < 54; i++) w[i] = (float)((i * 37) % 11 - 5) / 7.0f;
     input(g, "x", 4, xd);
-    init_f32(g, "w", 4, wd, w);
-    init_f32(g, "s", 1, cd, s);
-    init_f32(g, "b", 1, cd, bb);
-    init_f32(g, "m", 1, cd, m);
-    init_f32(g, "v", 1, cd, v);
+    init(g, "w", PTQ_F32, 4, wd, w);
+    init(g, "s", PTQ_F32, 1, cd, s);
+    init(g, "b", PTQ_F32, 1, cd, bb);
+    init(g, "m", PTQ_F32, 1, cd, m);
+    init(g, "v", PTQ_F32, 1, cd, v);
     int c = node(g, "conv", "Conv", "x", "w", "c");
     int64_t pads[4] = {1, 1, 1, 1};
     attr_ints(g, c, "pads", pads, 4);
@@ -289,8 +244,8 @@ static ptq_graph *qdq_graph(float dq_scale, int with_zp)
     int64_t xd[2] = {3, 1000}, one[1] = {1};
     float sc = 0.02f;
     input(g, "x", 2, xd);
-    init_f32(g, "qs", 1, one, &sc);
-    init_f32(g, "ds", 1, one, &dq_scale);
+    init(g, "qs", PTQ_F32, 1, one, &sc);
+    init(g, "ds", PTQ_F32, 1, one, &dq_scale);
     if (with_zp) { /* int8 zero points of -3: the clamp range is [-128, 127] */
         for (int k = 0; k < 2; k++) {
             int v = val(g, k ? "dz" : "qz");
@@ -396,7 +351,7 @@ TEST(plans_of_two_shapes_share_one_bound_block)
     float w[108];
     for (int i = 0; i < 108; i++) w[i] = (float)((i * 29) % 13 - 6) / 9.0f;
     input(g, "x", 4, xd);
-    init_f32(g, "w", 4, wd, w);
+    init(g, "w", PTQ_F32, 4, wd, w);
     int c = node(g, "conv", "Conv", "x", "w", "c");
     int64_t pads[4] = {1, 1, 1, 1};
     attr_ints(g, c, "pads", pads, 4);
@@ -568,7 +523,7 @@ TEST(elementwise_ops_report_tiles)
                     size_t nb = (size_t)(xd[0] * xd[1]) * (bcast ? 1 : (size_t)(xd[2] * xd[3]));
                     float *b = malloc(sizeof(float) * nb);
                     for (size_t i = 0; i < nb; i++) b[i] = 0.25f * (float)(i % 13) - 1.0f;
-                    init_f32(g, "b", 4, bcast ? bd : xd, b);
+                    init(g, "b", PTQ_F32, 4, bcast ? bd : xd, b);
                     node(g, "op", ops[k], "x", "b", "y");
                     output(g, "y");
                     tile_log log = {.sink.tile = log_tile, .nthreads = nt};
