@@ -11,10 +11,6 @@
 
 /* --- tiny graph builder: tests/unit/tiny_graph.h --- */
 
-
-
-
-
 static void attr_ints(ptq_graph *g, int n, const char *name, const int64_t *v, size_t count)
 {
     ptq_attr a;

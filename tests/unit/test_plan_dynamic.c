@@ -15,10 +15,6 @@
 
 /* --- tiny graph builder: tests/unit/tiny_graph.h --- */
 
-
-
-
-
 /* x[8] -> a = Relu(x) (static), b = Sigmoid(x) (static, an output);
  * nz = NonZero(x > 0) -> idx = Reshape(nz, [-1]) -> gat = Gather(a, idx) -> h = gat * 2 (dynamic) */
 static ptq_graph *mixed_graph(void)
