@@ -11,6 +11,7 @@
 #include "runtime/op.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
+#include "tests/unit/pb_encode.h"
 #include "tests/unit/tiny_graph.h"
 
 /* --- tiny graph builder: tests/unit/tiny_graph.h --- */
@@ -310,56 +311,7 @@ TEST(if_with_a_plan_time_condition_or_equal_branches_stays_static)
 
 /* ------------------------------------------------ subgraphs from protobuf bytes */
 
-typedef struct {
-    uint8_t *d;
-    size_t n, cap;
-} pb;
-
-static void pb_raw(pb *b, const void *p, size_t n)
-{
-    if (b->n + n > b->cap) {
-        size_t cap = (b->n + n) * 2 + 64;
-        uint8_t *d = realloc(b->d, cap);
-        if (!d) abort(); /* test helper: out of memory ends the test program */
-        b->d = d;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->d + b->n, p, n);
-    b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v)
-{
-    uint8_t t[10];
-    size_t k = 0;
-    do {
-        t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    pb_raw(b, t, k);
-}
-
-static void pb_int(pb *b, int field, int64_t v)
-{
-    pb_varint(b, (uint64_t)field << 3);
-    pb_varint(b, (uint64_t)v);
-}
-
-static void pb_str(pb *b, int field, const char *s)
-{
-    pb_varint(b, (uint64_t)field << 3 | 2);
-    pb_varint(b, strlen(s));
-    pb_raw(b, s, strlen(s));
-}
-
-static void pb_msg(pb *b, int field, pb *m)
-{
-    pb_varint(b, (uint64_t)field << 3 | 2);
-    pb_varint(b, m->n);
-    pb_raw(b, m->d, m->n);
-    free(m->d);
-    memset(m, 0, sizeof *m);
-}
+/* written with tests/unit/pb_encode.h */
 
 enum {
     M_IR = 1, M_GRAPH = 7, M_OPSET = 8, G_NODE = 1, G_NAME = 2, G_INPUT = 11, G_OUTPUT = 12,
