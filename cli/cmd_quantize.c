@@ -57,6 +57,8 @@ static void usage(FILE *fp)
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"
+                "  --refine-memory MB    layer inputs the refinements keep in memory between layers (default 1024);\n"
+                "                        beyond it they go to a temporary file in TMPDIR\n"
                 "  --equalize            before calibration, scale the channels in front of depthwise Convs by powers of\n"
                 "                        two so that each spans at least half the tensor's range (the FP32 model's bits\n"
                 "                        and the int8 weight codes are unchanged; the cache then fits the model\n"
@@ -70,7 +72,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -90,7 +92,7 @@ int cmd_quantize(int argc, char **argv)
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
-        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"adaround", optional_argument, 0, O_ADAROUND},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY}, {"adaround", optional_argument, 0, O_ADAROUND},
         {"equalize", no_argument, 0, O_EQUALIZE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
@@ -202,6 +204,12 @@ int cmd_quantize(int argc, char **argv)
             break;
         case O_NO_BIASC: ro.bias_correction = 0; break;
         case O_EQUALIZE: equalize = 1; break;
+        case O_REFINE_MEMORY: {
+            long mb;
+            if (cli_parse_long(optarg, 1, 1L << 30, &mb)) return cli_usage_error("quantize", "bad --refine-memory (megabytes, >= 1)");
+            ro.memory_budget = (size_t)mb << 20;
+            break;
+        }
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
             break;
@@ -302,11 +310,12 @@ int cmd_quantize(int argc, char **argv)
     if (res.refined) {
         const eng_refine_report *rr = &res.rr;
         fprintf(stderr,
-                "ptq quantize: refined on %d images in %d passes, %.1f s: %d activation scales chosen by output error (%.1f s), "
-                "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected; "
-                "passes over the images %.1f s\n",
-                rr->images, rr->passes, rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded, rr->layers, rr->codes_changed,
-                rr->seconds_adaround, rr->corrected, rr->seconds_passes);
+                "ptq quantize: refined on %d images in %d sweep%s over the network, %.1f s: %d activation scales chosen by output "
+                "error (%.1f s), %d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected; "
+                "layer inputs kept between layers: at most %.0f MB in memory, %.0f MB in a temporary file\n",
+                rr->images, rr->passes, rr->passes == 1 ? "" : "s", rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded,
+                rr->layers, rr->codes_changed, rr->seconds_adaround, rr->corrected, (double)rr->peak_memory / 1048576.0,
+                (double)rr->peak_spilled / 1048576.0);
         /* the cost against one calibration pass, per image seen (the refinement may run on fewer images) */
         if (res.seconds_calibration > 0 && src.images > 0 && rr->images > 0)
             fprintf(stderr, "ptq quantize: refinement cost %.1fx the calibration pass (%.3f s per image against %.3f s)\n",
