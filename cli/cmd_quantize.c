@@ -57,6 +57,9 @@ static void usage(FILE *fp)
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"
+                "  --no-refine-check     keep every refinement asked for; by default each one is kept only where it\n"
+                "                        helps the task metric (--metric, else the one that fits the model) on the\n"
+                "                        --eval-images, or else on every fourth calibration image, held out of it\n"
                 "  --refine-memory MB    layer inputs the refinements keep in memory between layers (default 1024);\n"
                 "                        beyond it they go to a temporary file in TMPDIR\n"
                 "  --equalize            before calibration, scale the channels in front of depthwise Convs by powers of\n"
@@ -72,7 +75,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -92,7 +95,8 @@ int cmd_quantize(int argc, char **argv)
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
-        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY}, {"adaround", optional_argument, 0, O_ADAROUND},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY},
+        {"no-refine-check", no_argument, 0, O_NO_REFINE_CHECK}, {"adaround", optional_argument, 0, O_ADAROUND},
         {"equalize", no_argument, 0, O_EQUALIZE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
@@ -105,6 +109,7 @@ int cmd_quantize(int argc, char **argv)
     int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
+    int refine_check = 1, metric_given = 0;
     eng_refine_options ro = eng_refine_defaults();
     ro.bias_correction = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
@@ -188,6 +193,7 @@ int cmd_quantize(int argc, char **argv)
         case O_METRIC:
             if (cmp_metric_parse(optarg, &tg.kind))
                 return cli_usage_error("quantize", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
+            metric_given = 1;
             break;
         case O_TARGET: {
             char *end;
@@ -204,6 +210,7 @@ int cmd_quantize(int argc, char **argv)
             break;
         case O_NO_BIASC: ro.bias_correction = 0; break;
         case O_EQUALIZE: equalize = 1; break;
+        case O_NO_REFINE_CHECK: refine_check = 0; break;
         case O_REFINE_MEMORY: {
             long mb;
             if (cli_parse_long(optarg, 1, 1L << 30, &mb)) return cli_usage_error("quantize", "bad --refine-memory (megabytes, >= 1)");
@@ -236,8 +243,11 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
     if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop) && isnan(tg.metric)) || !src.o.images))
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
-    if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
-        return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
+    int refining = ro.bias_correction || ro.adaround_iters > 0 || !strcmp(method_arg, "output-mse");
+    if (!auto_exclude && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
+        return cli_usage_error("quantize", "--target* go with --auto-exclude");
+    if (!auto_exclude && eval_dir && (!refining || !refine_check))
+        return cli_usage_error("quantize", "--eval-images go with --auto-exclude or with a checked refinement (--bias-correction, --adaround, --method output-mse)");
     if (equalize && cache)
         return cli_usage_error("quantize", "--equalize changes the model: its cache fits the model 'ptq translate OUT.qdq.onnx' "
                                            "writes, not MODEL (drop --cache and run ptq translate)");
@@ -278,6 +288,8 @@ int cmd_quantize(int argc, char **argv)
     job.qo = qo;
     job.ro = ro;
     job.refine_images = (int)refine_images;
+    job.refine_check = refine_check;
+    job.metric_given = metric_given;
     job.auto_exclude = auto_exclude;
     job.eval_images = eval_dir;
     job.eval_limit = (int)eval_limit;
@@ -316,6 +328,15 @@ int cmd_quantize(int argc, char **argv)
                 rr->images, rr->passes, rr->passes == 1 ? "" : "s", rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded,
                 rr->layers, rr->codes_changed, rr->seconds_adaround, rr->corrected, (double)rr->peak_memory / 1048576.0,
                 (double)rr->peak_spilled / 1048576.0);
+        if (res.check_images > 0) {
+            fprintf(stderr, "ptq quantize: refinement check on %d held-out images (%s, then cosine):", res.check_images, res.check_metric);
+            for (int i = 0; i < res.n_steps; i++)
+                fprintf(stderr, "%s %s %.4f -> %.4f %s", i ? ";" : "", res.steps[i].name, res.steps[i].before, res.steps[i].after,
+                        res.steps[i].kept ? "kept" : "dropped (it did not help)");
+            fprintf(stderr, "; the model written: %.4f\n", res.check_final);
+        } else if (res.check_skipped[0]) {
+            fprintf(stderr, "ptq quantize: refinements kept unchecked: %s\n", res.check_skipped);
+        }
         /* the cost against one calibration pass, per image seen (the refinement may run on fewer images) */
         if (res.seconds_calibration > 0 && src.images > 0 && rr->images > 0)
             fprintf(stderr, "ptq quantize: refinement cost %.1fx the calibration pass (%.3f s per image against %.3f s)\n",

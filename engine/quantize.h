@@ -62,6 +62,12 @@ typedef struct {
     quant_options qo;           /* placement and exclusions (range/range_user are set by the engine) */
     eng_refine_options ro;      /* bias_correction (0 here), adaround_iters, ...; output_aware follows output_mse */
     int refine_images;          /* 32 */
+    /* 1 (default): each refinement is kept only where it helps: the task metric (metric_given:
+     * target.kind; else top1, box-f1, mask-iou:0.3 or seq-chars, whichever applies, then cosine) on
+     * the evaluation images, or without them on every fourth calibration image, held out of the
+     * refinement, measured before and after it */
+    int refine_check;
+    int metric_given;
     int auto_exclude;           /* the fewest nodes in float that meet target on eval (needs src with images) */
     const char *eval_images, *labels;
     int eval_limit;
@@ -90,6 +96,18 @@ typedef struct {
     quant_report rep;
     int refined;
     eng_refine_report rr;
+    /* the refinement check (job.refine_check): the metric before any refinement, then after each */
+    struct eng_refine_step {
+        const char *name;       /* "output-aware scales", "AdaRound", "bias correction" */
+        double before, after;   /* the metric; cosine breaks ties */
+        double cos_before, cos_after;
+        int kept;
+    } steps[3];
+    int n_steps;
+    int check_images;           /* images the check measured on (0: no check) */
+    double check_final;         /* the metric of the model as written */
+    char check_metric[64];
+    char check_skipped[160];    /* why no check ran, when refinements did ("" otherwise) */
     int64_t opset0;
     int n_upgraded;
     char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */

@@ -291,14 +291,14 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     if (o->shard_count > 1) { /* round robin over the final order: position k goes to shard k mod N */
         int kept = 0;
         for (int k = 0; k < files.n; k++) {
-            if (k % o->shard_count == o->shard_index) files.v[kept++] = files.v[k];
+            if ((k % o->shard_count == o->shard_index) != (o->shard_invert != 0)) files.v[kept++] = files.v[k];
             else free(files.v[k]);
         }
         if (kept == 0) {
             int listed = files.n;
             files.n = 0;
-            FAIL(PTQ_ERR_ARG, "%s: shard %d/%d holds no image (%d image files listed)", o->images, o->shard_index,
-                 o->shard_count, listed);
+            FAIL(PTQ_ERR_ARG, "%s: shard %s%d/%d holds no image (%d image files listed)", o->images, o->shard_invert ? "all but " : "",
+                 o->shard_index, o->shard_count, listed);
         }
         files.n = kept;
     }

@@ -44,6 +44,7 @@ typedef struct {
     int limit;           /* keep at most this many usable images (0: all) */
     int shard_index;     /* --shard I/N: keep list positions k with k % shard_count == shard_index */
     int shard_count;     /* 0: no sharding (the whole list) */
+    int shard_invert;    /* 1: keep the positions NOT in shard_index (the other shards together) */
     int shuffle;
     uint64_t seed;
     int strict;          /* a bad image is an error instead of a counted skip */
