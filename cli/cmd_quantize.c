@@ -30,7 +30,12 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq quantize MODEL (--images DIR --preset P | --input X.npy | --from-stats S | --from-cache C)\n"
                 "                    -o, --output OUT.qdq.onnx [options]\n"
-                "  --method M            max, percentile[:P], entropy (default), mse\n"
+                "  --recipe R            fast: percentile:99.99, one pass (the default); balanced: the method among max,\n"
+                "                        percentile:99.99, percentile:99.999 and mse that scores best on held-out images,\n"
+                "                        then bias correction; best: balanced + equalization, output-aware scales and\n"
+                "                        AdaRound; each refinement kept only where it helps (docs/quantizing.md#recipes)\n"
+                "  --method M            max, percentile[:P] (default percentile:99.99), entropy (TensorRT's\n"
+                "                        calibrator), mse; with --recipe: that method instead of the measured choice\n"
                 "  --stats FILE          also save the calibration statistics (ptq stats merge)\n"
                 "  --from-stats FILE     ranges of --method from saved statistics of this model, without images\n"
                 "  --from-cache FILE     the ranges of a TensorRT cache (amax = scale * 127); tensors it lacks stay float\n"
@@ -75,7 +80,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -96,20 +101,21 @@ int cmd_quantize(int argc, char **argv)
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
         {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY},
-        {"no-refine-check", no_argument, 0, O_NO_REFINE_CHECK}, {"adaround", optional_argument, 0, O_ADAROUND},
+        {"no-refine-check", no_argument, 0, O_NO_REFINE_CHECK}, {"recipe", required_argument, 0, O_RECIPE}, {"adaround", optional_argument, 0, O_ADAROUND},
         {"equalize", no_argument, 0, O_EQUALIZE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     eng_calib_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
-    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy", *trt_algo = NULL;
+    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "percentile:99.99", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
     int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
-    int refine_check = 1, metric_given = 0;
+    int refine_check = 1, metric_given = 0, no_biasc = 0;
+    const char *recipe = NULL;
     eng_refine_options ro = eng_refine_defaults();
     ro.bias_correction = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
@@ -208,7 +214,11 @@ int cmd_quantize(int argc, char **argv)
         case O_ADAROUND:
             if (cli_adaround_arg("quantize", optarg, argc, argv, &optind, &ro.adaround_iters)) return CLI_EXIT_USAGE;
             break;
-        case O_NO_BIASC: ro.bias_correction = 0; break;
+        case O_NO_BIASC:
+            ro.bias_correction = 0;
+            no_biasc = 1;
+            break;
+        case O_RECIPE: recipe = optarg; break;
         case O_EQUALIZE: equalize = 1; break;
         case O_NO_REFINE_CHECK: refine_check = 0; break;
         case O_REFINE_MEMORY: {
@@ -246,6 +256,7 @@ int cmd_quantize(int argc, char **argv)
     int refining = ro.bias_correction || ro.adaround_iters > 0 || !strcmp(method_arg, "output-mse");
     if (!auto_exclude && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
         return cli_usage_error("quantize", "--target* go with --auto-exclude");
+    if (recipe && strcmp(recipe, "fast")) refining = 1; /* balanced and best measure on them */
     if (!auto_exclude && eval_dir && (!refining || !refine_check))
         return cli_usage_error("quantize", "--eval-images go with --auto-exclude or with a checked refinement (--bias-correction, --adaround, --method output-mse)");
     if (equalize && cache)
@@ -253,11 +264,13 @@ int cmd_quantize(int argc, char **argv)
                                            "writes, not MODEL (drop --cache and run ptq translate)");
     if (equalize && (!src.o.images || stats))
         return cli_usage_error("quantize", "--equalize measures the model on --images%s", stats ? " and changes it: not with --stats" : "");
+    if (recipe && strcmp(recipe, "fast") && (!src.o.images || from_stats || from_cache))
+        return cli_usage_error("quantize", "--recipe %s measures the model on images: give --images (not --from-stats or --from-cache)", recipe);
     int output_mse = !strcmp(method_arg, "output-mse");
     if ((ro.bias_correction || ro.adaround_iters || output_mse) && !src.o.images)
         return cli_usage_error("quantize", "--%s runs the model on images: give --images",
                                output_mse ? "method output-mse" : ro.adaround_iters ? "adaround" : "bias-correction");
-    if (output_mse) {
+    if (!strcmp(method_arg, "output-mse")) {
         method_arg = "mse"; /* the starting point; each activation's amax is then chosen again */
         ro.output_aware = 1;
     }
@@ -290,12 +303,27 @@ int cmd_quantize(int argc, char **argv)
     job.refine_images = (int)refine_images;
     job.refine_check = refine_check;
     job.metric_given = metric_given;
+    if (recipe && (st = eng_quantize_recipe(&job, recipe, method_given, no_biasc, !cache && !stats)) != PTQ_OK) {
+        fprintf(stderr, "ptq quantize: %s\n", ptq_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    equalize = job.equalize;
     job.auto_exclude = auto_exclude;
     job.eval_images = eval_dir;
     job.eval_limit = (int)eval_limit;
     job.labels = labels;
     job.target = tg;
     if ((st = eng_quantize_ranges(&job, &res)) != PTQ_OK) goto fail;
+    if ((st = eng_quantize_choose_method(&job, &res)) != PTQ_OK) goto fail;
+    if (job.n_choose && res.choose_images > 0) {
+        fprintf(stderr, "ptq quantize: method chosen on %d held-out images (%s, then cosine):", res.choose_images, res.check_metric);
+        for (int i = 0; i < job.n_choose; i++) {
+            char name[64];
+            calib_method_name(&job.choose[i], name, sizeof name);
+            fprintf(stderr, "%s %s %.4f%s", i ? "," : "", name, res.choose_metric[i], i == res.chosen ? " (taken)" : "");
+        }
+        fprintf(stderr, "\n");
+    }
     if (equalize) {
         double before = 1, after = 1;
         for (int i = 0; i < res.eq.n; i++) {

@@ -11,6 +11,7 @@
 
 #include "io/file.h"
 #include "io/onnx.h"
+#include "quant/adaround.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
@@ -110,7 +111,7 @@ eng_quantize_job eng_quantize_job_defaults(void)
 {
     eng_quantize_job j;
     memset(&j, 0, sizeof j);
-    calib_method_parse("entropy", &j.method);
+    calib_method_parse("percentile:99.99", &j.method); /* docs/quantizing.md#recipes: entropy fails on few-element tensors */
     j.qo = quant_defaults();
     j.ro = eng_refine_defaults();
     j.ro.bias_correction = 0;
@@ -119,6 +120,28 @@ eng_quantize_job eng_quantize_job_defaults(void)
     j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &j.target.kind);
     return j;
+}
+
+ptq_status eng_quantize_recipe(eng_quantize_job *job, const char *recipe, int method_given, int no_bias, int may_equalize)
+{
+    int fast = !strcmp(recipe, "fast"), best = !strcmp(recipe, "best");
+    if (!fast && !best && strcmp(recipe, "balanced")) {
+        ptq_error("bad recipe '%s' (fast, balanced, best)", recipe);
+        return PTQ_ERR_ARG;
+    }
+    if (fast) return PTQ_OK;
+    if (!method_given) {
+        static const char *const cand[] = {"max", "percentile:99.99", "percentile:99.999", "mse"};
+        for (int i = 0; i < 4; i++) calib_method_parse(cand[i], &job->choose[i]);
+        job->n_choose = 4;
+    }
+    if (!no_bias) job->ro.bias_correction = 1;
+    if (best) {
+        if (!job->ro.adaround_iters) job->ro.adaround_iters = quant_adaround_defaults().iters;
+        job->output_mse = 1;
+        if (may_equalize) job->equalize = 1;
+    }
+    return PTQ_OK;
 }
 
 /* Equalization of res->g (equalize.h) on the calibration images, before their pass. */
@@ -212,6 +235,113 @@ static ptq_status set_exclusions(const eng_quantize_job *job, eng_quantize_resul
     res->exclude_nodes = l;
     res->n_exclude_nodes = n;
     return PTQ_OK;
+}
+
+static void check_metric(const eng_quantize_job *job, const cmp_metrics *m, cmp_metric *out);
+enum { CHECK_MIN_IMAGES = 8 };
+
+/* The check's evaluation images: the evaluation images, or every fourth calibration image
+ * (ev->o shard 3 of 4); 0 with *why set when there are too few or they are a shard. */
+static int check_images(const eng_quantize_job *job, cmp_eval *ev, char *why, size_t cap)
+{
+    if (job->eval_images) {
+        ev->o.images = job->eval_images;
+        ev->o.limit = job->eval_limit;
+        ev->o.shuffle = 0;
+        return 1;
+    }
+    if (!job->src || !job->src->o.images) {
+        snprintf(why, cap, "no images to measure on: give --eval-images");
+        return 0;
+    }
+    pp_dataset *d = NULL;
+    pp_dataset_options lo = job->src->o;
+    int files = 0;
+    lo.quiet = 1;
+    lo.limit = 0;
+    if (pp_dataset_open(&lo, &job->src->cfg, &d) == PTQ_OK) files = pp_dataset_files(d);
+    pp_dataset_close(d);
+    if (job->src->o.shard_count > 1) {
+        snprintf(why, cap, "the calibration images are a shard: give --eval-images");
+        return 0;
+    }
+    if (files < 2 * CHECK_MIN_IMAGES) {
+        snprintf(why, cap, "%d calibration images, fewer than %d to hold some out: give --eval-images", files, 2 * CHECK_MIN_IMAGES);
+        return 0;
+    }
+    ev->o.shard_count = 4;
+    ev->o.shard_index = 3;
+    /* at most a quarter of --limit, 64 without it */
+    ev->o.limit = job->eval_limit > 0 ? job->eval_limit : job->src->o.limit > 0 ? (job->src->o.limit / 4 > CHECK_MIN_IMAGES ? job->src->o.limit / 4 : CHECK_MIN_IMAGES) : 64;
+    return 1;
+}
+
+ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    int n = job->n_choose, nr = res->n_ranges;
+    if (n <= 0) return PTQ_OK;
+    if (job->from_cache) {
+        ptq_error("choosing the method needs statistics, not a cache");
+        return PTQ_ERR_ARG;
+    }
+    cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+    ptq_graph *gq[8] = {0};
+    io_range *r[8] = {0};
+    io_cache_entry *e[8] = {0};
+    int *warn = calloc((size_t)nr + 1, sizeof(int));
+    cmp_metrics m[8];
+    char why[160] = "";
+    cmp_eval ev = {.g = res->g, .model = job->model, .cfg = job->src ? job->src->cfg : (pp_config){0},
+                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq};
+    if (job->src) ev.o = job->src->o;
+    else ev.o = pp_dataset_defaults();
+    ev.nthreads = ev.o.threads;
+    ev.o.log = job->log;
+    CHECK_ALLOC(cc);
+    CHECK_ALLOC(warn);
+    if (!job->src && job->eval_images) FAIL(PTQ_ERR_ARG, "choosing the method on --eval-images needs the preprocessing of calibration images");
+    if (!check_images(job, &ev, why, sizeof why)) {
+        pp_log_message(&job->log, PP_LOG_WARNING, "the method is not chosen by measurement (%s): %s", why, res->tag);
+        goto done;
+    }
+    TRY(eng_fit_batch(res->g, job->model, &ev.o));
+    for (int k = 0; k < n; k++) {
+        quant_report rep = {0};
+        CHECK_ALLOC(r[k] = calloc((size_t)nr + 1, sizeof *r[k]));
+        CHECK_ALLOC(e[k] = calloc((size_t)nr + 1, sizeof *e[k]));
+        eng_method_ranges(&res->col, &job->choose[k], r[k], e[k], warn);
+        st = cmp_build_qdq(&ev, r[k], nr, &job->qo, &gq[k], &rep);
+        quant_report_free(&rep);
+        if (st != PTQ_OK) goto done;
+    }
+    ev.o.label = "choosing the method";
+    TRY(cmp_evaluate(&ev, gq, n, m));
+    cmp_metric metric;
+    check_metric(job, &m[0], &metric);
+    cmp_metric_name(&metric, res->check_metric, sizeof res->check_metric);
+    int best = 0;
+    for (int k = 0; k < n; k++) {
+        res->choose_metric[k] = cmp_metric_value(&metric, &m[k]);
+        res->choose_cosine[k] = m[k].cosine;
+        double a = res->choose_metric[k], b = res->choose_metric[best];
+        if (a > b || (a == b && m[k].cosine > m[best].cosine)) best = k;
+    }
+    res->chosen = best;
+    res->choose_images = m[0].images;
+    memcpy(res->ranges, r[best], sizeof *res->ranges * (size_t)nr);
+    memcpy(res->entries, e[best], sizeof *res->entries * (size_t)nr);
+    if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
+    else calib_method_name(&job->choose[best], res->tag, sizeof res->tag);
+done:
+    for (int k = 0; k < n; k++) {
+        ptq_graph_destroy(gq[k]);
+        free(r[k]);
+        free(e[k]);
+    }
+    free(warn);
+    cmp_cache_destroy(cc);
+    return st;
 }
 
 ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res)
@@ -440,8 +570,6 @@ static void add_report(eng_refine_report *to, const eng_refine_report *r)
     to->seconds_total += r->seconds_total;
 }
 
-enum { CHECK_MIN_IMAGES = 8 };
-
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
@@ -454,7 +582,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     }
     /* the FP32 model as the QDQ graph was made from it: constants as initializers, opset 13 */
     ptq_graph *fp = NULL;
-    int fp_upgraded = 0, fp_const = 0, files = 0;
+    int fp_upgraded = 0, fp_const = 0;
     pp_dataset_options ro_o = job->src->o;
     /* the first refine_images of the calibration images (--limit caps both) */
     ro_o.limit = ro_o.limit > 0 && ro_o.limit < job->refine_images ? ro_o.limit : job->refine_images;
@@ -484,28 +612,10 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
                    .labels = job->eval_images ? job->labels : NULL, .nthreads = job->src->o.threads};
     ev.o.shuffle = job->src->o.shuffle;
     ev.o.log = job->log;
-    if (job->refine_check && job->eval_images) {
-        ev.o.images = job->eval_images;
-        ev.o.limit = job->eval_limit;
-        ev.o.shuffle = 0;
-    } else if (job->refine_check) {
-        pp_dataset *d = NULL;
-        pp_dataset_options lo = job->src->o;
-        lo.quiet = 1;
-        lo.limit = 0;
-        if (pp_dataset_open(&lo, &job->src->cfg, &d) == PTQ_OK) files = pp_dataset_files(d);
-        pp_dataset_close(d);
-        if (job->src->o.shard_count > 1)
-            snprintf(res->check_skipped, sizeof res->check_skipped, "the calibration images are a shard: give --eval-images");
-        else if (files < 2 * CHECK_MIN_IMAGES)
-            snprintf(res->check_skipped, sizeof res->check_skipped, "%d calibration images, fewer than %d to hold some out: give --eval-images",
-                     files, 2 * CHECK_MIN_IMAGES);
-        else {
-            ev.o.shard_count = ro_o.shard_count = 4;
-            ev.o.shard_index = ro_o.shard_index = 3;
-            ro_o.shard_invert = 1;
-            ev.o.limit = job->eval_limit > 0 ? job->eval_limit : 0;
-        }
+    if (job->refine_check && check_images(job, &ev, res->check_skipped, sizeof res->check_skipped) && !job->eval_images) {
+        ro_o.shard_count = 4; /* the refinement leaves the held-out images out */
+        ro_o.shard_index = 3;
+        ro_o.shard_invert = 1;
     }
     int check = job->refine_check && !res->check_skipped[0];
     TRY(eng_fit_batch(fp, job->model, &ro_o));
@@ -553,6 +663,9 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
             cur_cos = s->cos_after;
         } else {
             snapshot_restore(res->g, res, &snap);
+            if (k == 0) /* the ranges are the method's again */
+                calib_method_name(job->n_choose && res->choose_images > 0 ? &job->choose[res->chosen] : &job->method, res->tag,
+                                  sizeof res->tag);
         }
     }
     /* the model as written, measured again: a dropped refinement must have left no trace */

@@ -68,6 +68,11 @@ typedef struct {
      * refinement, measured before and after it */
     int refine_check;
     int metric_given;
+    /* n_choose > 0: the method is the one of choose[] whose QDQ model scores best (the check's
+     * metric, then cosine) on the evaluation images, or without them on every fourth calibration
+     * image; each from the same statistics (eng_quantize_choose_method) */
+    calib_method choose[8];
+    int n_choose;
     int auto_exclude;           /* the fewest nodes in float that meet target on eval (needs src with images) */
     const char *eval_images, *labels;
     int eval_limit;
@@ -108,6 +113,9 @@ typedef struct {
     double check_final;         /* the metric of the model as written */
     char check_metric[64];
     char check_skipped[160];    /* why no check ran, when refinements did ("" otherwise) */
+    /* the method choice (job.n_choose): each candidate's metric and cosine, the one taken */
+    double choose_metric[8], choose_cosine[8];
+    int chosen, choose_images;
     int64_t opset0;
     int n_upgraded;
     char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */
@@ -115,7 +123,16 @@ typedef struct {
 
 eng_quantize_job eng_quantize_job_defaults(void);
 ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result *res);
+/* What a recipe asks of a job with images (docs/quantizing.md#recipes): "fast" (the default
+ * method, no refinement), "balanced" (the method measured among max, percentile:99.99,
+ * percentile:99.999 and mse unless method_given, then bias correction unless no_bias),
+ * "best" (balanced + output-aware scales, AdaRound, and equalization when may_equalize).
+ * PTQ_ERR_ARG for another name. */
+ptq_status eng_quantize_recipe(eng_quantize_job *job, const char *recipe, int method_given, int no_bias, int may_equalize);
 ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res);
+/* job.n_choose > 0: measures each candidate method and keeps the best one's ranges (after
+ * eng_quantize_ranges, before auto-exclusion); res->tag names it. */
+ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res);
 
