@@ -168,6 +168,7 @@ static int label_of(const label_set *l, const char *path)
 /* Sums that make cosine and SQNR of b against a: sum ab, aa, bb, (a - b)^2, and max |a - b|. */
 typedef struct {
     double ab, aa, bb, dd, max_abs;
+    double n; /* elements compared: none (every output of data-dependent size differed) makes the sums' metrics NaN */
 } sums;
 
 static void sums_add(sums *m, const float *a, const float *b, size_t n)
@@ -186,6 +187,7 @@ static void sums_add(sums *m, const float *a, const float *b, size_t n)
     m->bb += bb;
     m->dd += dd;
     m->max_abs = mx;
+    m->n += (double)n;
 }
 
 /* sums_add in 8 interleaved double lanes (element i goes to lane i mod 8, the lanes added
@@ -219,6 +221,7 @@ static void sums_add_lanes(sums *m, const float *a, const float *b, size_t n)
         if (mx[l] > m->max_abs) m->max_abs = mx[l];
     }
     if (nan) m->max_abs = INFINITY;
+    m->n += (double)n;
 }
 
 typedef struct {
@@ -355,6 +358,7 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
 
 static double cosine_of(const sums *m)
 {
+    if (m->n == 0) return NAN;
     if (m->aa == 0 && m->bb == 0) return 1.0;
     if (m->aa == 0 || m->bb == 0) return 0.0;
     return m->ab / sqrt(m->aa * m->bb);
@@ -362,6 +366,7 @@ static double cosine_of(const sums *m)
 
 static double sqnr_of(const sums *m)
 {
+    if (m->n == 0) return NAN;
     if (m->dd == 0) return INFINITY;
     return 10.0 * log10(m->aa / m->dd);
 }
@@ -379,7 +384,7 @@ static void metrics_of(const acc *m, int kind, int labelled, int images, float t
     int classifier = kind == OUT_CLASSIFIER;
     out->cosine = cosine_of(&m->s);
     out->sqnr_db = sqnr_of(&m->s);
-    out->max_abs = m->s.max_abs;
+    out->max_abs = m->s.n == 0 ? (double)NAN : m->s.max_abs;
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
     out->seq_top1 = kind == OUT_SEQUENCE && m->seq_positions ? (double)m->seq_agree / (double)m->seq_positions : (double)NAN;
