@@ -358,7 +358,6 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
 
 static double cosine_of(const sums *m)
 {
-    if (m->n == 0) return NAN;
     if (m->aa == 0 && m->bb == 0) return 1.0;
     if (m->aa == 0 || m->bb == 0) return 0.0;
     return m->ab / sqrt(m->aa * m->bb);
@@ -366,7 +365,6 @@ static double cosine_of(const sums *m)
 
 static double sqnr_of(const sums *m)
 {
-    if (m->n == 0) return NAN;
     if (m->dd == 0) return INFINITY;
     return 10.0 * log10(m->aa / m->dd);
 }
@@ -382,8 +380,8 @@ static int argmax(const float *x, int64_t n)
 static void metrics_of(const acc *m, int kind, int labelled, int images, float threshold, cmp_metrics *out)
 {
     int classifier = kind == OUT_CLASSIFIER;
-    out->cosine = cosine_of(&m->s);
-    out->sqnr_db = sqnr_of(&m->s);
+    out->cosine = m->s.n == 0 ? (double)NAN : cosine_of(&m->s); /* n/a: no output compared element by element */
+    out->sqnr_db = m->s.n == 0 ? (double)NAN : sqnr_of(&m->s);
     out->max_abs = m->s.n == 0 ? (double)NAN : m->s.max_abs;
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;

@@ -261,6 +261,7 @@ static int check_images(const eng_quantize_job *job, cmp_eval *ev, char *why, si
     lo.limit = 0;
     if (pp_dataset_open(&lo, &job->src->cfg, &d) == PTQ_OK) files = pp_dataset_files(d);
     pp_dataset_close(d);
+    if (job->src->o.limit > 0 && files > job->src->o.limit) files = job->src->o.limit; /* what the user gave to calibrate */
     if (job->src->o.shard_count > 1) {
         snprintf(why, cap, "the calibration images are a shard: give --eval-images");
         return 0;
