@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """textpages.py: rendered pages whose text is known, the ground truth of the OCR benches.
 
-Pages 640-1280 pixels wide carry 3 to 12 lines each, top to bottom, in one of 16 font faces
-(Debian's fonts-dejavu, fonts-liberation2, fonts-freefont-ttf, and fonts-wqy-microhei for
-Chinese), 16 to 48 pixels, a quarter of the lines turned by up to 3 degrees, on a plain colour,
+Pages 640-1024 pixels wide and 480-800 high carry 4 to 12 lines each, top to bottom, in one of
+16 font faces (Debian's fonts-dejavu, fonts-liberation2, fonts-freefont-ttf, and
+fonts-wqy-microhei for Chinese), 16 to 48 pixels, a quarter of the lines turned by up to 3 degrees, on a plain colour,
 on paper (grain, a gradient, a fold shadow) or on a photo of build/photos (a random crop; busy
 regions get a plate behind the line, like a sign). Every text colour has a WCAG contrast ratio
 of at least 4.5 with the mean colour under its line. Texts are Latin words, numbers, dates and
@@ -15,6 +15,7 @@ seeds, different halves of the word list, of the Chinese characters' rows and of
 
   OUT/pages/pNNNN.png      the pages
   OUT/truth.json           {"split", "seed", "images": [{"image": "pages/pNNNN.png", "size": [W, H],
+                            "background": plain, paper or the photo's file name,
                             "lines": [{"text": T, "polygon": [[x, y] x4]}, ...]}]}: lines in reading
                             order, polygons clockwise from the top-left corner of the text, with a
                             margin of 15 % of the font size (what DB's unclipped boxes hold)
@@ -50,11 +51,12 @@ LATIN_FONTS = ["dejavu/DejaVuSans.ttf", "dejavu/DejaVuSans-Bold.ttf", "dejavu/De
                "freefont/FreeSerif.ttf", "freefont/FreeSerifBold.ttf", "freefont/FreeMono.ttf",
                "freefont/FreeSansOblique.ttf"]
 CJK_FONT = "wqy/wqy-microhei.ttc"
-# The skimage photographs (tests/oracle/textimages.py's list); even positions for calibration.
+# The skimage photographs of tests/oracle/textimages.py's list without text of their own (the
+# motorcycles' tank reads YAMAHA once enlarged, logo.png is a logotype): text the truth does not
+# hold would count against a reader that reads it. Even positions calibrate, odd ones evaluate.
 PHOTOS = ["astronaut.png", "brick.png", "camera.png", "cell.png", "chelsea.png", "clock_motion.png",
           "coffee.png", "coins.png", "color.png", "grass.png", "gravel.png", "hubble_deep_field.jpg",
-          "ihc.png", "moon.png", "motorcycle_left.png", "motorcycle_right.png", "retina.jpg",
-          "rocket.jpg", "logo.png", "horse.png"]
+          "ihc.png", "moon.png", "retina.jpg", "rocket.jpg", "horse.png"]
 WORDS = ("open street market exit station coffee bakery hotel pharmacy parking north south east west "
          "entrance private road closed sale today fresh bread milk total price receipt invoice number "
          "date time room floor gate platform train bus stop airport terminal welcome library museum "
@@ -150,12 +152,12 @@ def background(rng, w, h, photos):
         xs = np.arange(w, dtype=np.float32)
         arr -= (18 * np.exp(-((xs - fold) / (w * 0.03)) ** 2))[None, :, None]
         return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8)), kind
-    photo = photos[rng.randrange(len(photos))]
+    name, photo = photos[rng.randrange(len(photos))]
     pw, ph = photo.size
     s = max(w / pw, h / ph) * rng.uniform(1.0, 1.6)
     big = photo.resize((max(w, round(pw * s)), max(h, round(ph * s))), Image.BILINEAR)
     x, y = rng.randint(0, big.size[0] - w), rng.randint(0, big.size[1] - h)
-    return big.crop((x, y, x + w, y + h)), kind
+    return big.crop((x, y, x + w, y + h)), name
 
 
 def pick_colour(rng, under):
@@ -174,12 +176,12 @@ def pick_colour(rng, under):
 
 
 def render_page(rng, photos, words, hanzi, latin_ok):
-    w = rng.randrange(640, 1281, 16)
-    h = rng.randrange(480, 1025, 16)
+    w = rng.randrange(640, 1025, 16)
+    h = rng.randrange(480, 801, 16)
     img, kind = background(rng, w, h, photos)
     lines = []
     y = rng.randint(12, 48)
-    n_max = rng.randint(3, 12)
+    n_max = rng.randint(4, 12)
     while len(lines) < n_max:
         size = rng.randint(16, 48)
         cjk = rng.random() < 0.4
@@ -212,7 +214,7 @@ def render_page(rng, photos, words, hanzi, latin_ok):
         busy = float((region @ np.array([0.299, 0.587, 0.114], np.float32)).std()) > 38
         layer = Image.new("RGBA", (tw, th), (0, 0, 0, 0))
         d = ImageDraw.Draw(layer)
-        if busy or (kind == "photo" and rng.random() < 0.25):  # a plate, like a sign or a label
+        if busy or (kind not in ("plain", "paper") and rng.random() < 0.25):  # a plate, like a sign or a label
             plate = tuple(rng.randint(0, 255) for _ in range(3))
             d.rectangle((0, 0, tw - 1, th - 1), fill=plate + (255,))
             under = plate
@@ -226,7 +228,8 @@ def render_page(rng, photos, words, hanzi, latin_ok):
         y = int(math.ceil(y + bh)) + rng.randint(max(8, size // 2), size + 16)
     if rng.random() < 0.2:
         img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 0.8)))
-    return img, lines
+    img.info = {}
+    return img, lines, kind
 
 
 def warp_crop(page_bgr, poly):
@@ -251,7 +254,9 @@ def load_photos(photo_dir, names):
             bg = Image.new("RGB", im.size, (255, 255, 255))
             bg.paste(im, mask=im.split()[3])
             im = bg
-        out.append(im.convert("RGB"))
+        im = im.convert("RGB")
+        im.info = {}  # no ICC profile copied into the pages
+        out.append((name, im))
     return out
 
 
@@ -277,7 +282,7 @@ def main():
     n_line = 0
     for k in range(a.pages):
         rng = random.Random(f"textpages:{a.split}:{seed}:{k}")
-        img, lines = render_page(rng, photos, words, hanzi, latin_ok)
+        img, lines, kind = render_page(rng, photos, words, hanzi, latin_ok)
         name = f"p{k:04d}"
         path = os.path.join(a.out, "pages", name + ".png")
         img.save(path, compress_level=1)
@@ -293,7 +298,8 @@ def main():
             rec_labels.append(f"{cname},{line['text']}")
             cls_labels.append(f"{cname},{turned}")
             n_line += 1
-        truth.append({"image": f"pages/{name}.png", "size": [img.size[0], img.size[1]], "lines": lines})
+        truth.append({"image": f"pages/{name}.png", "size": [img.size[0], img.size[1]], "background": kind,
+                      "lines": lines})
     with open(os.path.join(a.out, "truth.json"), "w", encoding="utf-8") as f:
         f.write(f'{{"split": "{a.split}", "seed": {seed}, "images": [\n')  # one page a line
         f.write(",\n".join(json.dumps(t, ensure_ascii=False) for t in truth))
