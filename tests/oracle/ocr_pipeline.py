@@ -31,7 +31,9 @@ that an FP32 model and a QDQ model written by ptq can be compared by what they r
 usage:
   ocr_pipeline.py --det DET.onnx --rec REC.onnx --keys KEYS --images LIST_OR_DIR_OR_IMAGE --out R.json
                   [--boxes-from R0.json] [--drop-score 0.5] [--threads 2] [--print]
-      --boxes-from: take the boxes of an earlier result instead of running det (DET not run).
+      --boxes-from: take the boxes of an earlier result instead of running det (DET not run);
+      a truth.json of tests/oracle/textpages.py works too (its "polygon"s; images matched by
+      path, else by base name).
   ocr_pipeline.py jitter --ref A.json --out J.json [--px 1] [--seed 1]
       A's boxes with each corner moved by up to px pixels (seeded): the CER of FP32 rec on them
       (--boxes-from J.json) is what a one-pixel box difference costs, the CER's noise floor.
