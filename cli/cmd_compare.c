@@ -227,6 +227,9 @@ int cmd_compare(int argc, char **argv)
             goto fail;
     }
 
+    /* the labels must match the evaluation images: checked before the calibration pass */
+    if (labels && (st = cmp_labels_check(labels, eval_dir, eval_limit > 0)) != PTQ_OK) goto fail;
+
     /* one calibration pass */
     job.model = model;
     job.g = g;

@@ -61,6 +61,8 @@ done:
 typedef struct {
     char **keys;   /* file: image base names; folders: class folder names, sorted */
     int *labels;
+    int *line;     /* file: the line of each key */
+    char *used;    /* file: the key named an evaluation image */
     int n, folders;
 } label_set;
 
@@ -69,6 +71,8 @@ static void labels_free(label_set *l)
     for (int i = 0; i < l->n; i++) free(l->keys[i]);
     free(l->keys);
     free(l->labels);
+    free(l->line);
+    free(l->used);
     memset(l, 0, sizeof *l);
 }
 
@@ -77,7 +81,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static ptq_status label_add(label_set *l, const char *key, int label)
+static ptq_status label_add(label_set *l, const char *key, int label, int line)
 {
     char **k = realloc(l->keys, sizeof *k * (size_t)(l->n + 1));
     if (!k) return PTQ_ERR_NOMEM;
@@ -85,7 +89,15 @@ static ptq_status label_add(label_set *l, const char *key, int label)
     int *v = realloc(l->labels, sizeof *v * (size_t)(l->n + 1));
     if (!v) return PTQ_ERR_NOMEM;
     l->labels = v;
+    int *ln = realloc(l->line, sizeof *ln * (size_t)(l->n + 1));
+    if (!ln) return PTQ_ERR_NOMEM;
+    l->line = ln;
+    char *u = realloc(l->used, (size_t)(l->n + 1));
+    if (!u) return PTQ_ERR_NOMEM;
+    l->used = u;
     if (!(l->keys[l->n] = ptq_strdup(key))) return PTQ_ERR_NOMEM;
+    l->line[l->n] = line;
+    l->used[l->n] = 0;
     l->labels[l->n++] = label;
     return PTQ_OK;
 }
@@ -103,7 +115,7 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
         struct dirent *e;
         while ((e = readdir(d))) {
             if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
-            if ((st = label_add(l, e->d_name, 0)) != PTQ_OK) break;
+            if ((st = label_add(l, e->d_name, 0, 0)) != PTQ_OK) break;
         }
         closedir(d);
         if (st != PTQ_OK) FAIL(st, "out of memory reading labels");
@@ -131,7 +143,17 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
         }
         *comma = 0;
         const char *base = strrchr(line, '/');
-        if ((st = label_add(l, base ? base + 1 : line, (int)v)) != PTQ_OK) {
+        base = base ? base + 1 : line;
+        if (!*base) {
+            free(buf);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: no image name before the comma", spec, line_no);
+        }
+        for (int i = 0; i < l->n; i++)
+            if (!strcmp(l->keys[i], base)) {
+                free(buf);
+                FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is labelled twice (line %d too)", spec, line_no, base, l->line[i]);
+            }
+        if ((st = label_add(l, base, (int)v, line_no)) != PTQ_OK) {
             free(buf);
             FAIL(st, "out of memory reading labels");
         }
@@ -143,8 +165,8 @@ done:
     return st;
 }
 
-/* The class of an image path, or -1. */
-static int label_of(const label_set *l, const char *path)
+/* The class of an image path, or -1; marks the file's entry used. */
+static int label_of(label_set *l, const char *path)
 {
     if (!l->n) return -1;
     const char *slash = strrchr(path, '/');
@@ -159,8 +181,45 @@ static int label_of(const label_set *l, const char *path)
     }
     const char *base = slash ? slash + 1 : path;
     for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->keys[i], base)) return l->labels[i];
+        if (!strcmp(l->keys[i], base)) {
+            l->used[i] = 1;
+            return l->labels[i];
+        }
     return -1;
+}
+
+/* A labelled set must match its images: every evaluation image has a label (checked as each is
+ * read), and with a file, every label names an evaluation image (checked once all were read;
+ * not under a --limit, which leaves images out on purpose). */
+static ptq_status labels_check_unused(const label_set *l, const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; !l->folders && !limited && i < l->n; i++)
+        if (!l->used[i])
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", spec, l->line[i], l->keys[i],
+                 images);
+done:
+    return st;
+}
+
+ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    label_set l = {0};
+    char **paths = NULL;
+    int n = 0;
+    TRY(labels_load(spec, images, &l));
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++)
+        if (label_of(&l, paths[i]) < 0)
+            FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i],
+                 l.folders ? "--labels folders (not in a class folder)" : spec);
+    TRY(labels_check_unused(&l, spec, images, limited));
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    labels_free(&l);
+    return st;
 }
 
 /* ---- output metrics ---- */
@@ -896,7 +955,12 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             lab = p;
             lab_cap = nb;
         }
-        for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
+        for (int i = 0; i < nb; i++) {
+            lab[i] = label_of(&labels, paths[i]);
+            if (ev->labels && lab[i] < 0)
+                FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i],
+                     labels.folders ? "--labels folders (not in a class folder)" : ev->labels);
+        }
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab);
         TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs));
         images += nb;
@@ -907,6 +971,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
              skipped);
     }
+    if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;

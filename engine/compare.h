@@ -152,6 +152,11 @@ int cmp_meets(const cmp_target *t, const cmp_metrics *m);
 /* Sets t->fp32_top1: the FP32 model's top-1 accuracy with labels (one evaluation pass),
  * else 1 (FP32 agrees with itself). */
 ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t);
+/* --labels FILE against the evaluation images before any work: one-line errors naming the file
+ * and line (a label without an image name, an empty or non-integer label, an image labelled
+ * twice, a label naming no evaluation image unless limited) or the image without a label.
+ * "folders": every image must sit in a class folder. */
+ptq_status cmp_labels_check(const char *labels, const char *eval_images, int limited);
 
 typedef struct {
     char **nodes;               /* nodes to keep in float, owned */

@@ -550,3 +550,24 @@ void pp_dataset_close(pp_dataset *d)
     free(d->files);
     free(d);
 }
+
+/* ---- the listing alone (ptq compare --labels checks its labels against it before calibrating) ---- */
+ptq_status pp_list_images(const char *images, char ***paths, int *n)
+{
+    ptq_status st = PTQ_OK;
+    strvec files = {0};
+    struct stat sb;
+    *paths = NULL;
+    *n = 0;
+    if (stat(images, &sb) != 0) FAIL(PTQ_ERR_IO, "%s: %s", images, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) TRY(walk(images, &files, 0));
+    else TRY(read_list(images, &files));
+    qsort(files.v, (size_t)files.n, sizeof(char *), cmp_str);
+    *paths = files.v;
+    *n = files.n;
+    return PTQ_OK;
+done:
+    for (int i = 0; i < files.n; i++) free(files.v[i]);
+    free(files.v);
+    return st;
+}
