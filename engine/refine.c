@@ -237,13 +237,14 @@ static int64_t positions(const layer *L, const ptq_tensor *t)
     return conv_out(t->dims[2], L->ph, L->ph_end, L->kh, L->sh, L->dh) * conv_out(t->dims[3], L->pw, L->pw_end, L->kw, L->sw, L->dw);
 }
 
-/* Writes the patch of output position pos of one image x (layout of t) into column col of
- * out ([groups * k] rows of `cap` columns). */
-static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t pos, float *out, int cap, int col)
+/* Writes the patch of output position pos of one image x (layout of t) into out, contiguous
+ * ([groups * k] values): one sample's row of the sample-major buffer (rows_of_samples turns it
+ * into the [groups * k] rows of `cap` columns the layers' maths read). */
+static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t pos, float *out)
 {
     if (L->kind != L_CONV) {
         int64_t K = t->dims[t->rank - 1];
-        for (int64_t j = 0; j < K; j++) out[j * cap + col] = x[pos * K + j];
+        memcpy(out, x + pos * K, sizeof(float) * (size_t)K);
         return;
     }
     int64_t H = t->dims[2], W = t->dims[3], C = t->dims[1];
@@ -253,8 +254,25 @@ static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t 
         for (int64_t a = 0; a < L->kh; a++)
             for (int64_t b = 0; b < L->kw; b++, row++) {
                 int64_t ih = oh * L->sh - L->ph + a * L->dh, iw = ow * L->sw - L->pw + b * L->dw;
-                out[row * cap + col] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[(c * H + ih) * W + iw] : 0.0f;
+                out[row] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[(c * H + ih) * W + iw] : 0.0f;
             }
+}
+
+/* The filled samples of a sample-major buffer ([filled x rows]) as rows of `cap` columns
+ * ([rows x cap]), in place through a scratch copy; a blocked transpose. */
+static ptq_status rows_of_samples(float *buf, int64_t rows, int cap, int filled)
+{
+    ptq_status st = PTQ_OK;
+    float *tmp = malloc(sizeof(float) * (size_t)(rows * filled + 1));
+    CHECK_ALLOC(tmp);
+    memcpy(tmp, buf, sizeof(float) * (size_t)(rows * filled));
+    for (int64_t r0 = 0; r0 < rows; r0 += 32)
+        for (int c0 = 0; c0 < filled; c0 += 32)
+            for (int64_t r = r0; r < rows && r < r0 + 32; r++)
+                for (int c = c0; c < filled && c < c0 + 32; c++) buf[r * cap + c] = tmp[(int64_t)c * rows + r];
+done:
+    free(tmp);
+    return st;
 }
 
 /* What one step of a sweep gathers over the images, for one group of layers reading one
@@ -306,8 +324,9 @@ static ptq_status observe_q(ctx *c, const char *name, int first, const ptq_tenso
             int64_t np = positions(L, t);
             for (int m = 0; m < c->per_image && L->filled < L->cap && np > 0; m++) {
                 int64_t pos = (int64_t)(mix64(c->seed ^ mix64(((uint64_t)li << 40) ^ (image << 16) ^ (uint64_t)m)) % (uint64_t)np);
-                gather(L, xf, t, pos, L->xs, L->cap, L->filled);
-                gather(L, xq, t, pos, L->xqs, L->cap, L->filled);
+                int64_t rows = L->groups * L->k;
+                gather(L, xf, t, pos, L->xs + (size_t)L->filled * (size_t)rows);
+                gather(L, xq, t, pos, L->xqs + (size_t)L->filled * (size_t)rows);
                 L->filled++;
             }
         }
@@ -575,6 +594,11 @@ static ptq_status group_step(eng_stepper *sf, eng_stepper *sq, ctx *c, const cha
         TRY(eng_stepper_get(sq, q_name, b, &xq));
         TRY(observe_q(c, q_name, eng_stepper_first(sq, b), &xq));
         c->fp = NULL;
+    }
+    for (int gi = 0; gi < c->ng && c->samples; gi++) { /* the samples as the layers' maths read them */
+        layer *L = &c->L[c->group[gi]];
+        TRY(rows_of_samples(L->xs, L->groups * L->k, L->cap, L->filled));
+        TRY(rows_of_samples(L->xqs, L->groups * L->k, L->cap, L->filled));
     }
 done:
     return st;
