@@ -294,7 +294,7 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
     cmp_metrics m[8];
     char why[160] = "";
     cmp_eval ev = {.g = res->g, .model = job->model, .cfg = job->src ? job->src->cfg : (pp_config){0},
-                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq};
+                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq, .metric = job->target.kind};
     if (job->src) ev.o = job->src->o;
     else ev.o = pp_dataset_defaults();
     ev.nthreads = ev.o.threads;
@@ -609,7 +609,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
 
     /* the check's images: the evaluation images, or every fourth calibration image, which the
      * refinement then leaves out */
-    cmp_eval ev = {.g = fp, .model = job->model, .o = job->src->o, .cfg = job->src->cfg,
+    cmp_eval ev = {.g = fp, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .metric = job->target.kind,
                    .labels = job->eval_images ? job->labels : NULL, .nthreads = job->src->o.threads};
     ev.o.shuffle = job->src->o.shuffle;
     ev.o.log = job->log;
