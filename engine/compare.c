@@ -12,6 +12,7 @@
 
 #include "io/file.h"
 #include "io/onnx.h"
+#include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 #include "runtime/plan.h"
@@ -49,6 +50,10 @@ ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, cons
     if (ev->eq) TRY(eng_equalize_apply(g, ev->eq));
     TRY(quant_upgrade_opset(g, 13, &changed));
     TRY(quant_insert_qdq(g, &q, report));
+    if (ev->float16) {
+        quant_fp16_report fr;
+        TRY(quant_fp16_simulate(g, &fr));
+    }
     *out = g;
     g = NULL;
 done:

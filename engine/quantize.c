@@ -11,6 +11,7 @@
 
 #include "io/file.h"
 #include "io/onnx.h"
+#include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
@@ -117,6 +118,7 @@ eng_quantize_job eng_quantize_job_defaults(void)
     j.refine_images = 32;
     j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &j.target.kind);
+    j.eval_float16 = 1;
     return j;
 }
 
@@ -224,6 +226,7 @@ ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_r
     cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
     cmp_target tg = job->target;
     cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
+                   .float16 = job->eval_float16,
                    .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind, .eq = &res->eq};
     ev.o.images = job->eval_images;
     ev.o.limit = job->eval_limit;
@@ -389,6 +392,10 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
     if (job->equalize && out->cache) /* its scales describe the equalized tensors, which the FP32 file lacks */
         FAIL(PTQ_ERR_ARG, "an equalized model's cache fits only the model `ptq translate` writes from its QDQ model, not %s",
              job->model);
+    if (out->model && job->write_float16) {
+        quant_fp16_report fr;
+        TRY(quant_fp16_convert(res->g, &fr));
+    }
     if (out->model) TRY(onnx_model_save(res->g, out->model));
     if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
     if (out->json) TRY(io_ranges_write_json(out->json, res->tag, res->ranges, res->n_ranges));

@@ -94,6 +94,20 @@ static ptq_status cast_run(ptq_op_ctx *ctx)
         memcpy(y->data, x->data, ptq_tensor_nbytes(y));
         return PTQ_OK;
     }
+    if (x->dtype == PTQ_F32 && y->dtype == PTQ_F16) { /* the float16 round trips of mixed-precision graphs */
+        const float *a = x->data;
+        uint16_t *b = y->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+        for (size_t i = 0; i < n; i++) b[i] = ptq_f32_to_f16(a[i]);
+        return PTQ_OK;
+    }
+    if (x->dtype == PTQ_F16 && y->dtype == PTQ_F32) {
+        const uint16_t *a = x->data;
+        float *b = y->data;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
+        for (size_t i = 0; i < n; i++) b[i] = ptq_f16_to_f32(a[i]);
+        return PTQ_OK;
+    }
     int from_f = ptq_dtype_is_float(x->dtype), from_u64 = x->dtype == PTQ_U64;
     for (size_t i = 0; i < n; i++) {
         if (y->dtype == PTQ_BOOL) {
