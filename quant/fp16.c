@@ -80,7 +80,7 @@ static ptq_status facts_make(const ptq_graph *g, facts *f)
     TRY(ptq_graph_toposort(g, f->order));
     for (int v = 0; v < g->n_values; v++) {
         const ptq_value *val = &g->values[v];
-        f->dt[v] = val->kind == PTQ_VALUE_INITIALIZER || val->has_type ? val->t.dtype : PTQ_UNDEFINED;
+        f->dt[v] = val->kind == PTQ_VALUE_INITIALIZER || val->kind == PTQ_VALUE_INPUT || val->has_type ? val->t.dtype : PTQ_UNDEFINED;
         f->data[v] = val->kind == PTQ_VALUE_INPUT;
     }
     for (int k = 0; k < g->n_nodes; k++) {
@@ -113,26 +113,49 @@ done:
     return st;
 }
 
-/* The float part, given the facts (see fp16.h). */
-static void float_part(const ptq_graph *g, const facts *f, unsigned char *in_part)
+/* Activations TensorRT fuses into the layer before them (quantization spec §5). */
+static int fused_activation(const ptq_node *n)
 {
-    for (int i = 0; i < g->n_nodes; i++) {
+    static const char *const ops[] = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (!strcmp(ops[i], n->op_type)) return 1;
+    return 0;
+}
+
+/* The float part, given the facts (see fp16.h). INT8 layers: the nodes reading a
+ * DequantizeLinear output, and the activations that are the only readers of an INT8 layer's
+ * output (TensorRT fuses them into its epilogue: Conv -> Relu, Conv -> Add -> Relu). */
+static ptq_status float_part(const ptq_graph *g, const facts *f, unsigned char *in_part)
+{
+    ptq_status st = PTQ_OK;
+    unsigned char *int8 = calloc((size_t)g->n_nodes + 1, 1);
+    CHECK_ALLOC(int8);
+    for (int k = 0; k < g->n_nodes; k++) {
+        int i = f->order[k];
         const ptq_node *n = &g->nodes[i];
         int ok = (!n->domain[0] || !strcmp(n->domain, "ai.onnx")) && quant_fp16_op(n->op_type) && n->n_outputs > 0 &&
                  n->outputs[0] >= 0 && f->dt[n->outputs[0]] == PTQ_F32 && f->data[n->outputs[0]];
-        for (int j = 0; ok && j < n->n_inputs; j++) {
+        for (int j = 0; j < n->n_inputs; j++) {
             int v = n->inputs[j];
             if (v < 0) continue;
             int p = g->values[v].producer;
-            if (p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear")) ok = 0; /* an INT8 layer */
+            if (p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear")) int8[i] = 1;
             if (f->dt[v] == PTQ_UNDEFINED && !kept_input(n, j)) ok = 0;   /* unknown type: left alone */
         }
+        if (fused_activation(n) && n->n_inputs > 0 && n->inputs[0] >= 0) {
+            int p = g->values[n->inputs[0]].producer;
+            if (p >= 0 && int8[p] && f->direct[n->inputs[0]] == 1 && ptq_graph_count_uses(g, n->inputs[0]) == 1) int8[i] = 1;
+        }
+        if (int8[i]) ok = 0;
         for (int o = 0; ok && o < n->n_outputs; o++) { /* a value read by a subgraph keeps its type */
             int v = n->outputs[o];
             if (v >= 0 && ptq_graph_count_uses(g, v) != f->direct[v]) ok = 0;
         }
         in_part[i] = (unsigned char)ok;
     }
+done:
+    free(int8);
+    return st;
 }
 
 ptq_status quant_fp16_float_part(const ptq_graph *g, unsigned char *in_part)
@@ -140,7 +163,7 @@ ptq_status quant_fp16_float_part(const ptq_graph *g, unsigned char *in_part)
     ptq_status st = PTQ_OK;
     facts f;
     TRY(facts_make(g, &f));
-    float_part(g, &f, in_part);
+    st = float_part(g, &f, in_part);
     facts_free(&f);
 done:
     return st;
@@ -262,7 +285,7 @@ static ptq_status transform(ptq_graph *g, int to_half, quant_fp16_report *rep)
     CHECK_ALLOC(f32_uses);
     CHECK_ALLOC(swap);
     TRY(facts_make(g, &f));
-    float_part(g, &f, part);
+    TRY(float_part(g, &f, part));
     for (int v = 0; v < v0; v++) swap[v] = -1;
     for (int i = 0; i < n0; i++) {
         const ptq_node *n = &g->nodes[i];
