@@ -3,6 +3,7 @@
  * float32 upcast, so that the three give the same values. */
 #include "quant/fp16.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,19 @@ done:
     return st;
 }
 
+/* 0 for a float32 initializer with a finite value beyond FP16's range (65504, rounding to
+ * infinity): a BatchNormalization's running variance of 1e8, a mask constant of -1e9. Its node
+ * stays float32 (TensorRT folds such parameters into weights before it converts them). */
+static int holds_in_fp16(const ptq_value *v)
+{
+    if (v->kind != PTQ_VALUE_INITIALIZER || v->t.dtype != PTQ_F32 || !v->t.data) return 1;
+    size_t n = ptq_tensor_numel(&v->t);
+    const float *x = v->t.data;
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(x[i]) >= 65520.0f && fabsf(x[i]) < INFINITY) return 0;
+    return 1;
+}
+
 /* Activations TensorRT fuses into the layer before them (quantization spec §5). */
 static int fused_activation(const ptq_node *n)
 {
@@ -141,6 +155,7 @@ static ptq_status float_part(const ptq_graph *g, const facts *f, unsigned char *
             int p = g->values[v].producer;
             if (p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear")) int8[i] = 1;
             if (f->dt[v] == PTQ_UNDEFINED && !kept_input(n, j)) ok = 0;   /* unknown type: left alone */
+            if (ok && !kept_input(n, j) && !holds_in_fp16(&g->values[v])) ok = 0;
         }
         if (fused_activation(n) && n->n_inputs > 0 && n->inputs[0] >= 0) {
             int p = g->values[n->inputs[0]].producer;
@@ -152,6 +167,16 @@ static ptq_status float_part(const ptq_graph *g, const facts *f, unsigned char *
             if (v >= 0 && ptq_graph_count_uses(g, v) != f->direct[v]) ok = 0;
         }
         in_part[i] = (unsigned char)ok;
+    }
+    /* a BatchNormalization kept float32 keeps the convolution it alone reads in float32 too:
+     * TensorRT folds the pair in float32, so the convolution's output never exists in FP16 */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *n = &g->nodes[i];
+        if (in_part[i] || int8[i] || strcmp(n->op_type, "BatchNormalization") || n->n_inputs < 1 || n->inputs[0] < 0) continue;
+        int p = g->values[n->inputs[0]].producer;
+        if (p >= 0 && in_part[p] && f->direct[n->inputs[0]] == 1 &&
+            (!strcmp(g->nodes[p].op_type, "Conv") || !strcmp(g->nodes[p].op_type, "ConvTranspose")))
+            in_part[p] = 0;
     }
 done:
     free(int8);
