@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "runtime/op.h"
+#include "runtime/ops/half.h"
 #include "runtime/ops/nary.h"
 #include "runtime/shape.h"
 
@@ -85,6 +86,22 @@ static int64_t f_to_i(double v, double lo, double hi)
     return (int64_t)v;
 }
 
+/* float32 <-> float16 over a block, in vectors of the widest ISA (the same bits on each: integer
+ * operations and one exact float addition, half.h) */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void block_to_half(const float *a, uint16_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) b[i] = half_from_f32(a[i]);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void block_from_half(const uint16_t *a, float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) b[i] = half_to_f32(a[i]);
+}
+
+enum { HALF_BLOCK = 16384 };
+
 static ptq_status cast_run(ptq_op_ctx *ctx)
 {
     const ptq_tensor *x = ctx->in[0];
@@ -97,15 +114,17 @@ static ptq_status cast_run(ptq_op_ctx *ctx)
     if (x->dtype == PTQ_F32 && y->dtype == PTQ_F16) { /* the float16 round trips of mixed-precision graphs */
         const float *a = x->data;
         uint16_t *b = y->data;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-        for (size_t i = 0; i < n; i++) b[i] = ptq_f32_to_f16(a[i]);
+        size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (nb > 4)
+        for (size_t k = 0; k < nb; k++) block_to_half(a + k * HALF_BLOCK, b + k * HALF_BLOCK, k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK);
         return PTQ_OK;
     }
     if (x->dtype == PTQ_F16 && y->dtype == PTQ_F32) {
         const uint16_t *a = x->data;
         float *b = y->data;
-#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (n > 65536)
-        for (size_t i = 0; i < n; i++) b[i] = ptq_f16_to_f32(a[i]);
+        size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (nb > 4)
+        for (size_t k = 0; k < nb; k++) block_from_half(a + k * HALF_BLOCK, b + k * HALF_BLOCK, k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK);
         return PTQ_OK;
     }
     int from_f = ptq_dtype_is_float(x->dtype), from_u64 = x->dtype == PTQ_U64;

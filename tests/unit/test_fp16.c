@@ -14,6 +14,7 @@
 #include "quant/fp16.h"
 #include "runtime/graph.h"
 #include "runtime/op.h"
+#include "runtime/ops/half.h"
 #include "runtime/plan.h"
 #include "tests/test.h"
 #include "tests/unit/tiny_graph.h"
@@ -134,6 +135,27 @@ TEST(random_floats_match_the_reference)
         if (got != want && bad++ < 5) printf("  %a (0x%08x): 0x%04x, expected 0x%04x\n", (double)f, f_bits(f), got, want);
         if (quant_fp16_round(f) != ptq_f16_to_f32(want) && !(isinf(quant_fp16_round(f)) && (want & 0x7fff) == 0x7c00)) bad++;
     }
+    EXPECT_EQ_INT(bad, 0);
+}
+
+TEST(branchless_kernel_conversions_give_the_same_bits)
+{
+    int bad = 0;
+    for (unsigned h = 0; h < 65536; h++)
+        bad += f_bits(half_to_f32((uint16_t)h)) != f_bits(ptq_f16_to_f32((uint16_t)h));
+    EXPECT_EQ_INT(bad, 0);
+    for (uint64_t b = 0; b < (1ull << 32); b += 251) { /* every exponent, varied mantissas */
+        float f = bits_f((uint32_t)b);
+        if (half_from_f32(f) != ptq_f32_to_f16(f) && bad++ < 5) printf("  0x%08x: 0x%04x, expected 0x%04x\n", (uint32_t)b, half_from_f32(f), ptq_f32_to_f16(f));
+    }
+    for (unsigned h = 0; h < 0x7c00; h++) { /* around every midpoint, both signs */
+        float a = ptq_f16_to_f32((uint16_t)h), m = h < 0x7bff ? (a + ptq_f16_to_f32((uint16_t)(h + 1))) / 2 : 65520.0f;
+        const float t[] = {m, nextafterf(m, 0.0f), nextafterf(m, INFINITY), a, -m, -a};
+        for (int k = 0; k < 6; k++) bad += half_from_f32(t[k]) != ptq_f32_to_f16(t[k]);
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, bits_f(0x7f800001u), bits_f(0xffc00001u), FLT_MAX,
+                             -FLT_MAX, bits_f(1), bits_f(0x80000001u), 65504.0f, 65519.0f, 65520.0f, ldexpf(1.0f, -25)};
+    for (size_t k = 0; k < sizeof special / sizeof *special; k++) bad += half_from_f32(special[k]) != ptq_f32_to_f16(special[k]);
     EXPECT_EQ_INT(bad, 0);
 }
 
@@ -343,6 +365,7 @@ int main(void)
     RUN(subnormals_and_underflow);
     RUN(overflow_infinity_and_nan);
     RUN(random_floats_match_the_reference);
+    RUN(branchless_kernel_conversions_give_the_same_bits);
     RUN(cast_float16_paths_at_any_thread_count);
     RUN(simulated_float_part_equals_the_written_float16_model);
     return test_summary();
