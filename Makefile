@@ -199,6 +199,10 @@ bench: deps
 	@BUILD=$(BUILD) bench/quality.sh
 	@BUILD=$(BUILD) bench/ort_sensitivity.sh
 	@BUILD=$(BUILD) bench/ocr_cer.sh
+	@# the refinements' cost next to the calibration pass
+	@PTQ=$(BUILD)/ptq bench/refine.sh
+	@# truth: OCR CER, cls top-1 and a trained U-Net's IoU against labelled data, with bootstrap intervals
+	@BUILD=$(BUILD) bench/truth.sh
 	@# zoo: every scripts/zoo.py model (torchvision 0.14, YOLO-like) through run/calibrate/quantize/compare
 	@BUILD=$(BUILD) bench/zoo.sh
 

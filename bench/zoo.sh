@@ -12,7 +12,7 @@
 #            and boxes do; the R-CNNs' untrained heads find no box over their 0.05 threshold: empty)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
 #            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999)
-#   calib    ptq calibrate (entropy, --stats and a TensorRT cache) over the calibration half of
+#   calib    ptq calibrate (the default method, --stats and a TensorRT cache) over the calibration half of
 #            the photos
 #   quant    ptq quantize --from-stats (the QDQ model)
 #   checker  onnx.checker.check_model on the QDQ model

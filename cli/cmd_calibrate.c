@@ -30,7 +30,8 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq calibrate MODEL (--images DIR --preset P | --input X.npy | --from-stats S)\n"
                 "                     (--cache OUT.cache | --json R.json | --stats S) [options]\n"
-                "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all (default entropy)\n"
+                "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all\n"
+                "                    (default percentile:99.99; entropy is TensorRT's own calibrator, docs/quantizing.md)\n"
                 "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
                 "  --trt-version V   cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
@@ -65,7 +66,7 @@ int cmd_calibrate(int argc, char **argv)
         {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
-    const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "entropy", *trt_algo = NULL;
+    const char *preset = NULL, *input = NULL, *cache = NULL, *json = NULL, *method_arg = "percentile:99.99", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL;
     const char *globs[MAX_GLOBS], *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_globs = 0, n_set = 0, c, idx = 0, rc = CLI_EXIT_OK, n_methods = 0;

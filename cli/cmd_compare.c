@@ -69,6 +69,14 @@ static void usage(FILE *fp)
     cli_help_help(fp);
 }
 
+/* A row's name, cosine, SQNR and max-abs; "n/a" where no output could be compared element by
+ * element (a detector's outputs of data-dependent size that differ from FP32's). */
+static void print_sums(const char *name, const cmp_metrics *m)
+{
+    if (isnan(m->cosine)) printf("%-20s %10s %10s %12s", name, "n/a", "n/a", "n/a");
+    else printf("%-20s %10.6f %10.2f %12.6g", name, m->cosine, m->sqnr_db, m->max_abs);
+}
+
 int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
@@ -227,6 +235,9 @@ int cmd_compare(int argc, char **argv)
             goto fail;
     }
 
+    /* the labels must match the evaluation images: checked before the calibration pass */
+    if (labels && (st = cmp_labels_check(labels, eval_dir, eval_limit > 0)) != PTQ_OK) goto fail;
+
     /* one calibration pass */
     job.model = model;
     job.g = g;
@@ -279,7 +290,7 @@ int cmd_compare(int argc, char **argv)
     if (boxes) printf(" %10s", "box-f1");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
-        printf("%-20s %10.6f %10.2f %12.6g", tags[m], metrics[m].cosine, metrics[m].sqnr_db, metrics[m].max_abs);
+        print_sums(tags[m], &metrics[m]);
         if (classifier) printf(" %10.4f", metrics[m].top1_agree);
         if (labelled) printf(" %10.4f", metrics[m].top1_acc);
         if (seq) printf(" %10.4f", metrics[m].seq_top1);
@@ -293,7 +304,7 @@ int cmd_compare(int argc, char **argv)
     st = eng_compare_refinements(&job, &res);
     for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */
         const cmp_metrics *m = &res.rows[k].m;
-        printf("%-20s %10.6f %10.2f %12.6g", res.rows[k].name, m->cosine, m->sqnr_db, m->max_abs);
+        print_sums(res.rows[k].name, m);
         if (classifier) printf(" %10.4f", m->top1_agree);
         if (labelled) printf(" %10.4f", m->top1_acc);
         if (seq) printf(" %10.4f", m->seq_top1);

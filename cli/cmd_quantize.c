@@ -30,7 +30,12 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: ptq quantize MODEL (--images DIR --preset P | --input X.npy | --from-stats S | --from-cache C)\n"
                 "                    -o, --output OUT.qdq.onnx [options]\n"
-                "  --method M            max, percentile[:P], entropy (default), mse\n"
+                "  --recipe R            fast: percentile:99.99, one pass (the default); balanced: the method among max,\n"
+                "                        percentile:99.99, percentile:99.999 and mse that scores best on held-out images,\n"
+                "                        then bias correction; best: balanced + equalization, output-aware scales and\n"
+                "                        AdaRound; each refinement kept only where it helps (docs/quantizing.md#recipes)\n"
+                "  --method M            max, percentile[:P] (default percentile:99.99), entropy (TensorRT's\n"
+                "                        calibrator), mse; with --recipe: that method instead of the measured choice\n"
                 "  --stats FILE          also save the calibration statistics (ptq stats merge)\n"
                 "  --from-stats FILE     ranges of --method from saved statistics of this model, without images\n"
                 "  --from-cache FILE     the ranges of a TensorRT cache (amax = scale * 127); tensors it lacks stay float\n"
@@ -49,18 +54,23 @@ static void usage(FILE *fp)
                 "  --shard I/N           only images k of the sorted list with k mod N = I (I from 0); with --stats, the\n"
                 "                        N files merged (ptq stats merge) equal one pass byte for byte (docs/cluster.md)\n"
                 "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
-                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n"
-
-                "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
+                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n");
+    fprintf(fp, "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
                 "  [--eval-limit N] [--labels FILE|folders]   (the evaluation images and their classes, as in ptq compare)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
-                "  --float fp16|fp32     how --auto-exclude evaluates the layers in float (default fp16, as ptq compare)\n"
+                "  --float fp16|fp32     how measurements on images (--auto-exclude, --recipe's method choice, the\n"
+                "                        refinement check) evaluate the layers in float (default fp16, as ptq compare)\n"
                 "  --method output-mse   each activation's amax among the methods' answers and a grid between them,\n"
                 "                        by the error of the layers reading it (sequential, from the inputs)\n"
                 "  --adaround [ITERS]    learn each layer's weight rounding (AdaRound, default 2000 iterations)\n"
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"
+                "  --no-refine-check     keep every refinement asked for; by default each one is kept only where it\n"
+                "                        helps the task metric (--metric, else the one that fits the model) on the\n"
+                "                        --eval-images, or else on every fourth calibration image, held out of it\n"
+                "  --refine-memory MB    layer inputs the refinements keep in memory between layers (default 1024);\n"
+                "                        beyond it they go to a temporary file in TMPDIR\n"
                 "  --equalize            before calibration, scale the channels in front of depthwise Convs by powers of\n"
                 "                        two so that each spans at least half the tensor's range (the FP32 model's bits\n"
                 "                        and the int8 weight codes are unchanged; the cache then fits the model\n"
@@ -74,7 +84,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE,
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE,
            O_FLOAT, O_FLOAT_DTYPE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
@@ -95,20 +105,23 @@ int cmd_quantize(int argc, char **argv)
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
-        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"adaround", optional_argument, 0, O_ADAROUND},
+        {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY},
+        {"no-refine-check", no_argument, 0, O_NO_REFINE_CHECK}, {"recipe", required_argument, 0, O_RECIPE}, {"adaround", optional_argument, 0, O_ADAROUND},
         {"equalize", no_argument, 0, O_EQUALIZE},
         {"float", required_argument, 0, O_FLOAT},     {"float-dtype", required_argument, 0, O_FLOAT_DTYPE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     eng_calib_source src = {.o = pp_dataset_defaults(), .cfg = pp_defaults()};
-    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "entropy", *trt_algo = NULL;
+    const char *preset = NULL, *out = NULL, *cache = NULL, *json = NULL, *report = NULL, *method_arg = "percentile:99.99", *trt_algo = NULL;
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
     int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0, eval_float16 = 1, write_float16 = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
+    int refine_check = 1, metric_given = 0, no_biasc = 0;
+    const char *recipe = NULL;
     eng_refine_options ro = eng_refine_defaults();
     ro.bias_correction = 0;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
@@ -199,6 +212,7 @@ int cmd_quantize(int argc, char **argv)
         case O_METRIC:
             if (cmp_metric_parse(optarg, &tg.kind))
                 return cli_usage_error("quantize", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
+            metric_given = 1;
             break;
         case O_TARGET: {
             char *end;
@@ -213,8 +227,19 @@ int cmd_quantize(int argc, char **argv)
         case O_ADAROUND:
             if (cli_adaround_arg("quantize", optarg, argc, argv, &optind, &ro.adaround_iters)) return CLI_EXIT_USAGE;
             break;
-        case O_NO_BIASC: ro.bias_correction = 0; break;
+        case O_NO_BIASC:
+            ro.bias_correction = 0;
+            no_biasc = 1;
+            break;
+        case O_RECIPE: recipe = optarg; break;
         case O_EQUALIZE: equalize = 1; break;
+        case O_NO_REFINE_CHECK: refine_check = 0; break;
+        case O_REFINE_MEMORY: {
+            long mb;
+            if (cli_parse_long(optarg, 1, 1L << 30, &mb)) return cli_usage_error("quantize", "bad --refine-memory (megabytes, >= 1)");
+            ro.memory_budget = (size_t)mb << 20;
+            break;
+        }
         case O_REFINE_IMAGES:
             if (cli_parse_long(optarg, 1, 100000000, &refine_images)) return cli_usage_error("quantize", "bad --refine-images");
             break;
@@ -241,18 +266,24 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
     if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop) && isnan(tg.metric)) || !src.o.images))
         return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
-    if (!auto_exclude && (eval_dir || !isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
-        return cli_usage_error("quantize", "--eval-images and --target* go with --auto-exclude");
+    int refining = ro.bias_correction || ro.adaround_iters > 0 || !strcmp(method_arg, "output-mse");
+    if (!auto_exclude && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
+        return cli_usage_error("quantize", "--target* go with --auto-exclude");
+    if (recipe && strcmp(recipe, "fast")) refining = 1; /* balanced and best measure on them */
+    if (!auto_exclude && eval_dir && (!refining || !refine_check))
+        return cli_usage_error("quantize", "--eval-images go with --auto-exclude or with a checked refinement (--bias-correction, --adaround, --method output-mse)");
     if (equalize && cache)
         return cli_usage_error("quantize", "--equalize changes the model: its cache fits the model 'ptq translate OUT.qdq.onnx' "
                                            "writes, not MODEL (drop --cache and run ptq translate)");
     if (equalize && (!src.o.images || stats))
         return cli_usage_error("quantize", "--equalize measures the model on --images%s", stats ? " and changes it: not with --stats" : "");
+    if (recipe && strcmp(recipe, "fast") && (!src.o.images || from_stats || from_cache))
+        return cli_usage_error("quantize", "--recipe %s measures the model on images: give --images (not --from-stats or --from-cache)", recipe);
     int output_mse = !strcmp(method_arg, "output-mse");
     if ((ro.bias_correction || ro.adaround_iters || output_mse) && !src.o.images)
         return cli_usage_error("quantize", "--%s runs the model on images: give --images",
                                output_mse ? "method output-mse" : ro.adaround_iters ? "adaround" : "bias-correction");
-    if (output_mse) {
+    if (!strcmp(method_arg, "output-mse")) {
         method_arg = "mse"; /* the starting point; each activation's amax is then chosen again */
         ro.output_aware = 1;
     }
@@ -283,6 +314,13 @@ int cmd_quantize(int argc, char **argv)
     job.qo = qo;
     job.ro = ro;
     job.refine_images = (int)refine_images;
+    job.refine_check = refine_check;
+    job.metric_given = metric_given;
+    if (recipe && (st = eng_quantize_recipe(&job, recipe, method_given, no_biasc, !cache && !stats)) != PTQ_OK) {
+        fprintf(stderr, "ptq quantize: %s\n", ptq_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    equalize = job.equalize;
     job.auto_exclude = auto_exclude;
     job.eval_float16 = eval_float16;
     job.write_float16 = write_float16;
@@ -291,6 +329,16 @@ int cmd_quantize(int argc, char **argv)
     job.labels = labels;
     job.target = tg;
     if ((st = eng_quantize_ranges(&job, &res)) != PTQ_OK) goto fail;
+    if ((st = eng_quantize_choose_method(&job, &res)) != PTQ_OK) goto fail;
+    if (job.n_choose && res.choose_images > 0) {
+        fprintf(stderr, "ptq quantize: method chosen on %d held-out images (%s, then cosine):", res.choose_images, res.check_metric);
+        for (int i = 0; i < job.n_choose; i++) {
+            char name[64];
+            calib_method_name(&job.choose[i], name, sizeof name);
+            fprintf(stderr, "%s %s %.4f%s", i ? "," : "", name, res.choose_metric[i], i == res.chosen ? " (taken)" : "");
+        }
+        fprintf(stderr, "\n");
+    }
     if (equalize) {
         double before = 1, after = 1;
         for (int i = 0; i < res.eq.n; i++) {
@@ -317,11 +365,21 @@ int cmd_quantize(int argc, char **argv)
     if (res.refined) {
         const eng_refine_report *rr = &res.rr;
         fprintf(stderr,
-                "ptq quantize: refined on %d images in %d passes, %.1f s: %d activation scales chosen by output error (%.1f s), "
-                "%d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected; "
-                "passes over the images %.1f s\n",
-                rr->images, rr->passes, rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded, rr->layers, rr->codes_changed,
-                rr->seconds_adaround, rr->corrected, rr->seconds_passes);
+                "ptq quantize: refined on %d images in %d sweep%s over the network, %.1f s: %d activation scales chosen by output "
+                "error (%.1f s), %d of %d layers rounded by AdaRound (%ld codes changed, %.1f s), %d biases corrected; "
+                "layer inputs kept between layers: at most %.0f MB in memory, %.0f MB in a temporary file\n",
+                rr->images, rr->passes, rr->passes == 1 ? "" : "s", rr->seconds_total, rr->scales, rr->seconds_scales, rr->rounded,
+                rr->layers, rr->codes_changed, rr->seconds_adaround, rr->corrected, (double)rr->peak_memory / 1048576.0,
+                (double)rr->peak_spilled / 1048576.0);
+        if (res.check_images > 0) {
+            fprintf(stderr, "ptq quantize: refinement check on %d held-out images (%s, then cosine):", res.check_images, res.check_metric);
+            for (int i = 0; i < res.n_steps; i++)
+                fprintf(stderr, "%s %s %.4f -> %.4f %s", i ? ";" : "", res.steps[i].name, res.steps[i].before, res.steps[i].after,
+                        res.steps[i].kept ? "kept" : "dropped (it did not help)");
+            fprintf(stderr, "; the model written: %.4f\n", res.check_final);
+        } else if (res.check_skipped[0]) {
+            fprintf(stderr, "ptq quantize: refinements kept unchecked: %s\n", res.check_skipped);
+        }
         /* the cost against one calibration pass, per image seen (the refinement may run on fewer images) */
         if (res.seconds_calibration > 0 && src.images > 0 && rr->images > 0)
             fprintf(stderr, "ptq quantize: refinement cost %.1fx the calibration pass (%.3f s per image against %.3f s)\n",

@@ -420,7 +420,6 @@ struct ptq_quantized {
 PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->method = "entropy";
     o->refine_images = 32;
     o->target = o->target_cosine = o->target_top1_drop = NAN;
 }
@@ -454,11 +453,11 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->from_stats = o->from_stats;
     job->from_cache = q->from_cache;
     job->stats_out = o->stats_out;
-    const char *method = o->method ? o->method : "entropy";
+    const char *method = o->method ? o->method : "percentile:99.99";
     job->output_mse = !strcmp(method, "output-mse");
     if (calib_method_parse(job->output_mse ? "mse" : method, &job->method))
         FAIL(PTQ_ERR_ARG, "bad method '%s' (max, percentile[:P], entropy, mse, output-mse)", method);
-    if (o->from_cache && o->method && strcmp(o->method, "entropy"))
+    if (o->from_cache && o->method)
         FAIL(PTQ_ERR_ARG, "a method does not apply to from_cache: the ranges are the cache's");
     job->qo.exclude_nodes = o->exclude_nodes;
     job->qo.n_exclude_nodes = o->n_exclude_nodes;
@@ -470,7 +469,14 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->ro.adaround_iters = o->adaround_iters;
     job->equalize = o->equalize;
     job->refine_images = o->refine_images > 0 ? o->refine_images : 32;
-    if ((o->bias_correction || o->adaround_iters || job->output_mse || o->equalize) && (!d || d->src.input_npy))
+    job->refine_check = !o->no_refine_check;
+    job->metric_given = o->metric != NULL;
+    if (o->recipe) {
+        if (strcmp(o->recipe, "fast") && (!d || d->src.input_npy))
+            FAIL(PTQ_ERR_ARG, "recipe %s measures the model on images: give a dataset", o->recipe);
+        TRY(eng_quantize_recipe(job, o->recipe, o->method != NULL, 0, !o->stats_out));
+    }
+    if ((job->ro.bias_correction || job->ro.adaround_iters || job->output_mse || job->equalize) && (!d || d->src.input_npy))
         FAIL(PTQ_ERR_ARG, "%s runs the model on images: give a dataset",
              job->output_mse ? "output-mse" : o->adaround_iters ? "AdaRound" : o->bias_correction ? "bias correction" : "equalization");
     job->target.cosine = o->target_cosine;
@@ -487,6 +493,7 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->labels = o->labels;
     job->eval_limit = o->eval_limit;
     TRY(eng_quantize_ranges(job, &q->res));
+    TRY(eng_quantize_choose_method(job, &q->res));
     TRY(eng_quantize_auto_exclude(job, &q->res));
     TRY(eng_quantize_build(job, &q->res));
     TRY(eng_quantize_refine(job, &q->res));

@@ -61,11 +61,33 @@ done:
     return st;
 }
 
+ptq_status cmp_evaluate_graph(const cmp_eval *ev, const ptq_graph *qdq, cmp_metrics *out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = (ptq_graph *)qdq; /* only read without float16 */
+    uint8_t *buf = NULL;
+    size_t len;
+    if (ev->float16) { /* a copy: serialized and read back */
+        quant_fp16_report fr;
+        g = NULL;
+        TRY(onnx_model_serialize(qdq, &buf, &len));
+        TRY(onnx_model_load_buffer(buf, len, NULL, ev->model, &g));
+        TRY(quant_fp16_simulate(g, &fr));
+    }
+    st = cmp_evaluate(ev, &g, 1, out);
+done:
+    free(buf);
+    if (g != qdq) ptq_graph_destroy(g);
+    return st;
+}
+
 /* ---- labels ---- */
 
 typedef struct {
     char **keys;   /* file: image base names; folders: class folder names, sorted */
     int *labels;
+    int *line;     /* file: the line of each key */
+    char *used;    /* file: the key named an evaluation image */
     int n, folders;
 } label_set;
 
@@ -74,6 +96,8 @@ static void labels_free(label_set *l)
     for (int i = 0; i < l->n; i++) free(l->keys[i]);
     free(l->keys);
     free(l->labels);
+    free(l->line);
+    free(l->used);
     memset(l, 0, sizeof *l);
 }
 
@@ -82,7 +106,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static ptq_status label_add(label_set *l, const char *key, int label)
+static ptq_status label_add(label_set *l, const char *key, int label, int line)
 {
     char **k = realloc(l->keys, sizeof *k * (size_t)(l->n + 1));
     if (!k) return PTQ_ERR_NOMEM;
@@ -90,7 +114,15 @@ static ptq_status label_add(label_set *l, const char *key, int label)
     int *v = realloc(l->labels, sizeof *v * (size_t)(l->n + 1));
     if (!v) return PTQ_ERR_NOMEM;
     l->labels = v;
+    int *ln = realloc(l->line, sizeof *ln * (size_t)(l->n + 1));
+    if (!ln) return PTQ_ERR_NOMEM;
+    l->line = ln;
+    char *u = realloc(l->used, (size_t)(l->n + 1));
+    if (!u) return PTQ_ERR_NOMEM;
+    l->used = u;
     if (!(l->keys[l->n] = ptq_strdup(key))) return PTQ_ERR_NOMEM;
+    l->line[l->n] = line;
+    l->used[l->n] = 0;
     l->labels[l->n++] = label;
     return PTQ_OK;
 }
@@ -108,7 +140,7 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
         struct dirent *e;
         while ((e = readdir(d))) {
             if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
-            if ((st = label_add(l, e->d_name, 0)) != PTQ_OK) break;
+            if ((st = label_add(l, e->d_name, 0, 0)) != PTQ_OK) break;
         }
         closedir(d);
         if (st != PTQ_OK) FAIL(st, "out of memory reading labels");
@@ -136,7 +168,17 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
         }
         *comma = 0;
         const char *base = strrchr(line, '/');
-        if ((st = label_add(l, base ? base + 1 : line, (int)v)) != PTQ_OK) {
+        base = base ? base + 1 : line;
+        if (!*base) {
+            free(buf);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: no image name before the comma", spec, line_no);
+        }
+        for (int i = 0; i < l->n; i++)
+            if (!strcmp(l->keys[i], base)) {
+                free(buf);
+                FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is labelled twice (line %d too)", spec, line_no, base, l->line[i]);
+            }
+        if ((st = label_add(l, base, (int)v, line_no)) != PTQ_OK) {
             free(buf);
             FAIL(st, "out of memory reading labels");
         }
@@ -148,8 +190,8 @@ done:
     return st;
 }
 
-/* The class of an image path, or -1. */
-static int label_of(const label_set *l, const char *path)
+/* The class of an image path, or -1; marks the file's entry used. */
+static int label_of(label_set *l, const char *path)
 {
     if (!l->n) return -1;
     const char *slash = strrchr(path, '/');
@@ -164,8 +206,45 @@ static int label_of(const label_set *l, const char *path)
     }
     const char *base = slash ? slash + 1 : path;
     for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->keys[i], base)) return l->labels[i];
+        if (!strcmp(l->keys[i], base)) {
+            l->used[i] = 1;
+            return l->labels[i];
+        }
     return -1;
+}
+
+/* A labelled set must match its images: every evaluation image has a label (checked as each is
+ * read), and with a file, every label names an evaluation image (checked once all were read;
+ * not under a --limit, which leaves images out on purpose). */
+static ptq_status labels_check_unused(const label_set *l, const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; !l->folders && !limited && i < l->n; i++)
+        if (!l->used[i])
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", spec, l->line[i], l->keys[i],
+                 images);
+done:
+    return st;
+}
+
+ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    label_set l = {0};
+    char **paths = NULL;
+    int n = 0;
+    TRY(labels_load(spec, images, &l));
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++)
+        if (label_of(&l, paths[i]) < 0)
+            FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i],
+                 l.folders ? "--labels folders (not in a class folder)" : spec);
+    TRY(labels_check_unused(&l, spec, images, limited));
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    labels_free(&l);
+    return st;
 }
 
 /* ---- output metrics ---- */
@@ -173,6 +252,7 @@ static int label_of(const label_set *l, const char *path)
 /* Sums that make cosine and SQNR of b against a: sum ab, aa, bb, (a - b)^2, and max |a - b|. */
 typedef struct {
     double ab, aa, bb, dd, max_abs;
+    double n; /* elements compared: none (every output of data-dependent size differed) makes the sums' metrics NaN */
 } sums;
 
 static void sums_add(sums *m, const float *a, const float *b, size_t n)
@@ -191,6 +271,7 @@ static void sums_add(sums *m, const float *a, const float *b, size_t n)
     m->bb += bb;
     m->dd += dd;
     m->max_abs = mx;
+    m->n += (double)n;
 }
 
 /* sums_add in 8 interleaved double lanes (element i goes to lane i mod 8, the lanes added
@@ -224,6 +305,7 @@ static void sums_add_lanes(sums *m, const float *a, const float *b, size_t n)
         if (mx[l] > m->max_abs) m->max_abs = mx[l];
     }
     if (nan) m->max_abs = INFINITY;
+    m->n += (double)n;
 }
 
 typedef struct {
@@ -382,9 +464,9 @@ static int argmax(const float *x, int64_t n)
 static void metrics_of(const acc *m, int kind, int labelled, int images, float threshold, cmp_metrics *out)
 {
     int classifier = kind == OUT_CLASSIFIER;
-    out->cosine = cosine_of(&m->s);
-    out->sqnr_db = sqnr_of(&m->s);
-    out->max_abs = m->s.max_abs;
+    out->cosine = m->s.n == 0 ? (double)NAN : cosine_of(&m->s); /* n/a: no output compared element by element */
+    out->sqnr_db = m->s.n == 0 ? (double)NAN : sqnr_of(&m->s);
+    out->max_abs = m->s.n == 0 ? (double)NAN : m->s.max_abs;
     out->top1_agree = classifier && m->rows ? (double)m->agree / (double)m->rows : (double)NAN;
     out->top1_acc = classifier && labelled && m->labelled ? (double)m->correct / (double)m->labelled : (double)NAN;
     out->seq_top1 = kind == OUT_SEQUENCE && m->seq_positions ? (double)m->seq_agree / (double)m->seq_positions : (double)NAN;
@@ -898,7 +980,12 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             lab = p;
             lab_cap = nb;
         }
-        for (int i = 0; i < nb; i++) lab[i] = label_of(&labels, paths[i]);
+        for (int i = 0; i < nb; i++) {
+            lab[i] = label_of(&labels, paths[i]);
+            if (ev->labels && lab[i] < 0)
+                FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i],
+                     labels.folders ? "--labels folders (not in a class folder)" : ev->labels);
+        }
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab);
         TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs));
         images += nb;
@@ -909,6 +996,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
              skipped);
     }
+    if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;

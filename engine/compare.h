@@ -138,6 +138,9 @@ int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, in
 
 /* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
+/* cmp_evaluate of one QDQ graph made elsewhere (not by cmp_build_qdq): with ev->float16, of a copy
+ * whose float part is rounded to FP16; qdq is unchanged. */
+ptq_status cmp_evaluate_graph(const cmp_eval *ev, const ptq_graph *qdq, cmp_metrics *out);
 /* Layer-wise errors of one QDQ graph, in FP32 execution order; free with cmp_layers_free. */
 ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *qdq, cmp_layer **out, int *n);
 void cmp_layers_free(cmp_layer *l, int n);
@@ -155,6 +158,11 @@ int cmp_meets(const cmp_target *t, const cmp_metrics *m);
 /* Sets t->fp32_top1: the FP32 model's top-1 accuracy with labels (one evaluation pass),
  * else 1 (FP32 agrees with itself). */
 ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t);
+/* --labels FILE against the evaluation images before any work: one-line errors naming the file
+ * and line (a label without an image name, an empty or non-integer label, an image labelled
+ * twice, a label naming no evaluation image unless limited) or the image without a label.
+ * "folders": every image must sit in a class folder. */
+ptq_status cmp_labels_check(const char *labels, const char *eval_images, int limited);
 
 typedef struct {
     char **nodes;               /* nodes to keep in float, owned */

@@ -11,6 +11,7 @@
 
 #include "io/file.h"
 #include "io/onnx.h"
+#include "quant/adaround.h"
 #include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
@@ -111,15 +112,38 @@ eng_quantize_job eng_quantize_job_defaults(void)
 {
     eng_quantize_job j;
     memset(&j, 0, sizeof j);
-    calib_method_parse("entropy", &j.method);
+    calib_method_parse("percentile:99.99", &j.method); /* docs/quantizing.md#recipes: entropy fails on few-element tensors */
     j.qo = quant_defaults();
     j.ro = eng_refine_defaults();
     j.ro.bias_correction = 0;
     j.refine_images = 32;
+    j.refine_check = 1;
     j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &j.target.kind);
     j.eval_float16 = 1;
     return j;
+}
+
+ptq_status eng_quantize_recipe(eng_quantize_job *job, const char *recipe, int method_given, int no_bias, int may_equalize)
+{
+    int fast = !strcmp(recipe, "fast"), best = !strcmp(recipe, "best");
+    if (!fast && !best && strcmp(recipe, "balanced")) {
+        ptq_error("bad recipe '%s' (fast, balanced, best)", recipe);
+        return PTQ_ERR_ARG;
+    }
+    if (fast) return PTQ_OK;
+    if (!method_given) {
+        static const char *const cand[] = {"max", "percentile:99.99", "percentile:99.999", "mse"};
+        for (int i = 0; i < 4; i++) calib_method_parse(cand[i], &job->choose[i]);
+        job->n_choose = 4;
+    }
+    if (!no_bias) job->ro.bias_correction = 1;
+    if (best) {
+        if (!job->ro.adaround_iters) job->ro.adaround_iters = quant_adaround_defaults().iters;
+        job->output_mse = 1;
+        if (may_equalize) job->equalize = 1;
+    }
+    return PTQ_OK;
 }
 
 /* Equalization of res->g (equalize.h) on the calibration images, before their pass. */
@@ -213,6 +237,115 @@ static ptq_status set_exclusions(const eng_quantize_job *job, eng_quantize_resul
     res->exclude_nodes = l;
     res->n_exclude_nodes = n;
     return PTQ_OK;
+}
+
+static void check_metric(const eng_quantize_job *job, const cmp_metrics *m, cmp_metric *out);
+enum { CHECK_MIN_IMAGES = 8 };
+
+/* The check's evaluation images: the evaluation images, or every fourth calibration image
+ * (ev->o shard 3 of 4); 0 with *why set when there are too few or they are a shard. */
+static int check_images(const eng_quantize_job *job, cmp_eval *ev, char *why, size_t cap)
+{
+    if (job->eval_images) {
+        ev->o.images = job->eval_images;
+        ev->o.limit = job->eval_limit;
+        ev->o.shuffle = 0;
+        return 1;
+    }
+    if (!job->src || !job->src->o.images) {
+        snprintf(why, cap, "no images to measure on: give --eval-images");
+        return 0;
+    }
+    pp_dataset *d = NULL;
+    pp_dataset_options lo = job->src->o;
+    int files = 0;
+    lo.quiet = 1;
+    lo.limit = 0;
+    if (pp_dataset_open(&lo, &job->src->cfg, &d) == PTQ_OK) files = pp_dataset_files(d);
+    pp_dataset_close(d);
+    if (job->src->o.limit > 0 && files > job->src->o.limit) files = job->src->o.limit; /* what the user gave to calibrate */
+    if (job->src->o.shard_count > 1) {
+        snprintf(why, cap, "the calibration images are a shard: give --eval-images");
+        return 0;
+    }
+    if (files < 2 * CHECK_MIN_IMAGES) {
+        snprintf(why, cap, "%d calibration images, fewer than %d to hold some out: give --eval-images", files, 2 * CHECK_MIN_IMAGES);
+        return 0;
+    }
+    ev->o.shard_count = 4;
+    ev->o.shard_index = 3;
+    /* at most a quarter of --limit, 64 without it */
+    ev->o.limit = job->eval_limit > 0 ? job->eval_limit : job->src->o.limit > 0 ? (job->src->o.limit / 4 > CHECK_MIN_IMAGES ? job->src->o.limit / 4 : CHECK_MIN_IMAGES) : 64;
+    return 1;
+}
+
+ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_result *res)
+{
+    ptq_status st = PTQ_OK;
+    int n = job->n_choose, nr = res->n_ranges;
+    if (n <= 0) return PTQ_OK;
+    if (job->from_cache) {
+        ptq_error("choosing the method needs statistics, not a cache");
+        return PTQ_ERR_ARG;
+    }
+    cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+    ptq_graph *gq[8] = {0};
+    io_range *r[8] = {0};
+    io_cache_entry *e[8] = {0};
+    int *warn = calloc((size_t)nr + 1, sizeof(int));
+    cmp_metrics m[8];
+    char why[160] = "";
+    cmp_eval ev = {.g = res->g, .model = job->model, .cfg = job->src ? job->src->cfg : (pp_config){0},
+                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq,
+                   .float16 = job->eval_float16};
+    if (job->src) ev.o = job->src->o;
+    else ev.o = pp_dataset_defaults();
+    ev.nthreads = ev.o.threads;
+    ev.o.log = job->log;
+    CHECK_ALLOC(cc);
+    CHECK_ALLOC(warn);
+    if (!job->src && job->eval_images) FAIL(PTQ_ERR_ARG, "choosing the method on --eval-images needs the preprocessing of calibration images");
+    if (!check_images(job, &ev, why, sizeof why)) {
+        pp_log_message(&job->log, PP_LOG_WARNING, "the method is not chosen by measurement (%s): %s", why, res->tag);
+        goto done;
+    }
+    TRY(eng_fit_batch(res->g, job->model, &ev.o));
+    for (int k = 0; k < n; k++) {
+        quant_report rep = {0};
+        CHECK_ALLOC(r[k] = calloc((size_t)nr + 1, sizeof *r[k]));
+        CHECK_ALLOC(e[k] = calloc((size_t)nr + 1, sizeof *e[k]));
+        eng_method_ranges(&res->col, &job->choose[k], r[k], e[k], warn);
+        st = cmp_build_qdq(&ev, r[k], nr, &job->qo, &gq[k], &rep);
+        quant_report_free(&rep);
+        if (st != PTQ_OK) goto done;
+    }
+    ev.o.label = "choosing the method";
+    TRY(cmp_evaluate(&ev, gq, n, m));
+    cmp_metric metric;
+    check_metric(job, &m[0], &metric);
+    cmp_metric_name(&metric, res->check_metric, sizeof res->check_metric);
+    int best = 0;
+    for (int k = 0; k < n; k++) {
+        res->choose_metric[k] = cmp_metric_value(&metric, &m[k]);
+        res->choose_cosine[k] = m[k].cosine;
+        double a = res->choose_metric[k], b = res->choose_metric[best];
+        if (a > b || (a == b && m[k].cosine > m[best].cosine)) best = k;
+    }
+    res->chosen = best;
+    res->choose_images = m[0].images;
+    memcpy(res->ranges, r[best], sizeof *res->ranges * (size_t)nr);
+    memcpy(res->entries, e[best], sizeof *res->entries * (size_t)nr);
+    if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
+    else calib_method_name(&job->choose[best], res->tag, sizeof res->tag);
+done:
+    for (int k = 0; k < n; k++) {
+        ptq_graph_destroy(gq[k]);
+        free(r[k]);
+        free(e[k]);
+    }
+    free(warn);
+    cmp_cache_destroy(cc);
+    return st;
 }
 
 ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res)
@@ -347,6 +480,101 @@ static void chosen(const char *name, float amax, void *user)
         }
 }
 
+/* What a refinement may change in the QDQ graph and the ranges: initializer data (scales,
+ * int8 codes, biases), and a bias input added to a Conv without one. */
+typedef struct {
+    int n_nodes, n_init;
+    int *n_inputs;
+    void **data;
+    size_t *bytes;
+    io_range *ranges;
+    io_cache_entry *entries;
+} snapshot;
+
+static void snapshot_free(snapshot *s)
+{
+    for (int i = 0; s->data && i < s->n_init; i++) free(s->data[i]);
+    free(s->data);
+    free(s->bytes);
+    free(s->n_inputs);
+    free(s->ranges);
+    free(s->entries);
+    memset(s, 0, sizeof *s);
+}
+
+static ptq_status snapshot_take(const ptq_graph *g, const eng_quantize_result *res, snapshot *s)
+{
+    ptq_status st = PTQ_OK;
+    snapshot_free(s);
+    s->n_nodes = g->n_nodes;
+    s->n_init = g->n_initializers;
+    CHECK_ALLOC(s->n_inputs = malloc(sizeof(int) * ((size_t)g->n_nodes + 1)));
+    CHECK_ALLOC(s->data = calloc((size_t)g->n_initializers + 1, sizeof(void *)));
+    CHECK_ALLOC(s->bytes = calloc((size_t)g->n_initializers + 1, sizeof(size_t)));
+    CHECK_ALLOC(s->ranges = malloc(sizeof *s->ranges * ((size_t)res->n_ranges + 1)));
+    CHECK_ALLOC(s->entries = malloc(sizeof *s->entries * ((size_t)res->n_ranges + 1)));
+    for (int n = 0; n < g->n_nodes; n++) s->n_inputs[n] = g->nodes[n].n_inputs;
+    for (int i = 0; i < g->n_initializers; i++) {
+        const ptq_tensor *t = &g->values[g->initializers[i]].t;
+        s->bytes[i] = t->data ? ptq_tensor_nbytes(t) : 0;
+        CHECK_ALLOC(s->data[i] = malloc(s->bytes[i] ? s->bytes[i] : 1));
+        if (s->bytes[i]) memcpy(s->data[i], t->data, s->bytes[i]);
+    }
+    if (res->n_ranges) {
+        memcpy(s->ranges, res->ranges, sizeof *s->ranges * (size_t)res->n_ranges);
+        memcpy(s->entries, res->entries, sizeof *s->entries * (size_t)res->n_ranges);
+    }
+done:
+    return st;
+}
+
+static void snapshot_restore(ptq_graph *g, eng_quantize_result *res, const snapshot *s)
+{
+    for (int n = 0; n < s->n_nodes; n++) /* the biases added to Convs go */
+        while (g->nodes[n].n_inputs > s->n_inputs[n]) {
+            int v = g->nodes[n].inputs[--g->nodes[n].n_inputs];
+            if (v >= 0) ptq_graph_drop_initializer_if_unused(g, v);
+        }
+    for (int i = 0; i < s->n_init; i++)
+        if (s->bytes[i]) memcpy(g->values[g->initializers[i]].t.data, s->data[i], s->bytes[i]);
+    if (res->n_ranges) {
+        memcpy(res->ranges, s->ranges, sizeof *s->ranges * (size_t)res->n_ranges);
+        memcpy(res->entries, s->entries, sizeof *s->entries * (size_t)res->n_ranges);
+    }
+}
+
+/* The metric the check goes by: the user's, else the task's that applies to output 0. */
+static void check_metric(const eng_quantize_job *job, const cmp_metrics *m, cmp_metric *out)
+{
+    *out = job->target.kind;
+    if (job->metric_given) return;
+    cmp_metric_parse("cosine", out);
+    if (!isnan(m->top1_agree)) cmp_metric_parse("top1", out);
+    else if (!isnan(m->box_f1)) cmp_metric_parse("box-f1", out);
+    else if (!isnan(m->mask_iou)) cmp_metric_parse("mask-iou:0.3", out);
+    else if (!isnan(m->seq_chars)) cmp_metric_parse("seq-chars", out);
+    else if (!isnan(m->seq_top1)) cmp_metric_parse("seq-top1", out);
+}
+
+static void add_report(eng_refine_report *to, const eng_refine_report *r)
+{
+    to->layers = r->layers;
+    to->images = r->images;
+    to->corrected += r->corrected;
+    to->rounded += r->rounded;
+    to->scales += r->scales;
+    to->passes += r->passes;
+    to->segments += r->segments;
+    to->peak_memory = r->peak_memory > to->peak_memory ? r->peak_memory : to->peak_memory;
+    to->peak_spilled = r->peak_spilled > to->peak_spilled ? r->peak_spilled : to->peak_spilled;
+    to->codes_changed += r->codes_changed;
+    to->max_shift = r->max_shift > to->max_shift ? r->max_shift : to->max_shift;
+    to->seconds_passes += r->seconds_passes;
+    to->seconds_scales += r->seconds_scales;
+    to->seconds_adaround += r->seconds_adaround;
+    to->seconds_total += r->seconds_total;
+}
+
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
@@ -371,17 +599,94 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ro.on_amax = chosen;
     ro.user = res;
     ro.log = job->log;
-    if ((st = onnx_model_load(job->model, &fp)) == PTQ_OK && (st = ptq_graph_constants_to_initializers(fp, &fp_const)) == PTQ_OK)
-        st = quant_upgrade_opset(fp, 13, &fp_upgraded);
-    if (st == PTQ_OK) st = eng_equalize_apply(fp, &res->eq); /* the FP32 model the QDQ one was made from */
-    eng_dataset_source ds;
-    if (st == PTQ_OK) st = eng_fit_batch(fp, job->model, &ro_o);
+    cmp_cache *cc = NULL;
+    snapshot snap = {0};
+    eng_dataset_source ds = {0};
+    int ds_made = 0;
+    res->n_steps = 0;
+    res->check_images = 0;
+    res->check_skipped[0] = 0;
+    TRY(onnx_model_load(job->model, &fp));
+    TRY(ptq_graph_constants_to_initializers(fp, &fp_const));
+    TRY(quant_upgrade_opset(fp, 13, &fp_upgraded));
+    TRY(eng_equalize_apply(fp, &res->eq)); /* the FP32 model the QDQ one was made from */
+
+    /* the check's images: the evaluation images, or every fourth calibration image, which the
+     * refinement then leaves out */
+    cmp_eval ev = {.g = fp, .model = job->model, .o = job->src->o, .cfg = job->src->cfg,
+                   .labels = job->eval_images ? job->labels : NULL, .nthreads = job->src->o.threads,
+                   .float16 = job->eval_float16};
+    ev.o.shuffle = job->src->o.shuffle;
+    ev.o.log = job->log;
+    if (job->refine_check && check_images(job, &ev, res->check_skipped, sizeof res->check_skipped) && !job->eval_images) {
+        ro_o.shard_count = 4; /* the refinement leaves the held-out images out */
+        ro_o.shard_index = 3;
+        ro_o.shard_invert = 1;
+    }
+    int check = job->refine_check && !res->check_skipped[0];
+    TRY(eng_fit_batch(fp, job->model, &ro_o));
     eng_source es = eng_source_dataset(&ds, &ro_o, &job->src->cfg);
-    if (st == PTQ_OK) st = eng_refine(res->g, fp, &es, &ro, &res->rr);
-    eng_source_dataset_free(&ds);
+    ds_made = 1;
+    if (!check) {
+        TRY(eng_refine(res->g, fp, &es, &ro, &res->rr));
+        res->refined = 1;
+        goto done;
+    }
+
+    /* each refinement on its own, in order, kept where the metric says it helps */
+    TRY(eng_fit_batch(fp, job->model, &ev.o));
+    CHECK_ALLOC(cc = cmp_cache_create((size_t)512 << 20));
+    ev.cache = cc;
+    cmp_metrics m;
+    cmp_metric metric;
+    ev.o.label = "refine: check";
+    TRY(cmp_evaluate_graph(&ev, res->g, &m));
+    check_metric(job, &m, &metric);
+    cmp_metric_name(&metric, res->check_metric, sizeof res->check_metric);
+    res->check_images = m.images;
+    double cur = cmp_metric_value(&metric, &m), cur_cos = m.cosine;
+    static const char *const names[3] = {"output-aware scales", "AdaRound", "bias correction"};
+    for (int k = 0; k < 3; k++) {
+        eng_refine_options one = ro;
+        one.output_aware = k == 0 && ro.output_aware;
+        one.adaround_iters = k == 1 ? ro.adaround_iters : 0;
+        one.bias_correction = k == 2 && ro.bias_correction;
+        if (!one.output_aware && !one.adaround_iters && !one.bias_correction) continue;
+        eng_refine_report rr;
+        TRY(snapshot_take(res->g, res, &snap));
+        TRY(eng_refine(res->g, fp, &es, &one, &rr));
+        add_report(&res->rr, &rr);
+        TRY(cmp_evaluate_graph(&ev, res->g, &m));
+        struct eng_refine_step *s = &res->steps[res->n_steps++];
+        s->name = names[k];
+        s->before = cur;
+        s->cos_before = cur_cos;
+        s->after = cmp_metric_value(&metric, &m);
+        s->cos_after = m.cosine;
+        s->kept = s->after > s->before || (s->after == s->before && !(s->cos_after < s->cos_before));
+        if (s->kept) {
+            cur = s->after;
+            cur_cos = s->cos_after;
+        } else {
+            snapshot_restore(res->g, res, &snap);
+            if (k == 0) /* the ranges are the method's again */
+                calib_method_name(job->n_choose && res->choose_images > 0 ? &job->choose[res->chosen] : &job->method, res->tag,
+                                  sizeof res->tag);
+        }
+    }
+    /* the model as written, measured again: a dropped refinement must have left no trace */
+    TRY(cmp_evaluate_graph(&ev, res->g, &m));
+    res->check_final = cmp_metric_value(&metric, &m);
+    if (!(res->check_final == cur) && !(isnan(cur) && isnan(res->check_final)))
+        FAIL(PTQ_ERR_INTERNAL, "refinement check: the model measures %.6f after the dropped refinements were undone, not %.6f",
+             res->check_final, cur);
+    res->refined = 1;
+done:
+    snapshot_free(&snap);
+    cmp_cache_destroy(cc);
+    if (ds_made) eng_source_dataset_free(&ds);
     ptq_graph_destroy(fp);
     if (st != PTQ_OK) ptq_error_prefix("%s: ", job->model);
-    else res->refined = 1;
     return st;
 }
 

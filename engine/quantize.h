@@ -62,11 +62,23 @@ typedef struct {
     quant_options qo;           /* placement and exclusions (range/range_user are set by the engine) */
     eng_refine_options ro;      /* bias_correction (0 here), adaround_iters, ...; output_aware follows output_mse */
     int refine_images;          /* 32 */
+    /* 1 (default): each refinement is kept only where it helps: the task metric (metric_given:
+     * target.kind; else top1, box-f1, mask-iou:0.3 or seq-chars, whichever applies, then cosine) on
+     * the evaluation images, or without them on every fourth calibration image, held out of the
+     * refinement, measured before and after it */
+    int refine_check;
+    int metric_given;
+    /* n_choose > 0: the method is the one of choose[] whose QDQ model scores best (the check's
+     * metric, then cosine) on the evaluation images, or without them on every fourth calibration
+     * image; each from the same statistics (eng_quantize_choose_method) */
+    calib_method choose[8];
+    int n_choose;
     int auto_exclude;           /* the fewest nodes in float that meet target on eval (needs src with images) */
     const char *eval_images, *labels;
     int eval_limit;
     cmp_target target;          /* NAN criteria left out */
-    int eval_float16;           /* auto-exclusion: the float part simulated in FP16 (1, the default) or FP32 */
+    int eval_float16;           /* evaluations on images (auto-exclusion, the method choice, the refinement
+                                   check): the float part simulated in FP16 (1, the default) or FP32 */
     int write_float16;          /* the written model's float part in float16 (quant_fp16_convert; 0, the default) */
     pp_log log;
 } eng_quantize_job;
@@ -92,6 +104,21 @@ typedef struct {
     quant_report rep;
     int refined;
     eng_refine_report rr;
+    /* the refinement check (job.refine_check): the metric before any refinement, then after each */
+    struct eng_refine_step {
+        const char *name;       /* "output-aware scales", "AdaRound", "bias correction" */
+        double before, after;   /* the metric; cosine breaks ties */
+        double cos_before, cos_after;
+        int kept;
+    } steps[3];
+    int n_steps;
+    int check_images;           /* images the check measured on (0: no check) */
+    double check_final;         /* the metric of the model as written */
+    char check_metric[64];
+    char check_skipped[160];    /* why no check ran, when refinements did ("" otherwise) */
+    /* the method choice (job.n_choose): each candidate's metric and cosine, the one taken */
+    double choose_metric[8], choose_cosine[8];
+    int chosen, choose_images;
     int64_t opset0;
     int n_upgraded;
     char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */
@@ -99,7 +126,16 @@ typedef struct {
 
 eng_quantize_job eng_quantize_job_defaults(void);
 ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result *res);
+/* What a recipe asks of a job with images (docs/quantizing.md#recipes): "fast" (the default
+ * method, no refinement), "balanced" (the method measured among max, percentile:99.99,
+ * percentile:99.999 and mse unless method_given, then bias correction unless no_bias),
+ * "best" (balanced + output-aware scales, AdaRound, and equalization when may_equalize).
+ * PTQ_ERR_ARG for another name. */
+ptq_status eng_quantize_recipe(eng_quantize_job *job, const char *recipe, int method_given, int no_bias, int may_equalize);
 ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_result *res);
+/* job.n_choose > 0: measures each candidate method and keeps the best one's ranges (after
+ * eng_quantize_ranges, before auto-exclusion); res->tag names it. */
+ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *res);
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res);
 

@@ -8,8 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/pass.h"
-#include "engine/runner.h"
+#include "engine/stepper.h"
 #include "quant/adaround.h"
 #include "quant/qdq.h"
 #include "runtime/graph_edit.h"
@@ -258,69 +257,50 @@ static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t 
             }
 }
 
-/* What one pass gathers. The FP32 pass (qdq 0) sums the patches of every layer's FP32 input
- * and counts the images; a QDQ pass serves one group of layers reading one activation: the
- * sums of x~ (bias correction), and sampled patches of x and x~ at the same positions of the
- * same images (AdaRound, output-aware scales), with the FP32 batch copied by the FP32 plan
- * that runs just before it in lockstep. */
+/* What one step of a sweep gathers over the images, for one group of layers reading one
+ * activation (or, fp_only, the FP32 patch sums of the group): the sums of x~ (bias
+ * correction), and sampled patches of x and x~ at the same positions of the same images
+ * (AdaRound, output-aware scales). */
 typedef struct {
     layer *L;
     int nl;
     const int *group;
     int ng;
-    int qdq, sums, samples;
-    const char *fp_name, *q_name;  /* the activation in the FP32 and the QDQ plan */
-    ptq_tensor fp;                 /* the FP32 batch (owned copy) */
-    size_t fp_cap;
+    int sums, samples;
+    const ptq_tensor *fp;          /* the FP32 batch (borrowed from the FP32 stepper) */
     int per_image;                 /* sampled positions per image and layer */
     uint64_t seed;
     int nthreads;
-    ptq_arena_pool *pool;
 } ctx;
 
-static ptq_status copy_fp(eng_pass *ps, const char *name, const ptq_tensor *t)
+/* The FP32 patch sums of the group's layers over one batch x, and the positions counted. */
+static void observe_fp(ctx *c, const ptq_tensor *x)
 {
-    ctx *c = ps->user;
-    ptq_status st = PTQ_OK;
-    (void)name;
-    size_t bytes = ptq_tensor_numel(t) * sizeof(float);
-    if (bytes > c->fp_cap) {
-        ptq_aligned_free(c->fp.data);
-        c->fp.data = ptq_aligned_alloc(bytes);
-        c->fp_cap = c->fp.data ? bytes : 0;
-        CHECK_ALLOC(c->fp.data);
-    }
-    void *data = c->fp.data;
-    c->fp = *t;
-    c->fp.data = data;
-    c->fp.owns_data = 0;
-    memcpy(data, t->data, bytes);
-done:
-    return st;
+    size_t per = ptq_tensor_numel(x) / (size_t)x->dims[0];
+    for (int64_t i = 0; i < x->dims[0]; i++)
+        for (int gi = 0; gi < c->ng; gi++) {
+            layer *L = &c->L[c->group[gi]];
+            L->count += (double)patch_sums(L, (const float *)x->data + (size_t)i * per, x, L->sum_fp, c->nthreads);
+        }
 }
 
-static ptq_status observe_group(eng_pass *ps, const char *name, const ptq_tensor *t)
+/* x~ of one batch whose first image is `first` (c->fp: x of the same images). */
+static ptq_status observe_q(ctx *c, const char *name, int first, const ptq_tensor *t)
 {
-    ctx *c = ps->user;
     size_t per = ptq_tensor_numel(t) / (size_t)t->dims[0];
-    if (c->samples && !ptq_shape_equal(&c->fp, t)) {
+    if (c->samples && !ptq_shape_equal(c->fp, t)) {
         char a[96], b[96];
         ptq_error("refine: '%s' is %s in the QDQ model but %s in the FP32 model", name, ptq_shape_str(t, a, sizeof a),
-                  ptq_shape_str(&c->fp, b, sizeof b));
+                  ptq_shape_str(c->fp, b, sizeof b));
         return PTQ_ERR_SHAPE;
     }
     for (int64_t i = 0; i < t->dims[0]; i++) {
         const float *xq = (const float *)t->data + (size_t)i * per;
-        const float *xf = c->samples ? (const float *)c->fp.data + (size_t)i * per : NULL;
-        uint64_t image = (uint64_t)(ps->first + i);
-        for (int gi = 0; gi < (c->qdq ? c->ng : c->nl); gi++) {
-            int li = c->qdq ? c->group[gi] : gi;
+        const float *xf = c->samples ? (const float *)c->fp->data + (size_t)i * per : NULL;
+        uint64_t image = (uint64_t)(first + i);
+        for (int gi = 0; gi < c->ng; gi++) {
+            int li = c->group[gi];
             layer *L = &c->L[li];
-            if (!c->qdq) {
-                if (strcmp(L->t, name)) continue;
-                L->count += (double)patch_sums(L, xq, t, L->sum_fp, c->nthreads);
-                continue;
-            }
             if (c->sums) patch_sums(L, xq, t, L->sum_q, c->nthreads);
             if (!c->samples) continue;
             int64_t np = positions(L, t);
@@ -578,19 +558,57 @@ static void free_samples(ctx *c)
     }
 }
 
-/* One lockstep pass for a group: FP32 plan (copying c->fp_name) then QDQ plan (observing c->q_name). */
-static ptq_status group_pass(const ptq_graph *qdq, const ptq_graph *fp32, ctx *c, const eng_source *src, eng_refine_report *rep)
+/* Advances both steppers to the group's activation (fp_name in the FP32 model, q_name in the
+ * QDQ model) and observes it over every batch: the FP32 sums (fp_sums), then x~ with x. */
+static ptq_status group_step(eng_stepper *sf, eng_stepper *sq, ctx *c, const char *fp_name, const char *q_name, int fp_sums)
 {
     ptq_status st = PTQ_OK;
-    double tp = now();
-    eng_pass pf = {.names = &c->fp_name, .n_names = 1, .stop = c->fp_name, .fn = copy_fp, .user = c};
-    eng_pass pq = {.names = &c->q_name, .n_names = 1, .stop = c->q_name, .fn = observe_group, .user = c};
-    if (c->samples) TRY(eng_run_pass(fp32, &pf, qdq, &pq, src, c->nthreads, c->pool, NULL));
-    else TRY(eng_run_pass(qdq, &pq, NULL, NULL, src, c->nthreads, c->pool, NULL));
-    rep->passes++;
-    rep->seconds_passes += now() - tp;
+    if (sf) TRY(eng_stepper_advance(sf, fp_name));
+    TRY(eng_stepper_advance(sq, q_name));
+    for (int b = 0; b < eng_stepper_batches(sq); b++) {
+        ptq_tensor x, xq;
+        if (sf) {
+            TRY(eng_stepper_get(sf, fp_name, b, &x));
+            if (fp_sums) observe_fp(c, &x);
+            c->fp = &x;
+        }
+        TRY(eng_stepper_get(sq, q_name, b, &xq));
+        TRY(observe_q(c, q_name, eng_stepper_first(sq, b), &xq));
+        c->fp = NULL;
+    }
 done:
     return st;
+}
+
+/* The two steppers of a sweep, the FP32 one (fp) only when needed. */
+static ptq_status sweep_open(const ptq_graph *qdq, const ptq_graph *fp32, const eng_source *src, const eng_refine_options *opt,
+                             ptq_arena_pool *pool, int fp, eng_stepper **sf, eng_stepper **sq)
+{
+    ptq_status st = PTQ_OK;
+    size_t budget = opt->memory_budget ? opt->memory_budget : (size_t)ENG_STEPPER_BUDGET_MB << 20;
+    eng_stepper_options so = {.nthreads = opt->nthreads, .budget = fp ? (budget + 1) / 2 : budget, .pool = pool};
+    if (fp) TRY(eng_stepper_create(fp32, src, &so, sf));
+    TRY(eng_stepper_create(qdq, src, &so, sq));
+done:
+    return st;
+}
+
+static void sweep_close(eng_stepper **sf, eng_stepper **sq, eng_refine_report *rep)
+{
+    size_t mem = 0, spilled = 0;
+    for (int k = 0; k < 2; k++) {
+        eng_stepper *s = k ? *sq : *sf;
+        if (!s) continue;
+        eng_stepper_stats ss = eng_stepper_get_stats(s);
+        rep->segments += ss.segments;
+        mem += ss.peak_memory; /* both steppers live together: at most the sum */
+        spilled += ss.peak_spilled;
+        eng_stepper_destroy(s);
+    }
+    if (mem > rep->peak_memory) rep->peak_memory = mem;
+    if (spilled > rep->peak_spilled) rep->peak_spilled = spilled;
+    *sf = *sq = NULL;
+    rep->passes++;
 }
 
 /* Sets the scale of every Q/DQ pair of activation `name` to amax / 127. */
@@ -639,13 +657,17 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
     double t0 = now();
     layer *L = calloc((size_t)qdq->n_nodes + 1, sizeof *L);
     const char **names = calloc((size_t)qdq->n_nodes + 1, sizeof *names);
+    const char **acts = calloc((size_t)qdq->n_nodes + 1, sizeof *acts);
     int *group = calloc((size_t)qdq->n_nodes + 1, sizeof *group);
-    int nl = 0, nn = 0;
-    ctx c = {.seed = opt->seed, .nthreads = opt->nthreads, .pool = ptq_arena_pool_create()};
+    int nl = 0, nn = 0, na = 0;
+    ctx c = {.seed = opt->seed, .nthreads = opt->nthreads};
+    ptq_arena_pool *pool = ptq_arena_pool_create();
+    eng_stepper *sf = NULL, *sq = NULL;
     memset(rep, 0, sizeof *rep);
-    CHECK_ALLOC(c.pool);
+    CHECK_ALLOC(pool);
     CHECK_ALLOC(L);
     CHECK_ALLOC(names);
+    CHECK_ALLOC(acts);
     CHECK_ALLOC(group);
     for (int i = 0; i < qdq->n_nodes; i++)
         if (describe(qdq, fp32, i, &L[nl])) {
@@ -662,23 +684,13 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
     c.L = L;
     c.nl = nl;
     c.group = group;
-    int weights = opt->bias_correction || opt->adaround_iters > 0, scales = opt->output_aware && opt->candidates;
+    int weights = (opt->bias_correction || opt->adaround_iters > 0) && nn > 0, scales = opt->output_aware && opt->candidates;
     if (!weights && !scales) goto finish;
 
-    /* the FP32 patch sums of every layer and the number of images, in one pass */
-    eng_pass pf = {.names = names, .n_names = nn, .fn = observe_group, .user = &c};
-    double tp = now();
-    if (nn) TRY(eng_run_pass(fp32, &pf, NULL, NULL, src, opt->nthreads, c.pool, &rep->images));
-    rep->passes += nn > 0;
-    rep->seconds_passes += now() - tp;
-    int per_image = rep->images ? (opt->positions + rep->images - 1) / rep->images : opt->positions;
-
-    /* output-aware scales: one lockstep pass per quantized activation, inputs first */
+    /* output-aware scales: one sweep over the network, each quantized activation in turn (inputs
+     * first), its amax chosen on x~ as the activations before it, with their chosen scales, make it */
     if (scales) {
         double ts = now();
-        const char **acts = calloc((size_t)qdq->n_nodes + 1, sizeof *acts);
-        int na = 0;
-        CHECK_ALLOC(acts);
         for (int i = 0; i < qdq->n_nodes; i++) {
             const ptq_node *n = &qdq->nodes[i];
             if (strcmp(n->op_type, "QuantizeLinear") || n->n_inputs < 2 || n->inputs[0] < 0 ||
@@ -689,70 +701,104 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
             for (int j = 0; j < na && !seen; j++) seen = !strcmp(acts[j], a);
             if (!seen) acts[na++] = a;
         }
-        for (int a = 0; a < na && st == PTQ_OK; a++) {
-            float cand[16], best = 0;
-            int ncand = opt->candidates(acts[a], cand, 16, opt->user);
-            if (ncand <= 0) continue;
+        TRY(sweep_open(qdq, fp32, src, opt, pool, 1, &sf, &sq));
+        rep->images = eng_stepper_images(sq);
+        int per_image = rep->images ? (opt->positions + rep->images - 1) / rep->images : opt->positions;
+        /* the activations whose scale is chosen: read by layers alone. Tensors that layers without
+         * weights also read keep their calibrated amax: a sample of elements misses the rare large
+         * values that the histogram's MSE weighs (measured on rec: choosing them from samples lowered
+         * seq-top1 from 0.974 to 0.969) */
+        int m = 0;
+        for (int a = 0; a < na; a++) {
             c.ng = 0;
             for (int i = 0; i < nl; i++)
                 if (!strcmp(L[i].t, acts[a])) group[c.ng++] = i;
-            /* tensors that layers without weights also read keep their calibrated amax: a sample of
-             * elements misses the rare large values that the histogram's MSE weighs (measured on rec:
-             * choosing them from samples lowered seq-top1 from 0.974 to 0.969) */
             if (!c.ng || other_consumers(qdq, acts[a], &c)) continue;
-            c.qdq = 1;
-            c.sums = 0;
-            c.samples = 1;
-            c.per_image = (per_image + 3) / 4;
-            c.fp_name = c.q_name = acts[a];
-            st = alloc_samples(&c, (opt->positions + 3) / 4);
-            if (st == PTQ_OK) st = group_pass(qdq, fp32, &c, src, rep);
-            if (st == PTQ_OK) st = choose_amax(qdq, fp32, &c, cand, ncand, &best);
-            free_samples(&c);
-            if (st == PTQ_OK && best > 0) {
-                set_scale(qdq, acts[a], best);
-                if (opt->on_amax) opt->on_amax(acts[a], best, opt->user);
-                rep->scales++;
+            acts[m++] = acts[a];
+        }
+        na = m;
+        for (int a = 0; a < na; a++) {
+            TRY(eng_stepper_pin(sf, acts[a]));
+            TRY(eng_stepper_pin(sq, acts[a]));
+        }
+        for (int a = 0; a < na && st == PTQ_OK; a++) {
+            float cand[16], best = 0;
+            int ncand = opt->candidates(acts[a], cand, 16, opt->user);
+            if (ncand > 0) {
+                c.ng = 0;
+                for (int i = 0; i < nl; i++)
+                    if (!strcmp(L[i].t, acts[a])) group[c.ng++] = i;
+                c.sums = 0;
+                c.samples = 1;
+                c.per_image = (per_image + 3) / 4;
+                st = alloc_samples(&c, (opt->positions + 3) / 4);
+                if (st == PTQ_OK) st = group_step(sf, sq, &c, acts[a], acts[a], 0);
+                if (st == PTQ_OK) st = choose_amax(qdq, fp32, &c, cand, ncand, &best);
+                free_samples(&c);
+                if (st == PTQ_OK && best > 0) {
+                    set_scale(qdq, acts[a], best);
+                    if (opt->on_amax) opt->on_amax(acts[a], best, opt->user);
+                    rep->scales++;
+                }
             }
+            eng_stepper_release(sf, acts[a]);
+            eng_stepper_release(sq, acts[a]);
             if (!opt->quiet) pp_log_progress(&opt->log, "refine: activation scales", a + 1, na, now() - ts, a == na - 1);
         }
-        free(acts);
+        sweep_close(&sf, &sq, rep);
         if (st != PTQ_OK) goto done;
         rep->seconds_scales = now() - ts;
     }
 
-    /* then the weights: one pass per activation read by layers, in topological order */
-    for (int a = 0; a < nn && weights; a++) {
-        c.ng = 0;
-        for (int i = 0; i < nl; i++)
-            if (!strcmp(L[i].t, names[a])) group[c.ng++] = i;
-        c.qdq = 1;
-        c.sums = opt->bias_correction;
-        c.samples = opt->adaround_iters > 0;
-        c.per_image = per_image;
-        c.fp_name = names[a];
-        c.q_name = L[group[0]].t_dq;
-        if (c.samples) TRY(alloc_samples(&c, opt->positions));
-        st = group_pass(qdq, fp32, &c, src, rep);
-        for (int i = 0; i < c.ng && st == PTQ_OK && opt->adaround_iters > 0; i++) st = adaround(qdq, fp32, &L[group[i]], opt, rep);
-        free_samples(&c);
-        if (st != PTQ_OK) goto done;
-        for (int i = 0; i < c.ng && opt->bias_correction; i++) TRY(correct_bias(qdq, fp32, &L[group[i]], &rep->corrected));
-        if (!opt->quiet) pp_log_progress(&opt->log, "refine: layers", group[c.ng - 1] + 1, nl, now() - t0, a == nn - 1);
+    /* then the weights: one sweep, each group of layers reading one activation in topological
+     * order, on x~ as the layers before it, already refined, make it */
+    if (weights) {
+        TRY(sweep_open(qdq, fp32, src, opt, pool, 1, &sf, &sq));
+        rep->images = eng_stepper_images(sq);
+        int per_image = rep->images ? (opt->positions + rep->images - 1) / rep->images : opt->positions;
+        for (int a = 0; a < nn; a++) {
+            int first = -1;
+            for (int i = 0; i < nl && first < 0; i++)
+                if (!strcmp(L[i].t, names[a])) first = i;
+            TRY(eng_stepper_pin(sf, names[a]));
+            TRY(eng_stepper_pin(sq, L[first].t_dq));
+        }
+        for (int a = 0; a < nn; a++) {
+            c.ng = 0;
+            for (int i = 0; i < nl; i++)
+                if (!strcmp(L[i].t, names[a])) group[c.ng++] = i;
+            c.sums = opt->bias_correction;
+            c.samples = opt->adaround_iters > 0;
+            c.per_image = per_image;
+            if (c.samples) TRY(alloc_samples(&c, opt->positions));
+            const char *q_name = L[group[0]].t_dq;
+            double tp = now();
+            st = group_step(sf, sq, &c, names[a], q_name, 1);
+            rep->seconds_passes += now() - tp;
+            eng_stepper_release(sf, names[a]);
+            eng_stepper_release(sq, q_name);
+            for (int i = 0; i < c.ng && st == PTQ_OK && opt->adaround_iters > 0; i++) st = adaround(qdq, fp32, &L[group[i]], opt, rep);
+            free_samples(&c);
+            if (st != PTQ_OK) goto done;
+            for (int i = 0; i < c.ng && opt->bias_correction; i++) TRY(correct_bias(qdq, fp32, &L[group[i]], &rep->corrected));
+            if (!opt->quiet) pp_log_progress(&opt->log, "refine: layers", group[c.ng - 1] + 1, nl, now() - t0, a == nn - 1);
+        }
+        sweep_close(&sf, &sq, rep);
     }
 finish:
     rep->seconds_total = now() - t0;
 done:
+    if (sf || sq) sweep_close(&sf, &sq, rep);
     for (int i = 0; L && i < nl; i++) {
         free(L[i].sum_fp);
         free(L[i].sum_q);
         free(L[i].xs);
         free(L[i].xqs);
     }
-    ptq_aligned_free(c.fp.data);
-    ptq_arena_pool_destroy(c.pool); /* after every plan of the passes */
+    ptq_arena_pool_destroy(pool); /* after every plan of the sweeps */
     free(L);
     free(names);
+    free(acts);
     free(group);
     return st;
 }

@@ -12,9 +12,13 @@
  * Layers are the quantized Conv (2-D, any group count), Gemm (transA 0) and MatMul nodes
  * whose weight is an int8 initializer with a per-channel DequantizeLinear and whose data
  * input is a dequantized activation. They are processed in topological order, grouped by
- * the activation they read: one pass of the partly refined QDQ model over the refinement
- * images per activation (stopping as soon as that activation is produced), so each layer
- * sees x~, the input the layers before it, already refined, feed it.
+ * the activation they read, in one sweep over the network (engine/stepper.h): an FP32 and a
+ * QDQ model advanced together over all the refinement images, segment by segment, the layer
+ * inputs still needed kept between segments; each QDQ segment is planned when it is reached,
+ * so each layer sees x~, the input the layers before it, already refined, feed it. The
+ * output-aware scales take a sweep of their own before the weights' (each scale chosen as
+ * the scales before it make x~). The results are those of running the whole partly refined
+ * model again for each activation, at the cost of one pass.
  *
  * Bias correction, per output channel c: b_c += E[W x]_c - E[W~ x~]_c over the images and
  * every output position. Both means are exact through linearity: E[W x] = W E[patch(x)],
@@ -25,9 +29,10 @@
  *
  * Everything is deterministic: sums run in a fixed order (images in dataset order, positions
  * in row-major order), sampled positions come from a counter-based generator, and the
- * results are the same bytes at any thread count and batch size. Memory: one batch of the
- * layer input (FP32 and QDQ), the patch sums, and adaround_positions sampled patches per
- * layer, whatever the number of images. */
+ * results are the same bytes at any thread count, batch size and memory budget. Memory: the
+ * layer inputs the sweep still needs, for every image (up to memory_budget bytes in memory,
+ * the rest in a temporary file), one batch of a segment's activations, the patch sums, and
+ * `positions` sampled patches per layer. */
 #ifndef PTQ_ENGINE_REFINE_H
 #define PTQ_ENGINE_REFINE_H
 
@@ -53,6 +58,8 @@ typedef struct {
     int positions;           /* sampled output positions per layer (4096; AdaRound, output-aware scales) */
     uint64_t seed;           /* sampling (0) */
     int nthreads;            /* 0: OpenMP's default */
+    size_t memory_budget;    /* bytes of layer inputs kept in memory between layers (0: 1 GiB);
+                              * beyond it they go to a temporary file */
     int quiet;               /* no progress */
     pp_log log;              /* where progress goes (zero: a terminal's stderr) */
 } eng_refine_options;
@@ -62,7 +69,10 @@ typedef struct {
     int corrected;           /* layers whose bias was corrected */
     int rounded;             /* layers whose weights AdaRound learned */
     int scales;              /* activations whose amax the output-aware search chose */
-    int passes;              /* passes over the refinement images */
+    int passes;              /* sweeps over the network (each runs every layer once on every image) */
+    int segments;            /* the parts of the network the sweeps ran one after the other */
+    size_t peak_memory;      /* most bytes of layer inputs kept in memory at once */
+    size_t peak_spilled;     /* most bytes of them in the temporary file at once */
     int images;              /* refinement images */
     long codes_changed;      /* int8 weight codes that differ from nearest rounding */
     double max_shift;        /* the largest |bias correction| relative to the channel's output mean magnitude */

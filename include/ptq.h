@@ -141,7 +141,7 @@ PTQ_API void ptq_ranges_free(ptq_ranges *r);
 
 /* ---- quantization: the QDQ model by TensorRT's explicit-quantization rules ---- */
 typedef struct {
-    const char *method;              /* "entropy"; max, percentile[:P], mse, output-mse */
+    const char *method;              /* NULL: percentile:99.99 (or the recipe's choice); max, percentile[:P], entropy, mse, output-mse */
     const char *from_stats;          /* ranges from saved statistics instead of a dataset: NULL */
     const char *from_cache;          /* ranges from a TensorRT cache instead of a dataset: NULL */
     const char *stats_out;           /* also save the calibration statistics: NULL */
@@ -163,6 +163,8 @@ typedef struct {
     double target_top1_drop;         /* NaN */
     ptq_log log;
     int equalize;                    /* activation equalization in front of depthwise Convs (needs a dataset): 0 */
+    const char *recipe;              /* NULL or "fast"; "balanced", "best" (need a dataset): ptq quantize --recipe */
+    int no_refine_check;             /* keep every refinement without measuring it on held-out images: 0 */
 } ptq_quantize_options;
 PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o);
 

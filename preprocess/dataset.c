@@ -291,14 +291,14 @@ ptq_status pp_dataset_open(const pp_dataset_options *o, const pp_config *c, pp_d
     if (o->shard_count > 1) { /* round robin over the final order: position k goes to shard k mod N */
         int kept = 0;
         for (int k = 0; k < files.n; k++) {
-            if (k % o->shard_count == o->shard_index) files.v[kept++] = files.v[k];
+            if ((k % o->shard_count == o->shard_index) != (o->shard_invert != 0)) files.v[kept++] = files.v[k];
             else free(files.v[k]);
         }
         if (kept == 0) {
             int listed = files.n;
             files.n = 0;
-            FAIL(PTQ_ERR_ARG, "%s: shard %d/%d holds no image (%d image files listed)", o->images, o->shard_index,
-                 o->shard_count, listed);
+            FAIL(PTQ_ERR_ARG, "%s: shard %s%d/%d holds no image (%d image files listed)", o->images, o->shard_invert ? "all but " : "",
+                 o->shard_index, o->shard_count, listed);
         }
         files.n = kept;
     }
@@ -549,4 +549,25 @@ void pp_dataset_close(pp_dataset *d)
     for (int i = 0; i < d->n_files; i++) free(d->files[i]);
     free(d->files);
     free(d);
+}
+
+/* ---- the listing alone (ptq compare --labels checks its labels against it before calibrating) ---- */
+ptq_status pp_list_images(const char *images, char ***paths, int *n)
+{
+    ptq_status st = PTQ_OK;
+    strvec files = {0};
+    struct stat sb;
+    *paths = NULL;
+    *n = 0;
+    if (stat(images, &sb) != 0) FAIL(PTQ_ERR_IO, "%s: %s", images, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) TRY(walk(images, &files, 0));
+    else TRY(read_list(images, &files));
+    qsort(files.v, (size_t)files.n, sizeof(char *), cmp_str);
+    *paths = files.v;
+    *n = files.n;
+    return PTQ_OK;
+done:
+    for (int i = 0; i < files.n; i++) free(files.v[i]);
+    free(files.v);
+    return st;
 }

@@ -44,6 +44,7 @@ typedef struct {
     int limit;           /* keep at most this many usable images (0: all) */
     int shard_index;     /* --shard I/N: keep list positions k with k % shard_count == shard_index */
     int shard_count;     /* 0: no sharding (the whole list) */
+    int shard_invert;    /* 1: keep the positions NOT in shard_index (the other shards together) */
     int shuffle;
     uint64_t seed;
     int strict;          /* a bad image is an error instead of a counted skip */
@@ -82,6 +83,9 @@ uint64_t pp_dataset_list_hash(const pp_dataset *d);
  * close; *n: how many (= images used). Statistics files record them (io/stats.h). */
 const uint64_t *pp_dataset_image_ids(const pp_dataset *d, int *n);
 void pp_dataset_close(pp_dataset *d); /* NULL-safe; stops the producer */
+/* The image files of a folder (recursive) or a list file, sorted, as pp_dataset_open lists them
+ * (before shard, shuffle and limit; no decoding). *paths and its strings are the caller's to free. */
+ptq_status pp_list_images(const char *images, char ***paths, int *n);
 
 /* The progress line on stderr when it is a terminal: "\r[label: ]done/total images, rate,
  * ETA"; a label "phase: unit" counts that unit instead ("refine: layers" -> "refine: 3/54 layers,

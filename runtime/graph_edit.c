@@ -241,3 +241,74 @@ void ptq_graph_view_destroy(ptq_graph *view)
     free(view->outputs);
     free(view);
 }
+
+void ptq_graph_node_reads(const ptq_graph *g, int n, unsigned char *mark)
+{
+    const ptq_node *node = &g->nodes[n];
+    for (int i = 0; i < node->n_inputs; i++)
+        if (node->inputs[i] >= 0) mark[node->inputs[i]] = 1;
+    for (int k = 0; k < node->n_attrs; k++) {
+        const ptq_attr *a = &node->attrs[k];
+        for (int j = 0; j < (a->graph ? 1 : a->n_graphs); j++) need_outer_reads(g, a->graph ? a->graph : a->graphs[j], mark);
+    }
+}
+
+ptq_status ptq_graph_segment_create(const ptq_graph *g, const unsigned char *run, const int *inputs, const ptq_tensor *types,
+                                    int n_inputs, const int *outputs, int n_outputs, ptq_graph **out)
+{
+    ptq_status st = PTQ_OK;
+    int *remap = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    ptq_graph *w = calloc(1, sizeof *w);
+    *out = NULL;
+    CHECK_ALLOC(remap);
+    CHECK_ALLOC(w);
+    *w = *g; /* names, opsets and initializers shared */
+    w->values = malloc(sizeof *w->values * ((size_t)g->n_values + 1));
+    w->nodes = malloc(sizeof *w->nodes * ((size_t)g->n_nodes + 1));
+    w->outputs = malloc(sizeof(int) * ((size_t)n_outputs + 1));
+    w->inputs = NULL; /* g's until then */
+    w->inputs = malloc(sizeof(int) * ((size_t)n_inputs + 1));
+    if (!w->values || !w->nodes || !w->outputs || !w->inputs) FAIL(PTQ_ERR_NOMEM, "out of memory for a segment of the graph");
+    memcpy(w->values, g->values, sizeof *w->values * (size_t)g->n_values);
+    w->n_nodes = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        remap[n] = run[n] ? w->n_nodes : -1;
+        if (run[n]) w->nodes[w->n_nodes++] = g->nodes[n];
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_value *val = &w->values[v];
+        if (val->kind == PTQ_VALUE_INPUT) val->kind = PTQ_VALUE_INTERMEDIATE; /* the model's input, unless listed below */
+        val->producer = val->producer >= 0 ? remap[val->producer] : -1;
+        val->is_output = 0;
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        ptq_value *val = &w->values[inputs[i]];
+        val->kind = PTQ_VALUE_INPUT;
+        val->producer = -1;
+        val->has_type = 1;
+        val->t = types[i];
+        val->t.data = NULL;
+        val->t.owns_data = 0;
+        memset(val->dim_params, 0, sizeof val->dim_params);
+        w->inputs[i] = inputs[i];
+    }
+    w->n_inputs = n_inputs;
+    for (int i = 0; i < n_outputs; i++) {
+        w->values[outputs[i]].is_output = 1;
+        w->outputs[i] = outputs[i];
+    }
+    w->n_outputs = n_outputs;
+    *out = w;
+    w = NULL;
+done:
+    ptq_graph_segment_destroy(w);
+    free(remap);
+    return st;
+}
+
+void ptq_graph_segment_destroy(ptq_graph *view)
+{
+    if (!view) return;
+    free(view->inputs);
+    ptq_graph_view_destroy(view);
+}

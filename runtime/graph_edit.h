@@ -40,4 +40,18 @@ ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted);
 ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, ptq_graph **out, int *n_dropped);
 void ptq_graph_view_destroy(ptq_graph *view); /* NULL-safe */
 
+/* Marks in mark[] (room for g->n_values) the values node n reads: its inputs, and what its
+ * subgraphs (If, Loop, Scan) read of g by name. */
+void ptq_graph_node_reads(const ptq_graph *g, int n, unsigned char *mark);
+
+/* A view of g that runs only the nodes run[n] != 0, in g's order: a segment of the model
+ * whose inputs are values computed before it (engine/stepper.h advances a model through its
+ * images one segment at a time). inputs[i] (n_inputs values the segment's nodes read that none
+ * of them produces, initializers excepted) become the view's graph inputs, of kind INPUT with
+ * the dtype and shape of types[i]; outputs[] (values its nodes produce) its outputs. Sharing
+ * and lifetime as ptq_graph_view_create; free with ptq_graph_segment_destroy. */
+ptq_status ptq_graph_segment_create(const ptq_graph *g, const unsigned char *run, const int *inputs, const ptq_tensor *types,
+                                    int n_inputs, const int *outputs, int n_outputs, ptq_graph **out);
+void ptq_graph_segment_destroy(ptq_graph *view); /* NULL-safe */
+
 #endif

@@ -478,7 +478,7 @@ def calibrate(model, images=None, preset=None, methods=None, cache=None, json=No
               from_stats=None, tensors=None, trt_version=None, trt_algorithm=None, log=None, progress=None, **options):
     """`ptq calibrate`: one pass over the images (or saved statistics), then each method's ranges.
 
-    methods: a list, "max,entropy" or "all" (default entropy; method= is the same). cache, json:
+    methods: a list, "max,entropy" or "all" (default percentile:99.99; method= is the same). cache, json:
     written as the command writes them (one file per method, OUT.<method>.cache, with several).
     stats: also save the statistics; from_stats: ranges from saved statistics, without images.
     tensors: fnmatch globs ("*": every float activation; default: the tensors quantize gives a
@@ -486,7 +486,7 @@ def calibrate(model, images=None, preset=None, methods=None, cache=None, json=No
     "ranges": {method: {tensor: amax}}, "cache": [paths], "json": [paths]}."""
     if method is not None and methods is not None:
         raise TypeError("calibrate(): give methods or method, not both")
-    tags_in = _methods(methods if methods is not None else method, ["entropy"])
+    tags_in = _methods(methods if methods is not None else method, ["percentile:99.99"])
     src, ov = _split_source(options)
     _unknown("calibrate", options)
     lg = _Log(log, progress)
@@ -542,7 +542,8 @@ def _read_ranges_json(path):
     return d.get("method"), {k: float(np.float32(v["amax"])) for k, v in d["tensors"].items()}
 
 
-def quantize(model, images=None, preset=None, output=None, cache=None, json=None, method="entropy", *, stats=None,
+def quantize(model, images=None, preset=None, output=None, cache=None, json=None, method=None, *, recipe=None,
+             refine_check=True, stats=None,
              from_stats=None, from_cache=None, exclude_nodes=None, exclude_op_types=None, weights="int8",
              dedicated_qdq=False, bias_correction=False, adaround=None, refine_images=None, equalize=False, auto_exclude=None,
              eval_images=None, eval_limit=None, labels=None, metric=None, target=None, target_cosine=None,
@@ -550,7 +551,8 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
     """`ptq quantize`: calibration (images, from_stats or from_cache), exclusions, Q/DQ insertion and
     refinements; writes output (the QDQ model), cache and json when given.
 
-    method: max, percentile[:P], entropy, mse, output-mse. weights: "int8" or "qdq-fp32".
+    method: max, percentile[:P] (default percentile:99.99), entropy, mse, output-mse. recipe: "fast",
+    "balanced" or "best", as --recipe (refine_check=False: --no-refine-check). weights: "int8" or "qdq-fp32".
     adaround: True (2000 iterations) or a number. equalize: activation equalization in front of
     depthwise Convs before calibration (needs images). seed (0) also draws the refinements' samples
     (output-mse's positions, AdaRound's batches), as --seed does. Auto-exclusion: eval_images and target_cosine,
@@ -580,6 +582,8 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
         o = _capi.QuantizeOptions()
         _lib.ptq_quantize_defaults(ctypes.byref(o))
         o.method = _text(method)
+        o.recipe = _text(recipe)
+        o.no_refine_check = int(not refine_check)
         o.from_stats, o.from_cache, o.stats_out = _path(from_stats), _path(from_cache), _path(stats)
         o.exclude_nodes, o.n_exclude_nodes = _c_strings(_names(exclude_nodes))
         o.exclude_op_types, o.n_exclude_op_types = _c_strings(_names(exclude_op_types))

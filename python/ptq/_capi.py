@@ -54,7 +54,8 @@ class QuantizeOptions(ctypes.Structure):
                 ("adaround_iters", ctypes.c_int), ("refine_images", ctypes.c_int),
                 ("eval_images", ctypes.c_char_p), ("labels", ctypes.c_char_p), ("eval_limit", ctypes.c_int),
                 ("metric", ctypes.c_char_p), ("target", ctypes.c_double), ("target_cosine", ctypes.c_double),
-                ("target_top1_drop", ctypes.c_double), ("log", Log), ("equalize", ctypes.c_int)]
+                ("target_top1_drop", ctypes.c_double), ("log", Log), ("equalize", ctypes.c_int),
+                ("recipe", ctypes.c_char_p), ("no_refine_check", ctypes.c_int)]
 
 
 class QuantizeInfo(ctypes.Structure):

@@ -61,8 +61,8 @@ def tmp(tmp_path_factory):
 def quantized(tmp):
     """One quantize through each side: (the dict, the CLI's stderr)."""
     r = ptq.quantize(MODEL, PHOTOS, preset=PRESET, output=tmp / "py" / "q.onnx", cache=tmp / "py" / "q.cache",
-                     json=tmp / "py" / "q.json", limit=LIMIT)
-    _, _, err = cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT,
+                     json=tmp / "py" / "q.json", limit=LIMIT, method="entropy")
+    _, _, err = cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--method", "entropy",
                     "-o", tmp / "cli" / "q.onnx", "--cache", tmp / "cli" / "q.cache", "--json", tmp / "cli" / "q.json")
     return r, err
 
@@ -320,7 +320,7 @@ def test_dataset_equals_preprocess_dump(tmp):
 
 def test_dataset_as_images(quantized, tmp):
     with ptq.Dataset(PHOTOS, preset=PRESET, limit=LIMIT) as ds:
-        r = ptq.quantize(MODEL, ds, output=tmp / "py" / "qd.onnx")
+        r = ptq.quantize(MODEL, ds, output=tmp / "py" / "qd.onnx", method="entropy")
     same_file(tmp / "py" / "qd.onnx", tmp / "cli" / "q.onnx")
     assert r["images"] == LIMIT
 

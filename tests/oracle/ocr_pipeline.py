@@ -31,7 +31,9 @@ that an FP32 model and a QDQ model written by ptq can be compared by what they r
 usage:
   ocr_pipeline.py --det DET.onnx --rec REC.onnx --keys KEYS --images LIST_OR_DIR_OR_IMAGE --out R.json
                   [--boxes-from R0.json] [--drop-score 0.5] [--threads 2] [--print]
-      --boxes-from: take the boxes of an earlier result instead of running det (DET not run).
+      --boxes-from: take the boxes of an earlier result instead of running det (DET not run);
+      a truth.json of tests/oracle/textpages.py works too (its "polygon"s; images matched by
+      path, else by base name).
   ocr_pipeline.py jitter --ref A.json --out J.json [--px 1] [--seed 1]
       A's boxes with each corner moved by up to px pixels (seeded): the CER of FP32 rec on them
       (--boxes-from J.json) is what a one-pixel box difference costs, the CER's noise floor.
@@ -40,6 +42,27 @@ usage:
       each image (lines joined by '\\n' in reading order) over the reference's character
       count; and the share of reference lines that B reads identically (per image, lines
       matched as multisets).
+  ocr_pipeline.py cer --truth truth.json --hyp B.json [--base A.json] [--boot 1000] [--seed 1] [--json F]
+      CER of B against the truth (tests/oracle/textpages.py's truth.json; images matched by base
+      name): per page, the Levenshtein distance between the truth's lines and B's, each joined by
+      '\\n' in reading order, summed over the pages, over the truth's characters (the '\\n' between
+      lines counted, as above); with the 95 % percentile bootstrap interval resampling pages with
+      replacement (tests/oracle/bootstrap.py; seeded, deterministic). --base: also the paired
+      difference B - A and its interval (same draws). --ignore-space: spaces dropped from both
+      sides first, as PaddleOCR's RecMetric does by default (PP-OCRv4 rec often drops the space
+      between Latin words).
+  ocr_pipeline.py cer --labels rec.labels --hyp B.json [--base A.json] [...]
+      the same for line crops read alone (B from --crops): each crop's text against its label
+      ('image,text' lines), the crops of one page (NAME_L.png -> NAME) resampled together.
+  ocr_pipeline.py --crops --rec REC.onnx --keys KEYS --images LIST --out R.json
+      rec alone on images that are line crops (one line each, every reading kept, no drop score).
+  ocr_pipeline.py classify --cls CLS.onnx --images LIST --out R.json
+      PaddleOCR's direction classifier (predict_cls.py: resize to height 48 keeping the aspect,
+      width capped at 192, /255 -0.5 /0.5, zero padding to 192): per image its class (argmax of
+      label_list ['0', '180']: 0 upright, 1 turned) and the class's probability.
+  ocr_pipeline.py top1 --labels cls.labels --hyp R.json [--base A.json] [...]
+      top-1 accuracy of a classify result against 'image,class' labels, with its interval
+      (crops of one page resampled together).
 R.json: {"images": [{"image": PATH, "size": [W, H], "lines": [{"box": [[x, y] x4], "text": T,
          "score": S}, ...]}, ...]}
 """
@@ -230,10 +253,12 @@ def get_rotate_crop_image(img, points):
     return dst
 
 
-def rec_preprocess(img, img_h=48, img_w=320):
+def rec_preprocess(img, img_h=48, img_w=320, fixed_width=False):
+    """fixed_width: predict_cls.py's resize_norm_img (the width stays img_w, longer lines squeezed)."""
     h, w = img.shape[:2]
-    max_wh_ratio = max(img_w / img_h, w * 1.0 / h)
-    img_w = int(img_h * max_wh_ratio)
+    if not fixed_width:
+        max_wh_ratio = max(img_w / img_h, w * 1.0 / h)
+        img_w = int(img_h * max_wh_ratio)
     ratio = w / float(h)
     resized_w = img_w if math.ceil(img_h * ratio) > img_w else int(math.ceil(img_h * ratio))
     x = cv2.resize(img, (resized_w, img_h)).astype("float32")
@@ -284,14 +309,23 @@ def ocr(args):
             sys.exit(f"ocr_pipeline.py: cannot read {p}")
         imgs.append(im)
     with tempfile.TemporaryDirectory(prefix="ocr_pipeline.") as tmp:
-        if args.boxes_from:
-            prev = {r["image"]: r for r in json.load(open(args.boxes_from))["images"]}
-            all_boxes = [[np.array(l["box"], np.float32) for l in prev[p]["lines"]] for p in paths]
+        if args.crops:
+            all_boxes = None
+        elif args.boxes_from:
+            prev = {}
+            for r in json.load(open(args.boxes_from))["images"]:
+                prev[r["image"]] = prev[os.path.basename(r["image"])] = r
+            all_boxes = [[np.array(l["box"] if "box" in l else l["polygon"], np.float32)
+                          for l in (prev[p] if p in prev else prev[os.path.basename(p)])["lines"]]
+                         for p in paths]
         else:
             probs = run_model(args.det, [det_preprocess(im) for im in imgs], tmp, "det", args.threads)
             all_boxes = [det_postprocess(pr, im.shape[0], im.shape[1]) for pr, im in zip(probs, imgs)]
         crops, owner = [], []
-        for k, (im, boxes) in enumerate(zip(imgs, all_boxes)):
+        if all_boxes is None:  # --crops: every image is one line
+            crops = [rec_preprocess(im) for im in imgs]
+            all_boxes = [[None] for _ in imgs]
+        for k, (im, boxes) in enumerate(zip(imgs, all_boxes) if not args.crops else []):
             for b in boxes:
                 crops.append(rec_preprocess(get_rotate_crop_image(im, b)))
                 owner.append(k)
@@ -301,7 +335,9 @@ def ocr(args):
     for k, boxes in enumerate(all_boxes):
         for b in boxes:
             text, score = ctc_decode(next(it)[0], chars)
-            if score >= args.drop_score:
+            if args.crops:
+                results[k]["lines"].append({"text": text, "score": round(score, 6)})
+            elif score >= args.drop_score:
                 results[k]["lines"].append({"box": np.asarray(b).astype(int).tolist(), "text": text,
                                             "score": round(score, 6)})
     with open(args.out, "w") as f:
@@ -330,6 +366,131 @@ def cer(ref_path, hyp_path):
     return edits / max(chars, 1), same / max(lines, 1), edits, chars, lines, missing
 
 
+def _by_name(path):
+    out = {}
+    for r in json.load(open(path, encoding="utf-8"))["images"]:
+        name = os.path.basename(r["image"])
+        if name in out:
+            sys.exit(f"ocr_pipeline.py: {path}: image {name} listed twice")
+        out[name] = r
+    return out
+
+
+def read_labels(path):
+    """'image,value' lines (split at the first comma) -> [(base name, value)], refusing a line
+    without a comma, an empty name or a name given twice."""
+    out, seen = [], set()
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line:
+                continue
+            name, sep, value = line.partition(",")
+            if not sep or not name or name in seen:
+                sys.exit(f"ocr_pipeline.py: {path}:{n}: expected 'image,value' with a new image name: {line!r}")
+            seen.add(name)
+            out.append((os.path.basename(name), value))
+    return out
+
+
+def page_of(name):
+    """A crop's page: NAME_L.png -> NAME (textpages.py's names); other names are their own unit."""
+    stem = os.path.splitext(name)[0]
+    head, sep, tail = stem.rpartition("_")
+    return head if sep and tail.isdigit() else stem
+
+
+def truth_units(truth_path, hyp_path, ignore_space=False):
+    """Per truth page: (edits, characters, lines, identical lines) of hyp against the truth."""
+    truth, hyp = _by_name(truth_path), _by_name(hyp_path)
+    missing = [n for n in truth if n not in hyp]
+    if missing:
+        sys.exit(f"ocr_pipeline.py: {hyp_path} lacks {len(missing)} of the truth's pages, e.g. {missing[0]}")
+    units = []
+    for name, t in truth.items():
+        tl = [despace(l["text"], ignore_space) for l in t["lines"]]
+        hl = [despace(l["text"], ignore_space) for l in hyp[name]["lines"]]
+        ref = "\n".join(tl)
+        units.append((levenshtein(ref, "\n".join(hl)), len(ref), len(tl), sum((Counter(tl) & Counter(hl)).values())))
+    return units
+
+
+def label_units(labels_path, hyp_path, score):
+    """Per page of crops: (score numerator, denominator, crops, exact crops); score(label, hyp
+    reading) gives a crop's (numerator, denominator, exact)."""
+    hyp = _by_name(hyp_path)
+    pages = {}
+    for name, label in read_labels(labels_path):
+        if name not in hyp:
+            sys.exit(f"ocr_pipeline.py: {hyp_path} has no reading of {name} ({labels_path})")
+        num, den, exact = score(label, hyp[name])
+        u = pages.setdefault(page_of(name), [0, 0, 0, 0])
+        u[0] += num
+        u[1] += den
+        u[2] += 1
+        u[3] += exact
+    return [tuple(u) for u in pages.values()]
+
+
+def despace(text, ignore_space):
+    return text.replace(" ", "") if ignore_space else text
+
+
+def rec_score(label, r, ignore_space=False):
+    label = despace(label, ignore_space)
+    text = despace("".join(l["text"] for l in r["lines"]), ignore_space)
+    return levenshtein(label, text), len(label), int(label == text)
+
+
+def cls_score(label, r):
+    ok = int(int(label) == r["class"])
+    return 1 - ok, 1, ok
+
+
+def report(units, base_units, a, what):
+    from bootstrap import paired_delta, ratio
+    num = [u[0] for u in units]
+    den = [u[1] for u in units]
+    p, lo, hi = ratio(num, den, a.boot, a.seed)
+    rep = {"metric": what, "point": p, "lo": lo, "hi": hi, "num": int(sum(num)), "den": int(sum(den)),
+           "units": len(units), "items": int(sum(u[2] for u in units)), "exact": int(sum(u[3] for u in units)),
+           "boot": a.boot, "seed": a.seed}
+    if what == "top1":  # accuracy: 1 - error rate
+        rep.update(point=1 - p, lo=1 - hi, hi=1 - lo)
+    line = (f"{what} {rep['point']:.4f} [{rep['lo']:.4f}, {rep['hi']:.4f}] 95 % bootstrap over {len(units)} pages "
+            f"({rep['num']} {'errors' if what == 'top1' else 'edits'} / {rep['den']}); "
+            f"exact {rep['exact']} of {rep['items']}")
+    if base_units is not None:
+        if len(base_units) != len(units):
+            sys.exit("ocr_pipeline.py: --base covers other pages")
+        if [u[1] for u in base_units] != den:
+            sys.exit("ocr_pipeline.py: --base covers other pages")
+        d, dlo, dhi = paired_delta([u[0] for u in base_units], num, den, a.boot, a.seed)
+        if what == "top1":
+            d, dlo, dhi = -d, -dhi, -dlo
+        rep.update(delta=d, delta_lo=dlo, delta_hi=dhi)
+        line += f"; minus base {d:+.4f} [{dlo:+.4f}, {dhi:+.4f}]"
+    print(line)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rep, f)
+
+
+def classify(args):
+    paths = list_images(args.images)
+    xs = []
+    for p in paths:
+        im = cv2.imread(p, cv2.IMREAD_COLOR)
+        if im is None:
+            sys.exit(f"ocr_pipeline.py: cannot read {p}")
+        xs.append(rec_preprocess(im, 48, 192, fixed_width=True))
+    with tempfile.TemporaryDirectory(prefix="ocr_pipeline.") as tmp:
+        outs = run_model(args.cls, xs, tmp, "cls", args.threads)
+    res = [{"image": p, "class": int(o[0].argmax()), "score": round(float(o[0].max()), 6)} for p, o in zip(paths, outs)]
+    with open(args.out, "w") as f:
+        json.dump({"images": res}, f, indent=0)
+
+
 def jitter(ref, out, px, seed):
     """ref's boxes with every corner moved by a whole number of pixels in [-px, px] on each axis
     (Python's random with this seed): run rec on them (--boxes-from) to see what a box that
@@ -352,11 +513,41 @@ def main():
         a = ap.parse_args(sys.argv[2:])
         jitter(a.ref, a.out, a.px, a.seed)
         return
-    if len(sys.argv) > 1 and sys.argv[1] == "cer":
-        ap = argparse.ArgumentParser(prog="ocr_pipeline.py cer")
-        ap.add_argument("--ref", required=True)
+    if len(sys.argv) > 1 and sys.argv[1] == "classify":
+        ap = argparse.ArgumentParser(prog="ocr_pipeline.py classify")
+        ap.add_argument("--cls", required=True)
+        ap.add_argument("--images", required=True)
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--threads", type=int, default=2)
+        classify(ap.parse_args(sys.argv[2:]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] in ("cer", "top1"):
+        ap = argparse.ArgumentParser(prog="ocr_pipeline.py " + sys.argv[1])
+        g = ap.add_mutually_exclusive_group(required=True)
+        g.add_argument("--ref")
+        g.add_argument("--truth")
+        g.add_argument("--labels")
         ap.add_argument("--hyp", required=True)
+        ap.add_argument("--base", help="paired difference: hyp minus base, same draws")
+        ap.add_argument("--boot", type=int, default=1000)
+        ap.add_argument("--seed", type=int, default=1)
+        ap.add_argument("--json", help="write the figures as JSON too")
+        ap.add_argument("--ignore-space", action="store_true",
+                        help="drop spaces from both texts first (PaddleOCR's RecMetric default)")
         a = ap.parse_args(sys.argv[2:])
+        if sys.argv[1] == "top1":
+            if not a.labels:
+                ap.error("top1 needs --labels")
+            units = lambda h: label_units(a.labels, h, cls_score)
+            report(units(a.hyp), units(a.base) if a.base else None, a, "top1")
+            return
+        if a.truth or a.labels:
+            if a.truth:
+                units = lambda h: truth_units(a.truth, h, a.ignore_space)
+            else:
+                units = lambda h: label_units(a.labels, h, lambda l, r: rec_score(l, r, a.ignore_space))
+            report(units(a.hyp), units(a.base) if a.base else None, a, "CER")
+            return
         c, share, edits, chars, lines, missing = cer(a.ref, a.hyp)
         print(f"CER {c:.4f} ({edits} edits / {chars} reference characters); "
               f"identical lines {share:.4f} of {lines}")
@@ -373,9 +564,10 @@ def main():
     ap.add_argument("--drop-score", type=float, default=0.5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--print", action="store_true")
+    ap.add_argument("--crops", action="store_true", help="the images are line crops: rec alone")
     a = ap.parse_args()
-    if not a.det and not a.boxes_from:
-        ap.error("--det or --boxes-from is required")
+    if not a.det and not a.boxes_from and not a.crops:
+        ap.error("--det, --boxes-from or --crops is required")
     ocr(a)
 
 
