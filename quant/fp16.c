@@ -423,6 +423,10 @@ ptq_status quant_fp16_upcast(ptq_graph *g, int *n_changed)
     int *up = malloc(sizeof *up * ((size_t)v0 + 1)); /* the float32 form of a float16 value read by a node */
     *n_changed = 0;
     CHECK_ALLOC(up);
+    int any = 0; /* a model without float16 is left as it is, untouched (its errors are the plan's) */
+    for (int v = 0; v < v0 && !any; v++) any = g->values[v].t.dtype == PTQ_F16;
+    for (int i = 0; i < n0 && !any; i++) any = !strcmp(g->nodes[i].op_type, "Cast") && ptq_attr_int(&g->nodes[i], "to", 0) == PTQ_F16;
+    if (!any) goto done;
     TRY(facts_make(g, &f));
     for (int v = 0; v < v0; v++) up[v] = -1;
     for (int i = 0; i < n0; i++) {
