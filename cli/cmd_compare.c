@@ -57,6 +57,9 @@ static void usage(FILE *fp)
             "                        of these refinements of ptq quantize, alone and together (their contributions)\n"
             "  --equalize            also evaluate the best method on the equalized model (ptq quantize --equalize;\n"
             "                        one more calibration pass)\n"
+            "  --float fp16|fp32     precision of the layers left in float (excluded, or not quantizable): fp16\n"
+            "                        (default: weights and activations rounded to FP16, as trtexec --int8 --fp16\n"
+            "                        runs them) or fp32 (as --int8 alone)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  (--seed S also draws the refinements' samples, as in quantize)\n"
@@ -78,13 +81,14 @@ int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE };
+           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
         {"eval-preset", required_argument, 0, O_EVAL_PRESET},
         {"bias-correction", no_argument, 0, O_BIASC},  {"adaround", optional_argument, 0, O_ADAROUND},
         {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"equalize", no_argument, 0, O_EQUALIZE},
+        {"float", required_argument, 0, O_FLOAT},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
@@ -103,7 +107,7 @@ int cmd_compare(int argc, char **argv)
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0, refine_images = 32;
-    int refine_bc = 0, refine_ada = 0, refine_eq = 0;
+    int refine_bc = 0, refine_ada = 0, refine_eq = 0, float16 = 1;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
     cmp_metric metric;
     int metric_given = 0;
@@ -178,6 +182,10 @@ int cmd_compare(int argc, char **argv)
             if (n_set == CLI_PP_MAX) return cli_usage_error("compare", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
             set_vals[n_set++] = optarg;
+            break;
+        case O_FLOAT:
+            if (strcmp(optarg, "fp16") && strcmp(optarg, "fp32")) return cli_usage_error("compare", "--float takes fp16 or fp32");
+            float16 = !strcmp(optarg, "fp16");
             break;
         case O_BIASC: refine_bc = 1; break;
         case O_EQUALIZE: refine_eq = 1; break;
@@ -254,6 +262,7 @@ int cmd_compare(int argc, char **argv)
     job.refine_eq = refine_eq;
     job.refine_images = (int)refine_images;
     job.target = tg;
+    job.float16 = float16;
     if ((st = eng_compare_calibrate(&job, &res)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
     if (eval_preset) { /* read again so that messages from here on name the evaluation's preprocessing */
@@ -270,7 +279,8 @@ int cmd_compare(int argc, char **argv)
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     int boxes = res.boxes;
     int seq_ctc = !isnan(metrics[0].seq_chars);
-    printf("model %s, %d calibration images, %d evaluation images\n", model, src.images, metrics[0].images);
+    printf("model %s, %d calibration images, %d evaluation images, float part in %s\n", model, src.images,
+           metrics[0].images, float16 ? "FP16" : "FP32");
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
     if (classifier) printf(" %10s", "top-1 agr");
     if (labelled) printf(" %10s", "top-1 acc");

@@ -46,16 +46,20 @@ static void usage(FILE *fp)
                 "  --exclude-op-types T  op type (repeatable, comma-separated allowed)\n"
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
+                "  --float-dtype fp32|fp16   the written type of the layers left in float: fp32 (default) or fp16\n"
+                "                        (float16 weights and activations, Casts where they meet float32; graph inputs,\n"
+                "                        outputs and Q/DQ stay float32)\n"
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N (--seed S also draws the\n"
                 "                        refinements' samples: output-mse, AdaRound; default 0)\n"
                 "  --shard I/N           only images k of the sorted list with k mod N = I (I from 0); with --stats, the\n"
                 "                        N files merged (ptq stats merge) equal one pass byte for byte (docs/cluster.md)\n"
                 "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
-                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n"
-
-                "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
+                "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n");
+    fprintf(fp, "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
                 "  [--eval-limit N] [--labels FILE|folders]   (the evaluation images and their classes, as in ptq compare)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
+                "  --float fp16|fp32     how measurements on images (--auto-exclude, --recipe's method choice, the\n"
+                "                        refinement check) evaluate the layers in float (default fp16, as ptq compare)\n"
                 "  --method output-mse   each activation's amax among the methods' answers and a grid between them,\n"
                 "                        by the error of the layers reading it (sequential, from the inputs)\n"
                 "  --adaround [ITERS]    learn each layer's weight rounding (AdaRound, default 2000 iterations)\n"
@@ -80,7 +84,8 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE };
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE,
+           O_FLOAT, O_FLOAT_DTYPE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
@@ -103,6 +108,7 @@ int cmd_quantize(int argc, char **argv)
         {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"refine-memory", required_argument, 0, O_REFINE_MEMORY},
         {"no-refine-check", no_argument, 0, O_NO_REFINE_CHECK}, {"recipe", required_argument, 0, O_RECIPE}, {"adaround", optional_argument, 0, O_ADAROUND},
         {"equalize", no_argument, 0, O_EQUALIZE},
+        {"float", required_argument, 0, O_FLOAT},     {"float-dtype", required_argument, 0, O_FLOAT_DTYPE},
         CLI_PP_LONGOPTS(O_SET),
         {"output", required_argument, 0, 'o'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -111,7 +117,7 @@ int cmd_quantize(int argc, char **argv)
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
-    int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0;
+    int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0, eval_float16 = 1, write_float16 = 0;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
     int refine_check = 1, metric_given = 0, no_biasc = 0;
@@ -175,6 +181,13 @@ int cmd_quantize(int argc, char **argv)
             qo.weights_fp32 = !strcmp(optarg, "qdq-fp32");
             break;
         case O_DEDICATED: qo.dedicated_qdq = 1; break;
+        case O_FLOAT:
+        case O_FLOAT_DTYPE:
+            if (strcmp(optarg, "fp16") && strcmp(optarg, "fp32"))
+                return cli_usage_error("quantize", "--%s takes fp16 or fp32", longopts[idx].name);
+            if (c == O_FLOAT) eval_float16 = !strcmp(optarg, "fp16");
+            else write_float16 = !strcmp(optarg, "fp16");
+            break;
         case O_TRTV:
             if (cli_parse_long(optarg, 1, 100000000, &trt_version)) return cli_usage_error("quantize", "bad --trt-version");
             trt_version_given = 1;
@@ -309,6 +322,8 @@ int cmd_quantize(int argc, char **argv)
     }
     equalize = job.equalize;
     job.auto_exclude = auto_exclude;
+    job.eval_float16 = eval_float16;
+    job.write_float16 = write_float16;
     job.eval_images = eval_dir;
     job.eval_limit = (int)eval_limit;
     job.labels = labels;

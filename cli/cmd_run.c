@@ -12,6 +12,7 @@
 #include "io/npy.h"
 #include "io/onnx.h"
 #include "preprocess/dataset.h"
+#include "quant/fp16.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
@@ -218,7 +219,8 @@ int cmd_run(int argc, char **argv)
     if (threads) omp_set_num_threads((int)threads);
 
     const char *model = argv[optind];
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+    int upcast = 0; /* float16 layers computed in float32, each output rounded to float16 (quant/fp16.h) */
+    if ((st = onnx_model_load(model, &g)) != PTQ_OK || (st = quant_fp16_upcast(g, &upcast)) != PTQ_OK) goto fail;
 
     /* the model's runtime inputs, in order */
     int *in_vals = malloc(sizeof(int) * ((size_t)g->n_inputs + 1));

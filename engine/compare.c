@@ -12,6 +12,7 @@
 
 #include "io/file.h"
 #include "io/onnx.h"
+#include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 #include "runtime/plan.h"
@@ -49,10 +50,34 @@ ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, cons
     if (ev->eq) TRY(eng_equalize_apply(g, ev->eq));
     TRY(quant_upgrade_opset(g, 13, &changed));
     TRY(quant_insert_qdq(g, &q, report));
+    if (ev->float16) {
+        quant_fp16_report fr;
+        TRY(quant_fp16_simulate(g, &fr));
+    }
     *out = g;
     g = NULL;
 done:
     ptq_graph_destroy(g);
+    return st;
+}
+
+ptq_status cmp_evaluate_graph(const cmp_eval *ev, const ptq_graph *qdq, cmp_metrics *out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *g = (ptq_graph *)qdq; /* only read without float16 */
+    uint8_t *buf = NULL;
+    size_t len;
+    if (ev->float16) { /* a copy: serialized and read back */
+        quant_fp16_report fr;
+        g = NULL;
+        TRY(onnx_model_serialize(qdq, &buf, &len));
+        TRY(onnx_model_load_buffer(buf, len, NULL, ev->model, &g));
+        TRY(quant_fp16_simulate(g, &fr));
+    }
+    st = cmp_evaluate(ev, &g, 1, out);
+done:
+    free(buf);
+    if (g != qdq) ptq_graph_destroy(g);
     return st;
 }
 

@@ -98,6 +98,8 @@ typedef struct {
     cmp_cache *cache;           /* NULL: none (borrowed) */
     cmp_metric metric;          /* zero: cosine */
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
+    int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
+                                   TensorRT runs it with --fp16; 0: float32 */
 } cmp_eval;
 
 typedef struct {
@@ -123,7 +125,8 @@ typedef struct {
 } cmp_layer;
 
 /* Loads ev->model again, applies ev->eq, upgrades it to opset 13 and inserts Q/DQ with these
- * ranges and the options' exclusions (range/range_user of qopt are replaced). */
+ * ranges and the options' exclusions (range/range_user of qopt are replaced); with ev->float16,
+ * the float part is then rounded to FP16 (quant_fp16_simulate). */
 ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, const quant_options *qopt, ptq_graph **out,
                          quant_report *report);
 /* Greedy CTC reading of one sequence: x[t * t_stride + c * c_stride], t < T, c < C; the argmax
@@ -135,6 +138,9 @@ int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, in
 
 /* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
+/* cmp_evaluate of one QDQ graph made elsewhere (not by cmp_build_qdq): with ev->float16, of a copy
+ * whose float part is rounded to FP16; qdq is unchanged. */
+ptq_status cmp_evaluate_graph(const cmp_eval *ev, const ptq_graph *qdq, cmp_metrics *out);
 /* Layer-wise errors of one QDQ graph, in FP32 execution order; free with cmp_layers_free. */
 ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *qdq, cmp_layer **out, int *n);
 void cmp_layers_free(cmp_layer *l, int n);
@@ -213,6 +219,7 @@ typedef struct {
     int refine_bc, refine_ada, refine_images; /* rows of the best method refined (0, 0, 32) */
     int refine_eq;              /* a row of the best method on the equalized model (equalize.h; its own calibration pass) */
     cmp_target target;          /* all NAN: no exclusion search */
+    int float16;                /* the float part of every QDQ model simulated in FP16 (1, the default) or FP32 */
     pp_log log;
 } eng_compare_job;
 

@@ -16,6 +16,7 @@
 #include "io/file.h"
 #include "io/onnx.h"
 #include "io/report.h"
+#include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
@@ -41,6 +42,7 @@ eng_compare_job eng_compare_job_defaults(void)
     j.qo = quant_defaults();
     j.refine_images = 32;
     j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
+    j.float16 = 1;
     return j;
 }
 
@@ -60,7 +62,8 @@ ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res
     ptq_status st = PTQ_OK;
     if (!res->cache && !(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
     res->ev = (cmp_eval){.g = job->g, .model = job->model, .o = job->src->o, .cfg = job->eval_cfg, .labels = job->labels,
-                         .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric};
+                         .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric,
+                         .float16 = job->float16};
     res->ev.o.images = job->eval_images;
     res->ev.o.limit = job->eval_limit;
     res->ev.o.shuffle = 0;
@@ -213,10 +216,16 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
         ro.seed = job->src->o.seed; /* --seed, as ptq quantize */
         ro.quiet = res->ev.quiet;
         ro.log = job->log;
-        st = cmp_build_qdq(&res->ev, res->ranges[res->best], res->col.n, &job->qo, &v, &rep);
+        cmp_eval ev32 = res->ev; /* refined as ptq quantize refines, then its float part in FP16 */
+        ev32.float16 = 0;
+        st = cmp_build_qdq(&ev32, res->ranges[res->best], res->col.n, &job->qo, &v, &rep);
         quant_report_free(&rep);
         if (st != PTQ_OK) goto done;
         TRY(eng_refine(v, fp, &es, &ro, &rr));
+        if (res->ev.float16) {
+            quant_fp16_report fr;
+            TRY(quant_fp16_simulate(v, &fr));
+        }
         snprintf(row->name, sizeof row->name, "%s + %s", tag, steps[k].name);
         snprintf(label, sizeof label, "evaluating %s", row->name);
         ev.o.label = label;
@@ -353,7 +362,8 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report r = {.model = job->model, .preset = job->preset, .calib_images = job->src->o.images, .eval_images = job->eval_images,
                    .n_calib = job->src->images, .n_eval = res->metrics[0].images, .criterion = res->criterion,
-                   .best_method = res->tags[res->best], .n_methods = n_methods, .methods = rm,
+                   .best_method = res->tags[res->best], .float_part = res->ev.float16 ? "fp16" : "fp32",
+                   .n_methods = n_methods, .methods = rm,
                    .n_refinements = res->n_rows, .refinements = rr,
                    .layers_method = res->tags[res->layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,
                    .hists = rh, .exclusion = res->want_target ? &ex : NULL};

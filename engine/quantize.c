@@ -12,6 +12,7 @@
 #include "io/file.h"
 #include "io/onnx.h"
 #include "quant/adaround.h"
+#include "quant/fp16.h"
 #include "quant/opset.h"
 #include "runtime/graph_edit.h"
 
@@ -119,6 +120,7 @@ eng_quantize_job eng_quantize_job_defaults(void)
     j.refine_check = 1;
     j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
     cmp_metric_parse("cosine", &j.target.kind);
+    j.eval_float16 = 1;
     return j;
 }
 
@@ -294,7 +296,8 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
     cmp_metrics m[8];
     char why[160] = "";
     cmp_eval ev = {.g = res->g, .model = job->model, .cfg = job->src ? job->src->cfg : (pp_config){0},
-                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq, .metric = job->target.kind};
+                   .labels = job->eval_images ? job->labels : NULL, .cache = cc, .eq = &res->eq, .metric = job->target.kind,
+                   .float16 = job->eval_float16};
     if (job->src) ev.o = job->src->o;
     else ev.o = pp_dataset_defaults();
     ev.nthreads = ev.o.threads;
@@ -356,6 +359,7 @@ ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_r
     cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
     cmp_target tg = job->target;
     cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
+                   .float16 = job->eval_float16,
                    .nthreads = job->src->o.threads, .cache = cc, .metric = tg.kind, .eq = &res->eq};
     ev.o.images = job->eval_images;
     ev.o.limit = job->eval_limit;
@@ -610,7 +614,8 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     /* the check's images: the evaluation images, or every fourth calibration image, which the
      * refinement then leaves out */
     cmp_eval ev = {.g = fp, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .metric = job->target.kind,
-                   .labels = job->eval_images ? job->labels : NULL, .nthreads = job->src->o.threads};
+                   .labels = job->eval_images ? job->labels : NULL, .nthreads = job->src->o.threads,
+                   .float16 = job->eval_float16};
     ev.o.shuffle = job->src->o.shuffle;
     ev.o.log = job->log;
     if (job->refine_check && check_images(job, &ev, res->check_skipped, sizeof res->check_skipped) && !job->eval_images) {
@@ -635,7 +640,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     cmp_metrics m;
     cmp_metric metric;
     ev.o.label = "refine: check";
-    TRY(cmp_evaluate(&ev, &res->g, 1, &m));
+    TRY(cmp_evaluate_graph(&ev, res->g, &m));
     check_metric(job, &m, &metric);
     cmp_metric_name(&metric, res->check_metric, sizeof res->check_metric);
     res->check_images = m.images;
@@ -651,7 +656,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
         TRY(snapshot_take(res->g, res, &snap));
         TRY(eng_refine(res->g, fp, &es, &one, &rr));
         add_report(&res->rr, &rr);
-        TRY(cmp_evaluate(&ev, &res->g, 1, &m));
+        TRY(cmp_evaluate_graph(&ev, res->g, &m));
         struct eng_refine_step *s = &res->steps[res->n_steps++];
         s->name = names[k];
         s->before = cur;
@@ -670,7 +675,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
         }
     }
     /* the model as written, measured again: a dropped refinement must have left no trace */
-    TRY(cmp_evaluate(&ev, &res->g, 1, &m));
+    TRY(cmp_evaluate_graph(&ev, res->g, &m));
     res->check_final = cmp_metric_value(&metric, &m);
     if (!(res->check_final == cur) && !(isnan(cur) && isnan(res->check_final)))
         FAIL(PTQ_ERR_INTERNAL, "refinement check: the model measures %.6f after the dropped refinements were undone, not %.6f",
@@ -692,6 +697,10 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
     if (job->equalize && out->cache) /* its scales describe the equalized tensors, which the FP32 file lacks */
         FAIL(PTQ_ERR_ARG, "an equalized model's cache fits only the model `ptq translate` writes from its QDQ model, not %s",
              job->model);
+    if (out->model && job->write_float16) {
+        quant_fp16_report fr;
+        TRY(quant_fp16_convert(res->g, &fr));
+    }
     if (out->model) TRY(onnx_model_save(res->g, out->model));
     if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
     if (out->json) TRY(io_ranges_write_json(out->json, res->tag, res->ranges, res->n_ranges));

@@ -77,6 +77,9 @@ typedef struct {
     const char *eval_images, *labels;
     int eval_limit;
     cmp_target target;          /* NAN criteria left out */
+    int eval_float16;           /* evaluations on images (auto-exclusion, the method choice, the refinement
+                                   check): the float part simulated in FP16 (1, the default) or FP32 */
+    int write_float16;          /* the written model's float part in float16 (quant_fp16_convert; 0, the default) */
     pp_log log;
 } eng_quantize_job;
 
@@ -142,6 +145,8 @@ typedef struct {
     long trt_version;           /* 0: 8601, or the input cache's with --from-cache */
     const char *trt_algorithm;  /* NULL: EntropyCalibration2 */
 } eng_quantize_outputs;
+/* With job->write_float16 the model's float part is made float16 first (res->g is converted in
+ * place; converting again changes nothing). */
 ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_result *res, const eng_quantize_outputs *out);
 void eng_quantize_result_free(eng_quantize_result *res);
 

@@ -7,6 +7,7 @@
 #include "engine/preprocessing.h"
 #include "engine/source.h"
 #include "io/onnx.h"
+#include "quant/fp16.h"
 
 int eng_graph_input(const ptq_graph *g)
 {
@@ -257,7 +258,9 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     pp_dataset *d = NULL;
     eng_runner r = {0};
     *images = *skipped = 0;
+    int upcast = 0;
     TRY(onnx_model_load(model, &g));
+    TRY(quant_fp16_upcast(g, &upcast)); /* float16 layers: computed in float32, outputs rounded */
     r.g = g;
     r.model = model;
     r.popt = ptq_plan_defaults();

@@ -212,6 +212,7 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
     ok &= add_num(root, "n_eval", r->n_eval);
     ok &= add_str(root, "criterion", r->criterion);
     ok &= add_str(root, "best_method", r->best_method);
+    ok &= add_str(root, "float_part", r->float_part);
     ok &= add_methods(root, "methods", r->methods, r->n_methods);
     ok &= add_methods(root, "refinements", r->refinements, r->n_refinements);
     ok &= add_str(root, "layers_method", r->layers_method);
@@ -859,7 +860,9 @@ ptq_status io_report_write_html(const char *path, const io_report *r)
     put_esc(fp, r->best_method);
     fputs(" (by ", fp);
     put_esc(fp, r->criterion);
-    fputs(")</td></tr>\n</table>\n</section>\n", fp);
+    fputs(")</td></tr>\n", fp);
+    put_kv(fp, "float part", r->float_part);
+    fputs("</table>\n</section>\n", fp);
     put_methods(fp, r);
     TRY(put_layers(fp, r));
     fputs("<section id=\"histograms\">\n<h2>Activation histograms and thresholds</h2>\n", fp);

@@ -14,7 +14,7 @@
  * Both files are written to a temporary file and renamed (io/file.h): never left half-written.
  *
  * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
- *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method,
+ *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method, float_part,
  *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou,
  *              mask_threshold, box_f1}],
  *   refinements: [the same keys; method names the best method and its refinement, "mse + AdaRound"],
@@ -96,6 +96,7 @@ typedef struct {
     int n_calib, n_eval;          /* image counts actually used */
     const char *criterion;        /* what best_method was chosen on, e.g. "cosine" */
     const char *best_method;      /* one of methods[].method (highlighted), or NULL */
+    const char *float_part;       /* how the layers left in float were evaluated: "fp16" or "fp32" */
     int n_methods;
     const io_report_method *methods;
     int n_refinements;            /* the best method refined (compare --bias-correction, --adaround, --equalize) */

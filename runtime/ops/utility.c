@@ -16,6 +16,7 @@
  *                    indices outside [-depth, depth) give a row of `off`.
  *   Det              [*, M, M] float: LU with partial pivoting in double, one matrix per thread.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@
 #include <string.h>
 
 #include "runtime/op.h"
+#include "runtime/kernels/sgemm.h"
+#include "runtime/ops/half.h"
 #include "runtime/ops/nary.h"
 #include "runtime/shape.h"
 
@@ -85,6 +88,55 @@ static int64_t f_to_i(double v, double lo, double hi)
     return (int64_t)v;
 }
 
+/* float32 <-> float16 over a block, in vectors of the widest ISA (the same bits on each: integer
+ * operations and one exact float addition, half.h) */
+static void block_to_half_c(const float *a, uint16_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) b[i] = half_from_f32(a[i]);
+}
+
+/* vcvtps2ph rounds to nearest even as half_from_f32 does (subnormals, overflow to infinity); a
+ * block holding a NaN is done again by half_from_f32, whose NaN is always 0x7e00 with the sign */
+__attribute__((target("avx512f")))
+static void block_to_half_avx512(const float *a, uint16_t *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_loadu_ps(a + i);
+        _mm256_storeu_si256((__m256i *)(b + i), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)) block_to_half_c(a + i, b + i, 16);
+    }
+    block_to_half_c(a + i, b + i, n - i);
+}
+
+__attribute__((target("avx2,f16c")))
+static void block_to_half_f16c(const float *a, uint16_t *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(a + i);
+        _mm_storeu_si128((__m128i *)(b + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) block_to_half_c(a + i, b + i, 8);
+    }
+    block_to_half_c(a + i, b + i, n - i);
+}
+
+/* isa: kern_isa_current() (PTQ_ISA picks one to test), the same bits on each */
+static void block_to_half(const float *a, uint16_t *b, size_t n, kern_isa isa)
+{
+    if (isa == KERN_ISA_AVX512) block_to_half_avx512(a, b, n);
+    else if (isa == KERN_ISA_AVX2 && __builtin_cpu_supports("f16c")) block_to_half_f16c(a, b, n);
+    else block_to_half_c(a, b, n);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void block_from_half(const uint16_t *a, float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) b[i] = half_to_f32(a[i]);
+}
+
+enum { HALF_BLOCK = 16384 };
+
 static ptq_status cast_run(ptq_op_ctx *ctx)
 {
     const ptq_tensor *x = ctx->in[0];
@@ -92,6 +144,23 @@ static ptq_status cast_run(ptq_op_ctx *ctx)
     size_t n = ptq_tensor_numel(y);
     if (x->dtype == y->dtype) {
         memcpy(y->data, x->data, ptq_tensor_nbytes(y));
+        return PTQ_OK;
+    }
+    if (x->dtype == PTQ_F32 && y->dtype == PTQ_F16) { /* the float16 round trips of mixed-precision graphs */
+        const float *a = x->data;
+        uint16_t *b = y->data;
+        size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+        kern_isa isa = kern_isa_current();
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (nb > 4)
+        for (size_t k = 0; k < nb; k++) block_to_half(a + k * HALF_BLOCK, b + k * HALF_BLOCK, k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK, isa);
+        return PTQ_OK;
+    }
+    if (x->dtype == PTQ_F16 && y->dtype == PTQ_F32) {
+        const uint16_t *a = x->data;
+        float *b = y->data;
+        size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+#pragma omp parallel for num_threads(ctx->nthreads) schedule(static) if (nb > 4)
+        for (size_t k = 0; k < nb; k++) block_from_half(a + k * HALF_BLOCK, b + k * HALF_BLOCK, k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK);
         return PTQ_OK;
     }
     int from_f = ptq_dtype_is_float(x->dtype), from_u64 = x->dtype == PTQ_U64;

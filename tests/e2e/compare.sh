@@ -10,7 +10,8 @@
 # seq-chars (1 - CER against FP32's reading) and seq-exact (lines read alike) for rec, mask-iou at 0.3 for
 # det's probability map) EQUAL,
 # to the last bit of the JSON's doubles, those of ptq's own run of the model `ptq quantize`
-# writes with that method against ptq's run of the FP32 model, scored here as compare
+# writes with that method (--float-dtype fp16: the float part as compare's default --float fp16
+# evaluates it) against ptq's run of the FP32 model, scored here as compare
 # scores (per batch of --batch images, sums of double products in order): compare
 # evaluates exactly the model quantize writes, with the executor `ptq run` uses.
 # ONNX Runtime (--opt disable, FP32 reference from ORT too) is printed beside, not asserted:
@@ -98,7 +99,7 @@ print(r['best_method'], len(r['layers']), 'layers')\" && grep '^best' '$TMP/$tag
   node "$ROOT/tests/oracle/ort.js" "$model" --input x="$TMP/$tag.eval.npy" --out-dir "$TMP/$tag.fp32" --opt disable >/dev/null
   for m in max entropy; do
     check "$tag $m: compare's figures equal ptq's run of the model quantize writes (ORT's printed)" bash -c "
-      '$PTQ' quantize '$model' --images '$TMP/calib.list' --preset $preset --batch 2 --method $m -o '$TMP/$tag.$m.onnx' 2>/dev/null &&
+      '$PTQ' quantize '$model' --images '$TMP/calib.list' --preset $preset --batch 2 --method $m --float-dtype fp16 -o '$TMP/$tag.$m.onnx' 2>/dev/null &&
       node '$ROOT/tests/oracle/ort.js' '$TMP/$tag.$m.onnx' --input x='$TMP/$tag.eval.npy' --out-dir '$TMP/$tag.$m.ort' --opt disable >/dev/null &&
       '$PTQ' run '$TMP/$tag.$m.onnx' --input '$TMP/$tag.eval.npy' --output-dir '$TMP/$tag.$m.ptq' &&
       '$PTQ' run '$model' --input '$TMP/$tag.eval.npy' --output-dir '$TMP/$tag.fp32.ptq' &&

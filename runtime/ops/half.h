@@ -1,0 +1,55 @@
+/* half.h: float32 <-> float16 (IEEE binary16) without branches, for the Cast kernel's float16
+ * paths, whose loops the compiler vectorizes. The same bits as ptq_f32_to_f16 and ptq_f16_to_f32
+ * (runtime/tensor.c) for every input, NaNs included (tests/unit/test_fp16.c checks it):
+ *   to half: round to nearest even; subnormal results through one float addition (exact under
+ *   the default rounding mode, which ptq never changes); |x| >= 65520 gives infinity; a NaN gives
+ *   the quiet NaN 0x7e00 with x's sign;
+ *   to float: exact; a NaN keeps its payload. */
+#ifndef PTQ_RUNTIME_OPS_HALF_H
+#define PTQ_RUNTIME_OPS_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t half_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float half_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint16_t half_from_f32(float x)
+{
+    uint32_t f = half_f2u(x), sign = f & 0x80000000u;
+    f ^= sign;
+    /* |x| >= 65536 (and inf, NaN): infinity or the quiet NaN */
+    uint32_t big = 0x7c00u | (0x200u & -(uint32_t)(f > 0x7f800000u));
+    /* |x| < 2^-14: the subnormal halves, by adding 0.5 (denorm magic: the float whose ulp is the
+     * smallest half), which rounds to nearest even at that position */
+    uint32_t sub = half_f2u(half_u2f(f) + half_u2f(126u << 23)) - (126u << 23);
+    /* normal: rebias, round to nearest even on bit 13 (a carry into the exponent is right, up to infinity) */
+    uint32_t nrm = (f - (112u << 23) + 0xfffu + ((f >> 13) & 1u)) >> 13;
+    uint32_t m_big = -(uint32_t)(f >= (143u << 23)), m_sub = -(uint32_t)(f < (113u << 23)) & ~m_big; /* masks, no branch */
+    uint32_t o = (big & m_big) | (sub & m_sub) | (nrm & ~(m_big | m_sub));
+    return (uint16_t)(o | (sign >> 16));
+}
+
+static inline float half_to_f32(uint16_t h)
+{
+    uint32_t o = ((uint32_t)h & 0x7fffu) << 13, exp = o & (0x7c00u << 13);
+    uint32_t nrm = o + (112u << 23);
+    uint32_t inf = o + (224u << 23);                              /* exponent 31: 255 */
+    uint32_t sub = half_f2u(half_u2f(o + (113u << 23)) - half_u2f(113u << 23)); /* exact */
+    uint32_t m_inf = -(uint32_t)(exp == (0x7c00u << 13)), m_sub = -(uint32_t)(exp == 0);
+    o = (inf & m_inf) | (sub & m_sub) | (nrm & ~(m_inf | m_sub));
+    return half_u2f(o | (((uint32_t)h & 0x8000u) << 16));
+}
+
+#endif
