@@ -102,6 +102,10 @@ for sp in strict nospace; do
     fig "$W/f.crops.$n.$sp.json" cer --labels "$EV/rec.labels" --hyp "$W/crops.$n.json" --base "$W/crops.fp32.json" $flag
   done
 done
+for c in $CONFIGS; do # what bench/ocr_cer.sh measures: CER against FP32's own reading, no truth
+  n=$(name "$c")
+  for k in both det; do $OCRP cer --ref "$W/fp32.json" --hyp "$W/$k.$n.json" > "$W/agree.$k.$n.txt"; done
+done
 fig "$W/f.cls.fp32.json" top1 --labels "$EV/cls.labels" --hyp "$W/cls.fp32.json"
 for c in $CONFIGS; do
   n=$(name "$c")
@@ -172,6 +176,15 @@ for sp, title in (("nospace", "CER, spaces ignored (PaddleOCR's RecMetric conven
           "; ".join(f"{c} {f('both.' + c.split(':')[0] + '.' + sp)['exact']} / {f('crops.' + c.split(':')[0] + '.' + sp)['exact']}"
                     for c in configs) + " (det + rec / rec alone).")
     print()
+print("### The same readings against FP32's own reading instead of the truth (spaces counted; bench/ocr_cer.sh's measure)")
+print()
+print("| configuration | det + rec INT8 | det INT8, rec FP32 |")
+print("|---|---:|---:|")
+for c in configs:
+    n = c.split(":")[0]
+    a = [float(open(f"{w}/agree.{k}.{n}.txt").read().split()[1]) for k in ("both", "det")]
+    print(f"| {c} | {100 * a[0]:.2f} % | {100 * a[1]:.2f} % |")
+print()
 cf = f("cls.fp32")
 print(f"### ppocr mobile v2.0 cls: top-1 against the labels ({cf['items']} crops, half turned by 180 degrees)")
 print()
@@ -188,5 +201,5 @@ print(f"Times: quantization {tq} s, OCR readings {tr} s, figures {tf} s, segment
 print()
 print("Reproduce: `make ptq && bench/truth.sh` (TRUTH_PAGES=N, TRUTH_CALIB_PAGES=N, SEG_EVAL=N, SEG_STEPS=N scale it,")
 print("TRUTH_CONFIGS='mse max' picks configurations, TRUTH_SEG=0 skips the segmentation); the models and the readings")
-print("are in build/bench/truth/.")
+print(f"are in {w}/.")
 EOF
