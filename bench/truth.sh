@@ -18,8 +18,8 @@
 # the photos, with the masks of what was pasted; mask IoU against those masks, FP32 and INT8.
 #
 # Written to build/bench/truth.md. TRUTH_PAGES (default 48 evaluation pages), TRUTH_CALIB_PAGES
-# (24), SEG_EVAL (200 evaluation composites), SEG_STEPS (500 training steps) scale it down for a
-# quick run.
+# (24), SEG_EVAL (200 evaluation composites), SEG_STEPS (500 training steps), TRUTH_CONFIGS (a
+# subset of the configurations) scale it down for a quick run; TRUTH_SEG=0 leaves segnet out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -35,7 +35,7 @@ NC=${TRUTH_CALIB_PAGES:-24}
 DATA=$BUILD/truth
 CAL=$DATA/calib$NC
 EV=$DATA/eval$NP
-CONFIGS="max percentile:99.99 entropy mse mse+equalize"
+CONFIGS=${TRUTH_CONFIGS:-max percentile:99.99 entropy mse mse+equalize}
 mkdir -p "$W"
 t0=$(date +%s)
 for d in "$CAL:calib:$NC" "$EV:eval:$NP"; do
@@ -102,6 +102,10 @@ for sp in strict nospace; do
     fig "$W/f.crops.$n.$sp.json" cer --labels "$EV/rec.labels" --hyp "$W/crops.$n.json" --base "$W/crops.fp32.json" $flag
   done
 done
+for c in $CONFIGS; do # what bench/ocr_cer.sh measures: CER against FP32's own reading, no truth
+  n=$(name "$c")
+  for k in both det; do $OCRP cer --ref "$W/fp32.json" --hyp "$W/$k.$n.json" > "$W/agree.$k.$n.txt"; done
+done
 fig "$W/f.cls.fp32.json" top1 --labels "$EV/cls.labels" --hyp "$W/cls.fp32.json"
 for c in $CONFIGS; do
   n=$(name "$c")
@@ -131,10 +135,13 @@ if [ "${TRUTH_SEG:-1}" = 1 ]; then
   SEG=$S/table.md
 fi
 t4=$(date +%s)
+times > "$W/times" # in this shell: a $(...) subshell would count only its own children
+cpu=$(tail -n 1 "$W/times" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s }')
 
-$PY - "$W" "$CONFIGS" "$T" "$EV" "$SEG" "$((t1 - t0))" "$((t2 - t1))" "$((t3 - t2))" "$((t4 - t3))" <<'EOF' | tee "$OUT/truth.md"
+$PY - "$W" "$CONFIGS" "$T" "$EV" "$SEG" "$((t1 - t0))" "$((t2 - t1))" "$((t3 - t2))" "$((t4 - t3))" "$cpu" "$(nproc)" \
+  "$(cut -d' ' -f1 /proc/loadavg)" <<'EOF' | tee "$OUT/truth.md"
 import json, sys
-w, configs, truth, ev, seg, tq, tr, tf, ts = sys.argv[1:10]
+w, configs, truth, ev, seg, tq, tr, tf, ts, cpu, ncpu, load = sys.argv[1:13]
 configs = configs.split()
 def f(name):
     return json.load(open(f"{w}/f.{name}.json"))
@@ -169,6 +176,15 @@ for sp, title in (("nospace", "CER, spaces ignored (PaddleOCR's RecMetric conven
           "; ".join(f"{c} {f('both.' + c.split(':')[0] + '.' + sp)['exact']} / {f('crops.' + c.split(':')[0] + '.' + sp)['exact']}"
                     for c in configs) + " (det + rec / rec alone).")
     print()
+print("### The same readings against FP32's own reading instead of the truth (spaces counted; bench/ocr_cer.sh's measure)")
+print()
+print("| configuration | det + rec INT8 | det INT8, rec FP32 |")
+print("|---|---:|---:|")
+for c in configs:
+    n = c.split(":")[0]
+    a = [float(open(f"{w}/agree.{k}.{n}.txt").read().split()[1]) for k in ("both", "det")]
+    print(f"| {c} | {100 * a[0]:.2f} % | {100 * a[1]:.2f} % |")
+print()
 cf = f("cls.fp32")
 print(f"### ppocr mobile v2.0 cls: top-1 against the labels ({cf['items']} crops, half turned by 180 degrees)")
 print()
@@ -181,8 +197,9 @@ print()
 if seg:
     print(open(seg).read())
 print(f"Times: quantization {tq} s, OCR readings {tr} s, figures {tf} s, segmentation (training, quantization, "
-      f"evaluation) {ts} s.")
+      f"evaluation) {ts} s; CPU time of all its processes {cpu} s ({ncpu} cores, load average {load} at the end).")
 print()
-print("Reproduce: `make ptq && bench/truth.sh` (TRUTH_PAGES=N, TRUTH_CALIB_PAGES=N, SEG_EVAL=N scale it;")
-print("TRUTH_SEG=0 skips the segmentation); the models and the readings are in build/bench/truth/.")
+print("Reproduce: `make ptq && bench/truth.sh` (TRUTH_PAGES=N, TRUTH_CALIB_PAGES=N, SEG_EVAL=N, SEG_STEPS=N scale it,")
+print("TRUTH_CONFIGS='mse max' picks configurations, TRUTH_SEG=0 skips the segmentation); the models and the readings")
+print(f"are in {w}/.")
 EOF
