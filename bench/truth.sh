@@ -6,7 +6,8 @@
 # characters and photos). ptq calibrates each model once on the calibration pages (det at the
 # pages' own sizes, paddleocr-det-dynamic; rec on the line crops at their widths,
 # paddleocr-rec-dynamic; cls on the crops, half turned), then writes every configuration from the
-# statistics (max, percentile:99.99, entropy, mse), and mse with --equalize from its own pass.
+# statistics (max, percentile:99.99, entropy, mse), mse with --equalize from its own pass, and the
+# recipes --recipe balanced and --recipe best (docs/quantizing.md#recipes) from the images.
 # tests/oracle/ocr_pipeline.py (PaddleOCR's pipeline on ONNX Runtime) reads the evaluation pages:
 # CER of FP32, of det INT8 with rec FP32, of both INT8, and of rec INT8 alone on the truth's line
 # crops; cls top-1 against the crops' labels. Every figure comes with its 95 % percentile
@@ -35,7 +36,7 @@ NC=${TRUTH_CALIB_PAGES:-24}
 DATA=$BUILD/truth
 CAL=$DATA/calib$NC
 EV=$DATA/eval$NP
-CONFIGS=${TRUTH_CONFIGS:-max percentile:99.99 entropy mse mse+equalize}
+CONFIGS=${TRUTH_CONFIGS:-max percentile:99.99 entropy mse mse+equalize balanced best}
 mkdir -p "$W"
 t0=$(date +%s)
 for d in "$CAL:calib:$NC" "$EV:eval:$NP"; do
@@ -62,6 +63,8 @@ for k in det rec cls; do
       max) ;;
       mse+equalize) "$PTQ" quantize "$m" --images "$imgs" --preset $preset --method mse --equalize --threads 2 \
                       -o "$W/$k.$c.qdq.onnx" >/dev/null 2>&1 ;;
+      balanced|best) /usr/bin/time -f "%e s" "$PTQ" quantize "$m" --images "$imgs" --preset $preset --recipe $c --threads 2 \
+                      -o "$W/$k.$c.qdq.onnx" > "$W/$k.$c.log" 2>&1 ;;
       *) "$PTQ" quantize "$m" --from-stats "$W/$k.ptqstats" --method "$c" -o "$W/$k.$(name $c).qdq.onnx" >/dev/null 2>&1 ;;
     esac
   done
@@ -126,6 +129,8 @@ if [ "${TRUTH_SEG:-1}" = 1 ]; then
       max) ;;
       mse+equalize) "$PTQ" quantize "$S/segnet.onnx" --images "$S/calib.list" --preset "$S/preset.yaml" --method mse \
                       --equalize --threads 2 -o "$S/seg.$c.qdq.onnx" >/dev/null 2>&1 ;;
+      balanced|best) /usr/bin/time -f "%e s" "$PTQ" quantize "$S/segnet.onnx" --images "$S/calib.list" --preset "$S/preset.yaml" \
+                      --recipe $c --threads 2 -o "$S/seg.$c.qdq.onnx" > "$S/seg.$c.log" 2>&1 ;;
       *) "$PTQ" quantize "$S/segnet.onnx" --from-stats "$S/seg.ptqstats" --method "$c" -o "$S/seg.$(name $c).qdq.onnx" >/dev/null 2>&1 ;;
     esac
   done
