@@ -201,17 +201,15 @@ static int converted_input(const ptq_node *n, int j, const facts *f)
     return n->inputs[j] >= 0 && f->dt[n->inputs[j]] == PTQ_F32 && !kept_input(n, j);
 }
 
-/* A Cast of value `in` to `to`, writing a new value named after `base`; returns it in *out. */
-static ptq_status add_cast(ptq_graph *g, int in, const char *base, ptq_dtype to, int *out, int *n_casts)
+/* A Cast node named after `base` from value in to value out. */
+static ptq_status cast_node(ptq_graph *g, int in, int out, const char *base, ptq_dtype to, int *n_casts)
 {
     ptq_status st = PTQ_OK;
-    char name[NAME_CAP], vname[NAME_CAP], base2[NAME_CAP + 8];
+    char name[NAME_CAP], base2[NAME_CAP + 8];
     int node;
-    ptq_graph_unique_name(g, base, vname, sizeof vname);
-    TRY(ptq_graph_add_value(g, vname, out));
-    snprintf(base2, sizeof base2, "%s_Cast", vname);
+    snprintf(base2, sizeof base2, "%s_Cast", base);
     ptq_graph_unique_name(g, base2, name, sizeof name);
-    TRY(ptq_graph_add_node(g, name, "Cast", "", &in, 1, out, 1, &node));
+    TRY(ptq_graph_add_node(g, name, "Cast", "", &in, 1, &out, 1, &node));
     ptq_attr a;
     memset(&a, 0, sizeof a);
     a.name = ptq_strdup("to");
@@ -220,6 +218,18 @@ static ptq_status add_cast(ptq_graph *g, int in, const char *base, ptq_dtype to,
     CHECK_ALLOC(a.name);
     TRY(ptq_node_add_attr(&g->nodes[node], &a));
     (*n_casts)++;
+done:
+    return st;
+}
+
+/* A Cast of value `in` to `to`, writing a new value named after `base`; returns it in *out. */
+static ptq_status add_cast(ptq_graph *g, int in, const char *base, ptq_dtype to, int *out, int *n_casts)
+{
+    ptq_status st = PTQ_OK;
+    char vname[NAME_CAP];
+    ptq_graph_unique_name(g, base, vname, sizeof vname);
+    TRY(ptq_graph_add_value(g, vname, out));
+    TRY(cast_node(g, in, *out, vname, to, n_casts));
 done:
     return st;
 }
@@ -236,19 +246,7 @@ static ptq_status cast_after(ptq_graph *g, int v, const char *base, ptq_dtype to
     for (int o = 0; o < g->nodes[p].n_outputs; o++)
         if (g->nodes[p].outputs[o] == v) g->nodes[p].outputs[o] = *fresh;
     g->values[*fresh].producer = p;
-    char name[NAME_CAP], base2[NAME_CAP];
-    int node;
-    snprintf(base2, sizeof base2, "%s_Cast", g->values[v].name);
-    ptq_graph_unique_name(g, base2, name, sizeof name);
-    TRY(ptq_graph_add_node(g, name, "Cast", "", fresh, 1, &v, 1, &node));
-    ptq_attr a;
-    memset(&a, 0, sizeof a);
-    a.name = ptq_strdup("to");
-    a.type = PTQ_ATTR_INT;
-    a.i = to;
-    CHECK_ALLOC(a.name);
-    TRY(ptq_node_add_attr(&g->nodes[node], &a));
-    (*n_casts)++;
+    TRY(cast_node(g, *fresh, v, g->values[v].name, to, n_casts));
 done:
     return st;
 }
