@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare's box-f1 on detectors: a YOLOv8-style raw head ([N, 4 + classes, anchors], anchors the
 # cells of strides 8, 16, 32) and final boxes with scores ([K, 4] + [K], batchless, as torchvision's
-# detectors give). Asserted: compare recognises both layouts and its box_f1 EQUALS a numpy port of
+# detectors give). Asserted: compare recognises both layouts and its box_f1 (float part in FP32) EQUALS a numpy port of
 # the metric (decode, per-class NMS, one-to-one matching; tests/oracle/boxes.py) applied to ptq run's
 # outputs of the FP32 model and of the model `ptq quantize` writes with the same method.
 . "$(dirname "$0")/lib.sh"
@@ -68,7 +68,7 @@ N=$(cat "$TMP/n_eval")
 for key in yolo final; do
   m=$TMP/$key.onnx
   check "compare $key: box-f1 reported for every method" bash -c "
-    '$PTQ' compare '$m' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max,mse \
+    '$PTQ' compare '$m' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max,mse --float fp32 \
         --json '$TMP/$key.json' > '$TMP/$key.out' 2>&1 &&
     grep -q 'box-f1' '$TMP/$key.out' &&
     $PY -c \"import json; r = json.load(open('$TMP/$key.json'))
