@@ -82,12 +82,12 @@ compare_rec() {
   local p
   for p in paddleocr-rec-dynamic paddleocr-rec; do
     "$PTQ" compare "$REC" --images "$TMP/calib.txt" --eval-images "$TMP/eval.txt" --preset $p \
-      --eval-preset paddleocr-rec-dynamic --methods max,entropy --metric seq-top1 --json "$TMP/rec.$p.json" 2>/dev/null >&2 || return 1
+      --eval-preset paddleocr-rec-dynamic --methods max,entropy --metric seq-top1 --float fp32 --json "$TMP/rec.$p.json" 2>/dev/null >&2 || return 1
   done
   # the first method streams the evaluation images, the next ones read the evaluation cache
   # (inputs and FP32 outputs of every shape): the other order gives the same figures
   "$PTQ" compare "$REC" --images "$TMP/calib.txt" --eval-images "$TMP/eval.txt" --preset paddleocr-rec-dynamic \
-    --methods entropy,max --metric seq-top1 --json "$TMP/rec.swapped.json" 2>/dev/null >&2 || return 1
+    --methods entropy,max --metric seq-top1 --float fp32 --json "$TMP/rec.swapped.json" 2>/dev/null >&2 || return 1
   $PY -c "
 import json
 k = lambda f: {m['method']: (m['cosine'], m['seq_top1'], m['sqnr_db']) for m in json.load(open(f))['methods']}

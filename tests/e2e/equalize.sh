@@ -76,7 +76,7 @@ print('max |ptq - ort|', np.abs(a - b).max(), 'bound', bound)\""
 # refinement and the exclusion search load the model again: they must see it equalized too
 ls "$PHOTOS"/*.png | LC_ALL=C sort | tail -n 4 > "$TMP/eval.list"
 check "cls --equalize --bias-correction" q "$CLS" paddleocr-cls cls_eqbc --equalize --bias-correction --refine-images 4
-check "cls --equalize --auto-exclude" q "$CLS" paddleocr-cls cls_eqax --equalize --auto-exclude --eval-images "$TMP/eval.list" --target-cosine 0.995
+check "cls --equalize --auto-exclude" q "$CLS" paddleocr-cls cls_eqax --equalize --auto-exclude --eval-images "$TMP/eval.list" --target-cosine 0.995 --float fp32
 "$PTQ" preprocess --images "$TMP/eval.list" --preset paddleocr-cls --dump "$TMP/ev.npy" >/dev/null 2>&1
 for m in "$CLS" "$TMP"/cls_plain.onnx "$TMP"/cls_eq.onnx "$TMP"/cls_eqbc.onnx "$TMP"/cls_eqax.onnx; do
   "$PTQ" run "$m" --input "$TMP/ev.npy" --output "$TMP/ev_$(basename "$m" .onnx).npy" >/dev/null 2>&1
@@ -97,7 +97,7 @@ PYEOF
 
 check "compare --equalize: a row of the best method equalized (also in the JSON), equal to quantize --equalize's model" sh -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods mse \
-    --equalize --threads 2 --json '$TMP/cmp.json' >'$TMP/cmp.out' 2>/dev/null &&
+    --equalize --float fp32 --threads 2 --json '$TMP/cmp.json' >'$TMP/cmp.out' 2>/dev/null &&
   $PY -c \"
 import numpy as np
 a = np.load('$TMP/ev_ch_ppocr_mobile_v2.0_cls_infer.npy').astype(np.float64); b = np.load('$TMP/ev_cls_eq.npy').astype(np.float64)
