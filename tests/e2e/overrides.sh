@@ -31,8 +31,8 @@ check "preprocess: overrides = preset file" bash -c "
   '$PTQ' preprocess --images '$TMP/three.list' --preset '$TMP/client.yaml' --dump '$TMP/file.npy' >/dev/null &&
   cmp '$TMP/ov.npy' '$TMP/file.npy' && ! cmp -s '$TMP/ov.npy' <('$PTQ' preprocess --images '$TMP/three.list' --preset paddleocr-det --dump /dev/stdout 2>/dev/null)"
 check "calibrate: overrides = preset file" bash -c "
-  '$PTQ' calibrate '$DET' --images '$TMP/three.list' --preset paddleocr-det $OV --method entropy --cache '$TMP/cal.ov.cache' >/dev/null &&
-  '$PTQ' calibrate '$DET' --images '$TMP/three.list' --preset '$TMP/client.yaml' --method entropy --cache '$TMP/cal.file.cache' >/dev/null &&
+  '$PTQ' calibrate '$DET' --images '$TMP/three.list' --preset paddleocr-det $OV --cache '$TMP/cal.ov.cache' >/dev/null &&
+  '$PTQ' calibrate '$DET' --images '$TMP/three.list' --preset '$TMP/client.yaml' --cache '$TMP/cal.file.cache' >/dev/null &&
   cmp '$TMP/cal.ov.cache' '$TMP/cal.file.cache'"
 check "quantize: overrides give calibrate's cache" bash -c "
   '$PTQ' quantize '$DET' --images '$TMP/three.list' --preset paddleocr-det $OV --cache '$TMP/q.ov.cache' -o '$TMP/q.ov.onnx' >/dev/null &&
