@@ -131,7 +131,7 @@ PYEOF"
 # figures equal those of the model quantize writes with the same options
 ls "$PHOTOS"/*.png | LC_ALL=C sort | tail -n 4 > "$TMP/eval.list"
 check "compare: a row per refinement of the best method" sh -c "
-  '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods mse \
+  '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods mse --float fp32 \
     --bias-correction --adaround 40 --refine-images 4 --threads 2 >'$TMP/cmp.out' 2>/dev/null &&
   grep -q '^mse + AdaRound ' '$TMP/cmp.out' && grep -q '^mse + bias correction ' '$TMP/cmp.out' &&
   grep -q '^mse + AdaRound + bias correction ' '$TMP/cmp.out'"
