@@ -470,6 +470,8 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->equalize = o->equalize;
     job->refine_images = o->refine_images > 0 ? o->refine_images : 32;
     job->refine_check = !o->no_refine_check;
+    job->eval_float16 = !o->float_fp32;
+    job->write_float16 = o->write_float16 != 0;
     job->metric_given = o->metric != NULL;
     if (o->recipe) {
         if (strcmp(o->recipe, "fast") && (!d || d->src.input_npy))
@@ -612,6 +614,7 @@ PTQ_API ptq_err ptq_compare(const ptq_model *m, ptq_dataset *calib, ptq_dataset 
         job->metric_given = 1;
     }
     job->log = log_of(&o->log);
+    job->float16 = !o->float_fp32;
     c->src = calib->src;
     c->src.o.images = c->calib_images;
     c->src.o.log = job->log;

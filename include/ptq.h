@@ -165,6 +165,9 @@ typedef struct {
     int equalize;                    /* activation equalization in front of depthwise Convs (needs a dataset): 0 */
     const char *recipe;              /* NULL or "fast"; "balanced", "best" (need a dataset): ptq quantize --recipe */
     int no_refine_check;             /* keep every refinement without measuring it on held-out images: 0 */
+    int float_fp32;                  /* measurements (recipes, refinement check, auto-exclusion) with the float
+                                      * part in FP32; 0: in FP16, as trtexec --fp16 runs it */
+    int write_float16;               /* write the float part in float16 (quantize --float-dtype fp16): 0 */
 } ptq_quantize_options;
 PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o);
 
@@ -201,6 +204,7 @@ typedef struct {
     int n_exclude_op_types;
     int layers;                      /* also the layer-wise errors of the best method (JSON report): 1 */
     ptq_log log;
+    int float_fp32;                  /* the float part evaluated in FP32; 0: rounded to FP16, as trtexec --fp16 runs it */
 } ptq_compare_options;
 PTQ_API void ptq_compare_defaults(ptq_compare_options *o);
 

@@ -542,8 +542,15 @@ def _read_ranges_json(path):
     return d.get("method"), {k: float(np.float32(v["amax"])) for k, v in d["tensors"].items()}
 
 
+def _float_fp32(float_part):
+    """float_part ("fp16" or "fp32") as the options' float_fp32 flag."""
+    if float_part not in ("fp16", "fp32"):
+        raise Error("float_part takes fp16 or fp32", 1)
+    return int(float_part == "fp32")
+
+
 def quantize(model, images=None, preset=None, output=None, cache=None, json=None, method=None, *, recipe=None,
-             refine_check=True, stats=None,
+             refine_check=True, float_part="fp16", float_dtype="fp32", stats=None,
              from_stats=None, from_cache=None, exclude_nodes=None, exclude_op_types=None, weights="int8",
              dedicated_qdq=False, bias_correction=False, adaround=None, refine_images=None, equalize=False, auto_exclude=None,
              eval_images=None, eval_limit=None, labels=None, metric=None, target=None, target_cosine=None,
@@ -552,7 +559,9 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
     refinements; writes output (the QDQ model), cache and json when given.
 
     method: max, percentile[:P] (default percentile:99.99), entropy, mse, output-mse. recipe: "fast",
-    "balanced" or "best", as --recipe (refine_check=False: --no-refine-check). weights: "int8" or "qdq-fp32".
+    "balanced" or "best", as --recipe (refine_check=False: --no-refine-check). float_part: "fp16" or
+    "fp32", the float part in the measurements (--float); float_dtype: "fp32" or "fp16", the float
+    part as written (--float-dtype). weights: "int8" or "qdq-fp32".
     adaround: True (2000 iterations) or a number. equalize: activation equalization in front of
     depthwise Convs before calibration (needs images). seed (0) also draws the refinements' samples
     (output-mse's positions, AdaRound's batches), as --seed does. Auto-exclusion: eval_images and target_cosine,
@@ -584,6 +593,10 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
         o.method = _text(method)
         o.recipe = _text(recipe)
         o.no_refine_check = int(not refine_check)
+        o.float_fp32 = _float_fp32(float_part)
+        if float_dtype not in ("fp32", "fp16"):
+            raise Error("float_dtype takes fp32 or fp16", 1)
+        o.write_float16 = int(float_dtype == "fp16")
         o.from_stats, o.from_cache, o.stats_out = _path(from_stats), _path(from_cache), _path(stats)
         o.exclude_nodes, o.n_exclude_nodes = _c_strings(_names(exclude_nodes))
         o.exclude_op_types, o.n_exclude_op_types = _c_strings(_names(exclude_op_types))
@@ -634,7 +647,7 @@ _METRICS = ("cosine", "sqnr_db", "max_abs", "top1_agree", "top1_acc", "seq_top1"
 
 def compare(model, images, eval_images, preset=None, methods=None, metric=None, *, labels=None, exclude_nodes=None,
             exclude_op_types=None, layers=True, json=None, html=None, eval_preset=None, eval_limit=None, log=None,
-            progress=None, **options):
+            progress=None, float_part="fp16", **options):
     """`ptq compare`: every method's QDQ model against FP32 on held-out images.
 
     methods: a list, "max,entropy" or "all" (default max, percentile:99.99, percentile:99.999,
@@ -673,6 +686,7 @@ def compare(model, images, eval_images, preset=None, methods=None, metric=None, 
         o.exclude_nodes, o.n_exclude_nodes = _c_strings(_names(exclude_nodes))
         o.exclude_op_types, o.n_exclude_op_types = _c_strings(_names(exclude_op_types))
         o.layers = int(bool(layers))
+        o.float_fp32 = _float_fp32(float_part)
         o.log = lg.struct
         r = hs.add(ctypes.POINTER(_capi.CompareResult)(), _lib.ptq_compare_free)
         _check(_lib.ptq_compare(m._h, calib.h, ev.h, ctypes.byref(o), ctypes.byref(r)))

@@ -55,7 +55,8 @@ class QuantizeOptions(ctypes.Structure):
                 ("eval_images", ctypes.c_char_p), ("labels", ctypes.c_char_p), ("eval_limit", ctypes.c_int),
                 ("metric", ctypes.c_char_p), ("target", ctypes.c_double), ("target_cosine", ctypes.c_double),
                 ("target_top1_drop", ctypes.c_double), ("log", Log), ("equalize", ctypes.c_int),
-                ("recipe", ctypes.c_char_p), ("no_refine_check", ctypes.c_int)]
+                ("recipe", ctypes.c_char_p), ("no_refine_check", ctypes.c_int), ("float_fp32", ctypes.c_int),
+                ("write_float16", ctypes.c_int)]
 
 
 class QuantizeInfo(ctypes.Structure):
@@ -68,7 +69,7 @@ class CompareOptions(ctypes.Structure):
     _fields_ = [("methods", ctypes.c_char_p), ("metric", ctypes.c_char_p), ("labels", ctypes.c_char_p),
                 ("exclude_nodes", c_char_p_p), ("n_exclude_nodes", ctypes.c_int),
                 ("exclude_op_types", c_char_p_p), ("n_exclude_op_types", ctypes.c_int),
-                ("layers", ctypes.c_int), ("log", Log)]
+                ("layers", ctypes.c_int), ("log", Log), ("float_fp32", ctypes.c_int)]
 
 
 class MethodMetrics(ctypes.Structure):

@@ -109,6 +109,20 @@ def test_quantize_ranges_are_the_json(quantized, calibrated, tmp):
     assert len(r["ranges"]) >= 60 and r["ranges"] == calib  # the same images: the same entropy ranges
 
 
+def test_quantize_float16_equals_cli(calibrated, tmp):
+    """float_dtype="fp16" is --float-dtype fp16 (Convs kept float so the float part is not empty);
+    bad values are refused."""
+    ptq.quantize(MODEL, from_stats=tmp / "py" / "c.ptqstats", method="mse", exclude_op_types="Conv",
+                 float_dtype="fp16", output=tmp / "py" / "f16.onnx")
+    cli("quantize", MODEL, "--from-stats", tmp / "cli" / "c.ptqstats", "--method", "mse", "--exclude-op-types", "Conv",
+        "--float-dtype", "fp16", "-o", tmp / "cli" / "f16.onnx")
+    same_file(tmp / "py" / "f16.onnx", tmp / "cli" / "f16.onnx")
+    with pytest.raises(ptq.Error):
+        ptq.quantize(MODEL, from_stats=tmp / "py" / "c.ptqstats", float_dtype="fp8", output=tmp / "py" / "x.onnx")
+    with pytest.raises(ptq.Error):
+        ptq.quantize(MODEL, from_stats=tmp / "py" / "c.ptqstats", float_part="half", output=tmp / "py" / "x.onnx")
+
+
 def test_quantize_from_stats_equals_cli(calibrated, tmp):
     r = ptq.quantize(MODEL, from_stats=tmp / "py" / "c.ptqstats", method="percentile:99.99",
                      output=tmp / "py" / "fs.onnx", cache=tmp / "py" / "fs.cache", exclude_op_types="GlobalAveragePool",
