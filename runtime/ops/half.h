@@ -9,31 +9,18 @@
 #define PTQ_RUNTIME_OPS_HALF_H
 
 #include <stdint.h>
-#include <string.h>
 
-static inline uint32_t half_f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float half_u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#include "runtime/kernels/mathf.h"
 
 static inline uint16_t half_from_f32(float x)
 {
-    uint32_t f = half_f2u(x), sign = f & 0x80000000u;
+    uint32_t f = ptq_mathf_bits_f(x), sign = f & 0x80000000u;
     f ^= sign;
     /* |x| >= 65536 (and inf, NaN): infinity or the quiet NaN */
     uint32_t big = 0x7c00u | (0x200u & -(uint32_t)(f > 0x7f800000u));
     /* |x| < 2^-14: the subnormal halves, by adding 0.5 (denorm magic: the float whose ulp is the
      * smallest half), which rounds to nearest even at that position */
-    uint32_t sub = half_f2u(half_u2f(f) + half_u2f(126u << 23)) - (126u << 23);
+    uint32_t sub = ptq_mathf_bits_f(ptq_mathf_from_bits_f(f) + ptq_mathf_from_bits_f(126u << 23)) - (126u << 23);
     /* normal: rebias, round to nearest even on bit 13 (a carry into the exponent is right, up to infinity) */
     uint32_t nrm = (f - (112u << 23) + 0xfffu + ((f >> 13) & 1u)) >> 13;
     uint32_t m_big = -(uint32_t)(f >= (143u << 23)), m_sub = -(uint32_t)(f < (113u << 23)) & ~m_big; /* masks, no branch */
@@ -46,10 +33,10 @@ static inline float half_to_f32(uint16_t h)
     uint32_t o = ((uint32_t)h & 0x7fffu) << 13, exp = o & (0x7c00u << 13);
     uint32_t nrm = o + (112u << 23);
     uint32_t inf = o + (224u << 23);                              /* exponent 31: 255 */
-    uint32_t sub = half_f2u(half_u2f(o + (113u << 23)) - half_u2f(113u << 23)); /* exact */
+    uint32_t sub = ptq_mathf_bits_f(ptq_mathf_from_bits_f(o + (113u << 23)) - ptq_mathf_from_bits_f(113u << 23)); /* exact */
     uint32_t m_inf = -(uint32_t)(exp == (0x7c00u << 13)), m_sub = -(uint32_t)(exp == 0);
     o = (inf & m_inf) | (sub & m_sub) | (nrm & ~(m_inf | m_sub));
-    return half_u2f(o | (((uint32_t)h & 0x8000u) << 16));
+    return ptq_mathf_from_bits_f(o | (((uint32_t)h & 0x8000u) << 16));
 }
 
 #endif
