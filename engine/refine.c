@@ -358,22 +358,93 @@ static void layer_gemm(const layer *L, const float *w, const float *x, int ldx, 
     }
 }
 
-/* sum (a - b)^2 / sum a^2 over n elements, in a fixed order. */
-static double rel_err(const float *a, const float *b, size_t n)
+/* sum (a - b)^2 / sum a^2 over n elements. Blocks of ERR_BLOCK elements in parallel, each
+ * summed in double over ERR_LANES interleaved partial sums, the blocks then added in order:
+ * a fixed order whatever the thread count. */
+enum { ERR_BLOCK = 8192, ERR_LANES = 8 };
+static double rel_err(const float *a, const float *b, size_t n, int nthreads)
 {
-    double e = 0, r = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - (double)b[i];
-        e += d * d;
-        r += (double)a[i] * (double)a[i];
+    size_t nb = (n + ERR_BLOCK - 1) / ERR_BLOCK;
+    double part[2 * 64], *e2 = part, *r2 = part + 64, *heap = NULL;
+    if (nb > 64) {
+        heap = malloc(sizeof(double) * 2 * nb);
+        if (!heap) return INFINITY; /* no memory: this candidate loses */
+        e2 = heap;
+        r2 = heap + nb;
     }
-    return r > 0 ? e / r : e;
+#pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) if (nb > 1)
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t i0 = blk * ERR_BLOCK, i1 = i0 + ERR_BLOCK < n ? i0 + ERR_BLOCK : n;
+        double e[ERR_LANES] = {0}, r[ERR_LANES] = {0};
+        size_t i = i0;
+        for (; i + ERR_LANES <= i1; i += ERR_LANES)
+            for (int l = 0; l < ERR_LANES; l++) {
+                double d = (double)a[i + l] - (double)b[i + l];
+                e[l] += d * d;
+                r[l] += (double)a[i + l] * (double)a[i + l];
+            }
+        for (int l = 0; i < i1; i++, l++) {
+            double d = (double)a[i] - (double)b[i];
+            e[l] += d * d;
+            r[l] += (double)a[i] * (double)a[i];
+        }
+        double es = 0, rs = 0;
+        for (int l = 0; l < ERR_LANES; l++) {
+            es += e[l];
+            rs += r[l];
+        }
+        e2[blk] = es;
+        r2[blk] = rs;
+    }
+    double es = 0, rs = 0;
+    for (size_t blk = 0; blk < nb; blk++) {
+        es += e2[blk];
+        rs += r2[blk];
+    }
+    free(heap);
+    return rs > 0 ? es / rs : es;
 }
 
-static void fake_quant(const float *x, size_t n, float amax, float *out)
+/* out = s * quant_round_s8(x, s), s = amax / 127, with the same bits: the quotient clamped to
+ * [-128, 127] (NaN to 0) and rounded half to even by adding and removing 1.5 * 2^23, which
+ * the default rounding mode makes exact below 2^22; branch-free, so it vectorises. */
+#define FAKE_QUANT_BODY                                                                                             \
+    _Pragma("omp simd") for (size_t i = 0; i < n; i++) {                                                                                \
+        float v = x[i] / s;                                                                                         \
+        float c = ptq_mathf_sel_f(v > -128.0f, v, -128.0f);                                                         \
+        c = ptq_mathf_sel_f(c < 127.0f, c, 127.0f);                                                                 \
+        c = ptq_mathf_sel_f(v == v, c, 0.0f);                                                                       \
+        out[i] = ((c + 0x1.8p23f) - 0x1.8p23f) * s;                                                                 \
+    }
+static void fake_quant_base(const float *restrict x, size_t n, float s, float *restrict out)
 {
-    float s = amax / 127.0f;
-    for (size_t i = 0; i < n; i++) out[i] = (float)quant_round_s8(x[i], s) * s;
+    FAKE_QUANT_BODY
+}
+__attribute__((target("avx2"))) static void fake_quant_avx2(const float *restrict x, size_t n, float s,
+                                                            float *restrict out)
+{
+    FAKE_QUANT_BODY
+}
+__attribute__((target("avx512f"))) static void fake_quant_avx512(const float *restrict x, size_t n, float s,
+                                                                float *restrict out)
+{
+    FAKE_QUANT_BODY
+}
+#undef FAKE_QUANT_BODY
+
+static void fake_quant(const float *x, size_t n, float amax, float *out, int nthreads)
+{
+    enum { CHUNK = 16384 };
+    const float s = amax / 127.0f;
+    kern_isa isa = kern_isa_current();
+    void (*f)(const float *, size_t, float, float *) =
+        isa == KERN_ISA_AVX512 ? fake_quant_avx512 : isa == KERN_ISA_AVX2 ? fake_quant_avx2 : fake_quant_base;
+    size_t nch = (n + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) if (nch > 4)
+    for (size_t ch = 0; ch < nch; ch++) {
+        size_t i0 = ch * CHUNK;
+        f(x + i0, n - i0 < CHUNK ? n - i0 : CHUNK, s, out + i0);
+    }
 }
 
 static int by_float(const void *a, const void *b)
@@ -443,9 +514,9 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
         for (int gi = 0; gi < c->ng; gi++) {
             layer *L = &c->L[c->group[gi]];
             if (!L->filled) continue;
-            fake_quant(L->xqs, (size_t)(L->groups * L->k) * (size_t)L->cap, cand[a], xq);
+            fake_quant(L->xqs, (size_t)(L->groups * L->k) * (size_t)L->cap, cand[a], xq, c->nthreads);
             layer_gemm(L, wq[gi], xq, L->cap, L->filled, yq, c->nthreads);
-            err[a] += rel_err(yf[gi], yq, (size_t)(L->cout * L->filled));
+            err[a] += rel_err(yf[gi], yq, (size_t)(L->cout * L->filled), c->nthreads);
         }
     }
     int bi = 0;

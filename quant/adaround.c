@@ -7,9 +7,10 @@
  * step are exactly 0). x is multiplied once by W into the target yT [p x cout], and xq is
  * transposed once to [p x groups*k], so that a sampled position is one contiguous row.
  *
- * Iteration t: positions idx[0..batch) from splitmix64(seed, t); their rows are copied
- * into G [batch x groups*k] and their targets into ys [batch x cout]; then each task (a
- * tile of output channels, split from the shapes alone) runs
+ * Iteration t: positions idx[0..batch) from splitmix64(seed, t); each thread copies their
+ * rows (the columns of its groups) into its own G [batch x groups*k] and their targets (its
+ * channels) into its ys [batch x cout]; then each of its tasks (a tile of output channels,
+ * split from the shapes alone) runs
  *   r  = s (Q G^T) - ys       (Q the soft codes W~ / s; kern_sgemm, or plain loops for
  *                              1..3 channels per group)
  *   gQ = (2 s / batch) r G    (the gradient of the mean squared error w.r.t. Q)
@@ -17,8 +18,8 @@
  * [-128, 127] and the rectified sigmoid (zero where either is clamped), the regulariser's
  * -2 lambda beta |2h-1|^(beta-1) sign(2h-1) after the warm-up, Adam, then the new h and W~
  * for the next iteration (one sigmoid per weight per iteration; baseline, AVX2 and
- * AVX-512 copies of that loop, the same bits: basic operations and mathf.h only, no FMA
- * contraction under -std=c11). Every output element of
+ * AVX-512 copies of that loop, the same bits: basic operations only, no FMA contraction
+ * under -std=c11). Every output element of
  * every product is one sum in a fixed order, and tasks own their channels, so the thread
  * count changes nothing.
  *
@@ -151,6 +152,50 @@ static inline float ada_sqrt(float v)
     return ptq_mathf_sel_f(v > 1e-30f, x * y, 0.0f);
 }
 
+/* Float-only exponential and logarithm for the update loop, about 1e-7 relative error
+ * (AdaRound's gradient needs no more; mathf.h's correctly rounded double-core versions cost
+ * several times more in the loop that runs once per weight per iteration). Basic operations
+ * only, so every ISA copy gives the same bits. */
+#define ADA_ROUND_MAGIC 0x1.8p23f /* adding it rounds to an integer kept in the low bits */
+
+/* e^x for x in [-80, 80] (clamped): 2^n e^g, n = round(x / ln 2), |g| <= ln 2 / 2, e^g by its
+ * Taylor polynomial of degree 7 (remainder below 6e-9). */
+static inline float ada_expf(float x)
+{
+    x = ada_min(ada_max(x, -80.0f), 80.0f);
+    float t = x * 1.44269504f + ADA_ROUND_MAGIC;
+    float n = t - ADA_ROUND_MAGIC;
+    float g = (x - n * 0.693145752f) - n * 1.42860677e-6f; /* ln 2 in two parts: n * hi is exact */
+    float p = 1.0f / 5040.0f;
+    p = 1.0f / 720.0f + g * p;
+    p = 1.0f / 120.0f + g * p;
+    p = 1.0f / 24.0f + g * p;
+    p = 1.0f / 6.0f + g * p;
+    p = 0.5f + g * p;
+    p = 1.0f + g * p;
+    p = 1.0f + g * p;
+    /* t's low bits hold n (two's complement): (n + 127) << 23 is 2^n, |n| <= 116 */
+    float s = ptq_mathf_from_bits_f((ptq_mathf_bits_f(t) - 0x4b400000u + 127u) << 23);
+    return p * s;
+}
+
+/* log x for a normal x > 0: x = 2^e m with m in [sqrt(1/2), sqrt(2)), f = m - 1,
+ * s = f / (2 + f), log m = 2 atanh s by its series to s^9 (|s| < 0.172: remainder below 1e-9). */
+static inline float ada_logf(float x)
+{
+    uint32_t u = ptq_mathf_bits_f(x);
+    uint32_t k = (u - 0x3f3504f3u + (256u << 23)) >> 23; /* e + 256, kept non-negative */
+    float f = ptq_mathf_from_bits_f(u - (k << 23) + (256u << 23)) - 1.0f;
+    float e = (float)(int32_t)k - 256.0f;
+    float sv = f / (2.0f + f), z = sv * sv;
+    float r = 2.0f / 9.0f;
+    r = 2.0f / 7.0f + z * r;
+    r = 2.0f / 5.0f + z * r;
+    r = 2.0f / 3.0f + z * r;
+    r = 2.0f + z * r;
+    return e * 0.693147182f + sv * r;
+}
+
 /* One Adam step on n weights, then their new sigmoid and soft code. gw is the gradient of
  * the loss w.r.t. the soft code (the scale already in).
  * reg: the regulariser is on (gradient factor lam2b = -2 lambda beta, exponent bm1 =
@@ -173,8 +218,8 @@ ADA_INLINE void ada_update_impl(int reg, size_t n, const float *restrict base, c
         if (reg) { /* a constant in each copy */
             float u = 2.0f * h - 1.0f;
             float au = ptq_mathf_from_bits_f(ptq_mathf_bits_f(u) & 0x7fffffffu);
-            float pw = ptq_expf(bm1 * ptq_logf(ptq_mathf_sel_f(au > 0.0f, au, 1.0f))); /* |u|^(beta-1) */
-            pw = ptq_mathf_sel_f(au > 0.0f, pw, 0.0f);
+            float pw = ada_expf(bm1 * ada_logf(ptq_mathf_sel_f(au > 0x1p-100f, au, 1.0f))); /* |u|^(beta-1) */
+            pw = ptq_mathf_sel_f(au > 0x1p-100f, pw, 0.0f);
             gh += lam2b * ptq_mathf_copysign_f(pw, u);
         }
         float g = gh * (ADA_SPAN * sg * (1.0f - sg) * live);
@@ -184,7 +229,7 @@ ADA_INLINE void ada_update_impl(int reg, size_t n, const float *restrict base, c
         v[i] = vi;
         float Vi = V[i] - step * mi / (ada_sqrt(vi) * rs + ADA_ADAM_EPS);
         V[i] = Vi;
-        sg = ptq_sigmoidf(Vi);
+        sg = 1.0f / (1.0f + ada_expf(-Vi));
         sig[i] = sg;
         wt[i] = ada_code(base[i], ada_h(sg));
     }
@@ -227,8 +272,8 @@ typedef struct {
     float *base, *V, *m, *v, *sig, *wt, *gw; /* [cout x k]; wt: soft codes W~ / s */
     float *xqT;                              /* [p x groups*k]: position j's patches, all groups */
     float *yT;                               /* [p x cout] target W x */
-    float *G;                                /* 2 x [batch x groups*k] sampled rows of xqT */
-    float *ys;                               /* 2 x [batch x cout] sampled targets */
+    float *G;                                /* per thread [batch x groups*k]: sampled rows of xqT */
+    float *ys;                               /* per thread [batch x cout]: sampled targets */
     float *r;                                /* [cout x batch] residuals */
     int *idx;                                /* [threads x batch] sampled positions */
     int ntask;
@@ -408,8 +453,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.gw = malloc(sizeof(float) * nw);
     a.yT = malloc(sizeof(float) * (size_t)p * cout);
     a.r = malloc(sizeof(float) * (size_t)cout * B);
-    a.G = malloc(sizeof(float) * 2 * (size_t)groups * B * k);
-    a.ys = malloc(sizeof(float) * 2 * (size_t)B * cout);
+    a.G = malloc(sizeof(float) * (size_t)nt * (size_t)groups * B * k);
+    a.ys = malloc(sizeof(float) * (size_t)nt * (size_t)B * cout);
     a.idx = malloc(sizeof(int) * (size_t)B * (size_t)nt);
     learned = malloc(nw);
     wq = malloc(sizeof(float) * nw);
@@ -460,21 +505,26 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
         }
     }
 
-    /* Adam. One parallel region; per iteration each thread draws the positions itself, the
-     * team copies the sampled patches and targets into buffer t % 2, one barrier, then each
-     * thread runs its channel tiles (static: the same tiles every iteration) without a
-     * closing barrier: the next iteration fills the other buffer, and its barrier is what
-     * orders a tile's iteration t + 1 after its iteration t. The team size only follows
-     * the work; it changes no result. */
+    /* Adam. One parallel region, no barrier: each thread owns a contiguous run of channel
+     * tiles (from the shapes and the team size) and, per iteration, draws the positions
+     * itself (the same for every thread: they depend on the seed and t alone), copies the
+     * sampled patches of its groups and the targets of its channels into its own buffers,
+     * and runs its tiles. Tiles share nothing, so no thread waits for another, and the
+     * team size changes no result. */
     {
         const int warm = (int)((double)o->warmup * o->iters);
-        const size_t gk = (size_t)groups * k, gsz = (size_t)B * gk, ysz = (size_t)B * cout;
+        const size_t gk = (size_t)groups * k;
 #pragma omp parallel num_threads(nte)
         {
-            int *idx = a.idx + (size_t)omp_get_thread_num() * B;
+            const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+            const int t0 = (int)((int64_t)a.ntask * tid / nth), t1 = (int)((int64_t)a.ntask * (tid + 1) / nth);
+            int *idx = a.idx + (size_t)tid * B;
+            float *G = a.G + (size_t)tid * B * gk, *ys = a.ys + (size_t)tid * B * cout;
+            const int c0 = t0 < t1 ? a.task[t0] : 0, c1 = t0 < t1 ? a.task[t1] : 0;
+            const size_t col0 = t0 < t1 ? (size_t)(c0 / a.cg) * k : 0;
+            const size_t ncol = t0 < t1 ? (size_t)((c1 - 1) / a.cg + 1) * k - col0 : 0;
             double pb1 = 1.0, pb2 = 1.0;
-            for (int t = 0; t < o->iters; t++) {
-                float *G = a.G + (size_t)(t & 1) * gsz, *ys = a.ys + (size_t)(t & 1) * ysz;
+            for (int t = 0; t < o->iters && t0 < t1; t++) {
                 pb1 *= (double)ADA_ADAM_B1;
                 pb2 *= (double)ADA_ADAM_B2;
                 float step = (float)((double)o->lr / (1.0 - pb1));
@@ -487,15 +537,11 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
                 }
                 float lam2b = -2.0f * o->lambda * beta, bm1 = beta - 1.0f;
                 ada_sample(o->seed, t, p, B, idx);
-#pragma omp for schedule(static) nowait
-                for (int b = 0; b < B; b++) memcpy(G + b * gk, a.xqT + (size_t)idx[b] * gk, sizeof(float) * gk);
-#pragma omp for schedule(static) nowait
-                for (int b = 0; b < B; b++)
-                    memcpy(ys + (size_t)b * cout, a.yT + (size_t)idx[b] * cout, sizeof(float) * (size_t)cout);
-#pragma omp barrier
-#pragma omp for schedule(static) nowait
-                for (int ti = 0; ti < a.ntask; ti++)
-                    ada_task(&a, G, ys, a.task[ti], a.task[ti + 1], reg, lam2b, bm1, step, rs);
+                for (int b = 0; b < B; b++) {
+                    memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
+                    memcpy(ys + (size_t)b * cout + c0, a.yT + (size_t)idx[b] * cout + c0, sizeof(float) * (size_t)(c1 - c0));
+                }
+                for (int ti = t0; ti < t1; ti++) ada_task(&a, G, ys, a.task[ti], a.task[ti + 1], reg, lam2b, bm1, step, rs);
             }
         }
     }

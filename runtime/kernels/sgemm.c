@@ -106,6 +106,13 @@ static float *workspace(kern_isa isa)
 static void sgemm_on(kern_isa isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t lda, const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc, const float *apk)
 {
+    if (m == 1 && !trans_b && !apk && isa != KERN_ISA_GENERIC) { /* one row: nothing to pack */
+        if (isa == KERN_ISA_AVX512)
+            sgemm_avx512_row(trans_a, n, k, a, lda, b, ldb, accumulate, c);
+        else
+            sgemm_avx2_row(trans_a, n, k, a, lda, b, ldb, accumulate, c);
+        return;
+    }
     float *ws = isa != KERN_ISA_GENERIC && k > 0 ? workspace(isa) : NULL;
     if (ws && isa == KERN_ISA_AVX512)
         sgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, accumulate, c, ldc, apk, ws);

@@ -3,6 +3,8 @@
  * vectors and one broadcast A value per k step, one FMA per accumulator and step. */
 #include <immintrin.h>
 
+#include <math.h>
+
 #include "runtime/kernels/sgemm_isa.h"
 
 #define SG_MR 8
@@ -50,4 +52,10 @@ void sgemm_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
 void sgemm_avx512_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst)
 {
     sg_pack_a(trans_a, a, lda, 0, m, 0, k, dst);
+}
+
+void sgemm_avx512_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                 int accumulate, float *c)
+{
+    sg_row(trans_a, n, k, a, lda, b, ldb, accumulate, c);
 }

@@ -89,6 +89,21 @@ static void sg_edge(int64_t kc, const float *ap, const float *bp, int64_t ldbp, 
     for (int64_t i = 0; i < mr; i++) memcpy(c + i * ldc, t + i * SG_NR, sizeof(float) * (size_t)nr);
 }
 
+/* One row of C (m = 1, B not transposed): c[j] = fma(op(A)[p], B[p][j], c[j]) for p in
+ * order, the chain of sgemm.h, vectorised over j by the compiler (this file is built for
+ * the path's ISA, so fmaf is the instruction). Without packing, nothing is padded to the
+ * register tile: a depthwise layer's one-channel groups and a batch-1 classifier head. */
+static void sg_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t lda, const float *restrict b,
+                   int64_t ldb, int accumulate, float *restrict c)
+{
+    if (!accumulate)
+        for (int64_t j = 0; j < n; j++) c[j] = 0.0f;
+    for (int64_t p = 0; p < k; p++) {
+        const float av = trans_a ? a[p * lda] : a[p], *bp = b + p * ldb;
+        for (int64_t j = 0; j < n; j++) c[j] = fmaf(av, bp[j], c[j]);
+    }
+}
+
 /* C = (accumulate ? C : 0) + op(A) op(B) with ws of SG_WS_FLOATS floats, 64-byte aligned.
  * apk: A already packed whole (strips of SG_MR rows over all k, as sg_pack_a with p0 = 0 and
  * kc = k lays them out), or NULL to pack A's blocks here. */

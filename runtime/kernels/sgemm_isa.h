@@ -17,5 +17,10 @@ void sgemm_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
  * ceil(m / mr) * mr * k floats. */
 void sgemm_avx2_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
 void sgemm_avx512_pack_a(int trans_a, int64_t m, int64_t k, const float *a, int64_t lda, float *dst);
+/* One row of C (m = 1) with B not transposed, unpacked: the same chain. */
+void sgemm_avx2_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    int accumulate, float *c);
+void sgemm_avx512_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                      int accumulate, float *c);
 
 #endif

@@ -506,14 +506,15 @@ static void chain_ref(int ta, int tb, int64_t m, int64_t n, int64_t k, const flo
 
 /* Every path (avx512, avx2, generic: those the CPU has; the others fall back to generic)
  * gives the written-out FMA chain bit for bit, on shapes around the register tiles (6x16,
- * 8x32) and the blocks (k 256, rows 96/128, columns 1024), both transposes, with and
+ * 8x32), one row (unpacked), the blocks (k 256, rows 96/128, columns 1024), both transposes, with and
  * without accumulation, leading dims wider than the rows; and stays within the double
  * reference's tolerance. */
 TEST(sgemm_paths_equal_the_chain)
 {
     static const int64_t shapes[][3] = {{1, 1, 1},     {5, 15, 3},    {6, 16, 7},     {7, 17, 255},  {8, 32, 256},
                                         {9, 33, 257},  {13, 47, 513}, {97, 130, 64},  {129, 31, 300}, {200, 1030, 33},
-                                        {16, 2100, 9}, {3, 70, 1000}, {40, 6625 / 25, 120}};
+                                        {16, 2100, 9}, {3, 70, 1000}, {40, 6625 / 25, 120}, {1, 1030, 300},
+                                        {1, 37, 9}};
     kern_isa paths[] = {KERN_ISA_GENERIC, KERN_ISA_AVX2, KERN_ISA_AVX512};
     printf("  best path on this CPU: %s\n", kern_isa_name(kern_isa_current()));
     int bad = 0;
