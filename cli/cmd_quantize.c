@@ -62,7 +62,7 @@ static void usage(FILE *fp)
                 "                        refinement check) evaluate the layers in float (default fp16, as ptq compare)\n"
                 "  --method output-mse   each activation's amax among the methods' answers and a grid between them,\n"
                 "                        by the error of the layers reading it (sequential, from the inputs)\n"
-                "  --adaround [ITERS]    learn each layer's weight rounding (AdaRound, default 2000 iterations)\n"
+                "  --adaround [ITERS]    learn each layer's weight rounding (AdaRound, default 500 iterations)\n"
                 "  --bias-correction, --no-bias-correction   correct each layer's bias for the mean shift INT8 causes\n"
                 "                        (empirical, per output channel, layer after layer; off by default)\n"
                 "  --refine-images N     images these refinements run on (default 32 of --images)\n"

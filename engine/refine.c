@@ -210,11 +210,13 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
                 if (ih < 0 || ih >= H) continue;
                 const float *row = x + (c * H + ih) * W;
                 for (int64_t b = 0; b < L->kw; b++) {
+                    /* the output columns whose input column iw = ow sw + off lies in [0, W) */
+                    int64_t off = b * L->dw - L->pw;
+                    int64_t lo = off >= 0 ? 0 : (-off + L->sw - 1) / L->sw;
+                    int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / L->sw;
+                    hi = hi < OW - 1 ? hi : OW - 1;
                     double s = 0;
-                    for (int64_t ow = 0; ow < OW; ow++) {
-                        int64_t iw = ow * L->sw - L->pw + b * L->dw;
-                        if (iw >= 0 && iw < W) s += (double)row[iw];
-                    }
+                    for (int64_t ow = lo; ow <= hi; ow++) s += (double)row[ow * L->sw + off];
                     base[a * L->kw + b] += s;
                 }
             }
@@ -321,14 +323,16 @@ static ptq_status observe_q(ctx *c, const char *name, int first, const ptq_tenso
             layer *L = &c->L[li];
             if (c->sums) patch_sums(L, xq, t, L->sum_q, c->nthreads);
             if (!c->samples) continue;
-            int64_t np = positions(L, t);
-            for (int m = 0; m < c->per_image && L->filled < L->cap && np > 0; m++) {
+            int64_t np = positions(L, t), rows = L->groups * L->k;
+            int take = np > 0 ? (c->per_image < L->cap - L->filled ? c->per_image : L->cap - L->filled) : 0;
+#pragma omp parallel for schedule(static) num_threads(c->nthreads > 0 ? c->nthreads : omp_get_max_threads()) if (take * rows > 65536)
+            for (int m = 0; m < take; m++) {
                 int64_t pos = (int64_t)(mix64(c->seed ^ mix64(((uint64_t)li << 40) ^ (image << 16) ^ (uint64_t)m)) % (uint64_t)np);
-                int64_t rows = L->groups * L->k;
-                gather(L, xf, t, pos, L->xs + (size_t)L->filled * (size_t)rows);
-                gather(L, xq, t, pos, L->xqs + (size_t)L->filled * (size_t)rows);
-                L->filled++;
+                size_t at = (size_t)(L->filled + m) * (size_t)rows;
+                gather(L, xf, t, pos, L->xs + at);
+                gather(L, xq, t, pos, L->xqs + at);
             }
+            L->filled += take;
         }
     }
     return PTQ_OK;

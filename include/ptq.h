@@ -152,7 +152,7 @@ typedef struct {
     int weights_fp32;                /* float weights with Q/DQ instead of int8 initializers: 0 */
     int dedicated_qdq;               /* one Q/DQ pair per consumer: 0 */
     int bias_correction;             /* empirical per-channel bias correction: 0 */
-    int adaround_iters;              /* AdaRound iterations per layer (2000 is the CLI's): 0 = off */
+    int adaround_iters;              /* AdaRound iterations per layer (500 is the CLI's): 0 = off */
     int refine_images;               /* images the refinements run on: 32 */
     const char *eval_images;         /* auto-exclusion: held-out images (same preprocessing); NULL = off */
     const char *labels;              /* auto-exclusion: "image,class" file or "folders": NULL */

@@ -54,7 +54,7 @@ quant_adaround_options quant_adaround_defaults(void)
 {
     quant_adaround_options o;
     memset(&o, 0, sizeof o);
-    o.iters = 2000;
+    o.iters = 500;
     o.batch = 64;
     o.lambda = 0.01f;
     o.beta_hi = 20.0f;

@@ -562,7 +562,7 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
     "balanced" or "best", as --recipe (refine_check=False: --no-refine-check). float_part: "fp16" or
     "fp32", the float part in the measurements (--float); float_dtype: "fp32" or "fp16", the float
     part as written (--float-dtype). weights: "int8" or "qdq-fp32".
-    adaround: True (2000 iterations) or a number. equalize: activation equalization in front of
+    adaround: True (500 iterations) or a number. equalize: activation equalization in front of
     depthwise Convs before calibration (needs images). seed (0) also draws the refinements' samples
     (output-mse's positions, AdaRound's batches), as --seed does. Auto-exclusion: eval_images and target_cosine,
     target_top1_drop or metric + target (auto_exclude=True as on the command line is optional).
@@ -605,7 +605,7 @@ def quantize(model, images=None, preset=None, output=None, cache=None, json=None
         o.bias_correction = int(bool(bias_correction))
         o.equalize = int(bool(equalize))
         if adaround is not None and adaround is not False:
-            o.adaround_iters = 2000 if adaround is True else int(adaround)
+            o.adaround_iters = 500 if adaround is True else int(adaround)
         if refine_images is not None:
             o.refine_images = int(refine_images)
         o.eval_images, o.labels, o.metric = _path(eval_images), _path(labels), _text(metric)
