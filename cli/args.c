@@ -13,6 +13,7 @@
 #include "io/file.h"
 #include "io/preset.h"
 #include "preprocess/dataset.h"
+#include "quant/adaround.h"
 #include <omp.h>
 #include "runtime/graph.h"
 
@@ -42,7 +43,7 @@ int cli_bad_option(const char *cmd, int c, char **argv)
 
 int cli_adaround_arg(const char *cmd, const char *arg, int argc, char **argv, int *optind_p, int *iters)
 {
-    long it = 2000;
+    long it = quant_adaround_defaults().iters;
     if (!arg && *optind_p < argc && argv[*optind_p][0] >= '0' && argv[*optind_p][0] <= '9') arg = argv[(*optind_p)++];
     if (arg && cli_parse_long(arg, 1, 10000000, &it)) {
         cli_usage_error(cmd, "bad --adaround '%s'", arg);
