@@ -8,8 +8,8 @@
 #
 # Per model and opset (exported first by scripts/zoo.py, which skips what is up to date):
 #   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999;
-#            detectors: detections of equal score may come in another order, as ssdlite's labels
-#            and boxes do; the R-CNNs' untrained heads find no box over their 0.05 threshold: empty)
+#            detectors: both sets of detections compared in one canonical order, as those of equal
+#            score may come in another order; the R-CNNs' untrained heads may find no box: empty)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
 #            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999)
 #   calib    ptq calibrate (the default method, --stats and a TensorRT cache) over the calibration half of
@@ -99,10 +99,25 @@ EOF
   local R=${M%.onnx}.ref
   if [ -f "$R/images.npy" ]; then
     if node "$ROOT/tests/oracle/ort.js" "$M" --input images="$R/images.npy" --out-dir "$D/ortref" > "$D/ortref.log" 2>&1; then
-      local f okt=1 wt=2 ct
-      for f in "$R"/*.npy; do
+      local f okt=1 wt=2 ct A=$D/ortref B=$R
+      if [ -f "$R/scores.npy" ]; then # detections: both sets in one canonical order (equal scores may swap)
+        A=$D/ortref.sorted; B=$D/ref.sorted
+        $PY - "$D/ortref" "$A" "$R" "$B" <<'EOF' > /dev/null 2>&1 || { A=$D/ortref; B=$R; }
+import os, sys, numpy as np
+for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    os.makedirs(dst, exist_ok=True)
+    a = {f: np.load(os.path.join(src, f)) for f in os.listdir(src) if f.endswith(".npy") and f != "images.npy"}
+    n = len(a["scores.npy"])
+    keys = [np.round(a["boxes.npy"][:, i], 1) for i in range(3, -1, -1)] if "boxes.npy" in a else []
+    keys += [a["labels.npy"]] if "labels.npy" in a else []
+    order = np.lexsort(keys + [-np.round(a["scores.npy"], 4)])
+    for f, v in a.items():
+        np.save(os.path.join(dst, f), v[order] if v.ndim and len(v) == n else v)
+EOF
+      fi
+      for f in "$B"/*.npy; do
         [ "$(basename "$f")" = images.npy ] && continue
-        line=$($PY "$ROOT/tests/oracle/compare.py" "$D/ortref/$(basename "$f")" "$f" --cos 0.99999 2>&1) || okt=0
+        line=$($PY "$ROOT/tests/oracle/compare.py" "$A/$(basename "$f")" "$f" --cos 0.99999 2>&1) || okt=0
         echo "$(basename "$f"): $line" >> "$D/torch.log"
         ct=$(echo "$line" | sed -nE 's/^cosine ([0-9.e+-]+|nan),.*/\1/p'); [ -n "$ct" ] || ct=0
         wt=$(awk -v a="$wt" -v b="$ct" 'BEGIN { print (b == "nan" || b + 0 < a + 0) ? b : a }')
@@ -175,7 +190,8 @@ import json, sys
 j = json.load(open(sys.argv[1])); best = j["best_method"]
 m = next(x for x in j["methods"] if x["method"] == best)
 key = {"top1": "top1_agree", "cosine": "cosine", "box-f1": "box_f1"}.get(sys.argv[2].split(":")[0], "seq_top1" if sys.argv[2].startswith("seq-top1") else "mask_iou")
-print(f"{sys.argv[2]} {m[key]:.4f} ({best}, cos {m['cosine']:.4f})")
+cos = "n/a" if m["cosine"] is None else f"{m['cosine']:.4f}"
+print(f"{sys.argv[2]} {m[key]:.4f} ({best}, cos {cos})")
 EOF
 )"
   else

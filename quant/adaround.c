@@ -9,8 +9,8 @@
  *
  * Iteration t: positions idx[0..batch) from splitmix64(seed, t); each thread copies their
  * rows (the columns of its groups) into its own G [batch x groups*k] and their targets (its
- * channels) into its ys [batch x cout]; then each of its tasks (a tile of output channels,
- * split from the shapes alone) runs
+ * channels) into its ys [batch x cout]; then, for its share of the output channels (an even
+ * split in runs of 8), it runs
  *   r  = s (Q G^T) - ys       (Q the soft codes W~ / s; kern_sgemm, or plain loops for
  *                              1..3 channels per group)
  *   gQ = (2 s / batch) r G    (the gradient of the mean squared error w.r.t. Q)
@@ -48,6 +48,7 @@
 #define ADA_TILE_ROWS 32             /* channels per task on the GEMM path */
 #define ADA_PLAIN_TASK_FLOATS 2048   /* weights per task on the plain path */
 #define ADA_THREAD_WEIGHTS 4096      /* weights per thread, at least (smaller layers use fewer) */
+#define ADA_UNIT_ROWS 8              /* the iterations split channels among threads in runs of 8 */
 #define ADA_EVAL_TILE 256            /* positions per evaluation block */
 
 quant_adaround_options quant_adaround_defaults(void)
@@ -466,8 +467,10 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     if (ada_tasks(&a) != 0) FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__);
     /* the team: at most one thread per ADA_THREAD_WEIGHTS weights and per tile */
     int nte = (int)((int64_t)nw / ADA_THREAD_WEIGHTS);
+    const int nunits = (cout + ADA_UNIT_ROWS - 1) / ADA_UNIT_ROWS;
     nte = nte < nt ? nte : nt;
     nte = nte < a.ntask ? nte : a.ntask;
+    nte = nte < nunits ? nte : nunits;
     nte = nte > 1 ? nte : 1;
 
     /* starting point: h(V) = W/s - floor(W/s); exact weights frozen at h = 0 */
@@ -505,26 +508,28 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
         }
     }
 
-    /* Adam. One parallel region, no barrier: each thread owns a contiguous run of channel
-     * tiles (from the shapes and the team size) and, per iteration, draws the positions
+    /* Adam. One parallel region, no barrier: each thread owns an even share of the channels
+     * (runs of ADA_UNIT_ROWS) and, per iteration, draws the positions
      * itself (the same for every thread: they depend on the seed and t alone), copies the
      * sampled patches of its groups and the targets of its channels into its own buffers,
-     * and runs its tiles. Tiles share nothing, so no thread waits for another, and the
-     * team size changes no result. */
+     * and runs its channels' products and update. Threads share nothing, so none waits for
+     * another, and the team size changes no result (each element of a product is one chain,
+     * however the rows are split: sgemm.h). */
     {
         const int warm = (int)((double)o->warmup * o->iters);
         const size_t gk = (size_t)groups * k;
 #pragma omp parallel num_threads(nte)
         {
             const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-            const int t0 = (int)((int64_t)a.ntask * tid / nth), t1 = (int)((int64_t)a.ntask * (tid + 1) / nth);
+            const int u0 = (int)((int64_t)nunits * tid / nth), u1 = (int)((int64_t)nunits * (tid + 1) / nth);
+            const int c0 = u0 * ADA_UNIT_ROWS < cout ? u0 * ADA_UNIT_ROWS : cout;
+            const int c1 = u1 * ADA_UNIT_ROWS < cout ? u1 * ADA_UNIT_ROWS : cout;
             int *idx = a.idx + (size_t)tid * B;
             float *G = a.G + (size_t)tid * B * gk, *ys = a.ys + (size_t)tid * B * cout;
-            const int c0 = t0 < t1 ? a.task[t0] : 0, c1 = t0 < t1 ? a.task[t1] : 0;
-            const size_t col0 = t0 < t1 ? (size_t)(c0 / a.cg) * k : 0;
-            const size_t ncol = t0 < t1 ? (size_t)((c1 - 1) / a.cg + 1) * k - col0 : 0;
+            const size_t col0 = c0 < c1 ? (size_t)(c0 / a.cg) * k : 0;
+            const size_t ncol = c0 < c1 ? (size_t)((c1 - 1) / a.cg + 1) * k - col0 : 0;
             double pb1 = 1.0, pb2 = 1.0;
-            for (int t = 0; t < o->iters && t0 < t1; t++) {
+            for (int t = 0; t < o->iters && c0 < c1; t++) {
                 pb1 *= (double)ADA_ADAM_B1;
                 pb2 *= (double)ADA_ADAM_B2;
                 float step = (float)((double)o->lr / (1.0 - pb1));
@@ -541,7 +546,7 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
                     memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
                     memcpy(ys + (size_t)b * cout + c0, a.yT + (size_t)idx[b] * cout + c0, sizeof(float) * (size_t)(c1 - c0));
                 }
-                for (int ti = t0; ti < t1; ti++) ada_task(&a, G, ys, a.task[ti], a.task[ti + 1], reg, lam2b, bm1, step, rs);
+                ada_task(&a, G, ys, c0, c1, reg, lam2b, bm1, step, rs);
             }
         }
     }
