@@ -160,6 +160,8 @@ done:
     return st;
 }
 
+/* The images a list file names, one per line (relative to the list's folder; blank lines and
+ * '#' comments skipped), or the file itself when it is an image. */
 static ptq_status read_list(const char *list, strvec *out)
 {
     ptq_status st = PTQ_OK;
@@ -169,6 +171,7 @@ static ptq_status read_list(const char *list, strvec *out)
     const char *slash = strrchr(list, '/');
     struct stat sb;
     if (stat(list, &sb) == 0 && !S_ISREG(sb.st_mode)) slash = NULL; /* a pipe: relative to the current directory */
+    else if (sniffs_as_image(list)) return push(out, list);        /* one image file, not a list of them */
     snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - list) : 1, slash ? list : ".");
     TRY(io_read_file(list, &buf, &len, (size_t)1 << 30));
     for (char *line = strtok((char *)buf, "\r\n"); line; line = strtok(NULL, "\r\n")) {

@@ -202,6 +202,16 @@ piped_list() {
     echo "$(wc -l < "$TMP/rel.txt") images from <(...) with relative paths and from /dev/stdin: the same tensors"
 }
 check "an image list from a pipe (process substitution, /dev/stdin)" piped_list
+# One image file given as --images is that image, not a list to read.
+one_image() {
+  local f; f=$(ls "$PHOTOS"/*.png | LC_ALL=C sort | head -n 1)
+  echo "$f" > "$TMP/one.txt"
+  "$PTQ" preprocess --images "$f" --preset paddleocr-cls --dump "$TMP/one_file.npy" 2>"$TMP/one.err" &&
+    "$PTQ" preprocess --images "$TMP/one.txt" --preset paddleocr-cls --dump "$TMP/one_list.npy" 2>/dev/null &&
+    cmp "$TMP/one_file.npy" "$TMP/one_list.npy" && grep -q "1 images used, 0 skipped" "$TMP/one.err" &&
+    echo "$(basename "$f") as --images: the tensor of a one-line list"
+}
+check "one image file as --images" one_image
 check "bad dynamic keys are one-line errors" bash -c "
   ! '$PTQ' preprocess --images '$D' --preset paddleocr-rec-dynamic --max-width 100 --dump '$TMP/x' 2>'$TMP/mw.err' &&
   grep -q 'max_width 100: only for mode height-pad, from width 320' '$TMP/mw.err' &&
