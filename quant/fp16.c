@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/qdq.h"
 #include "runtime/graph_edit.h"
 
 #define NAME_CAP 1024
@@ -55,6 +56,7 @@ typedef struct {
     int *order;           /* topological order */
     ptq_dtype *dt;        /* element type of each value, UNDEFINED when unknown */
     unsigned char *data;  /* depends on a graph input (not only on initializers and shapes) */
+    uint8_t *post;        /* computed from a data-dependent selection (quant_post_processing) */
     int *direct;          /* uses by node inputs and graph outputs (not by subgraphs) */
 } facts;
 
@@ -64,6 +66,7 @@ static void facts_free(facts *f)
     free(f->dt);
     free(f->data);
     free(f->direct);
+    free(f->post);
 }
 
 static ptq_status facts_make(const ptq_graph *g, facts *f)
@@ -74,11 +77,14 @@ static ptq_status facts_make(const ptq_graph *g, facts *f)
     f->dt = calloc((size_t)g->n_values + 1, sizeof *f->dt);
     f->data = calloc((size_t)g->n_values + 1, 1);
     f->direct = calloc((size_t)g->n_values + 1, sizeof *f->direct);
+    f->post = calloc((size_t)g->n_values + 1, 1);
+    CHECK_ALLOC(f->post);
     CHECK_ALLOC(f->order);
     CHECK_ALLOC(f->dt);
     CHECK_ALLOC(f->data);
     CHECK_ALLOC(f->direct);
     TRY(ptq_graph_toposort(g, f->order));
+    TRY(quant_post_processing(g, f->post));
     for (int v = 0; v < g->n_values; v++) {
         const ptq_value *val = &g->values[v];
         f->dt[v] = val->kind == PTQ_VALUE_INITIALIZER || val->kind == PTQ_VALUE_INPUT || val->has_type ? val->t.dtype : PTQ_UNDEFINED;
@@ -127,6 +133,12 @@ static int holds_in_fp16(const ptq_value *v)
     return 1;
 }
 
+static int is_weighted(const ptq_node *n)
+{
+    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
+           !strcmp(n->op_type, "MatMul");
+}
+
 /* Activations TensorRT fuses into the layer before them (quantization spec §5). */
 static int fused_activation(const ptq_node *n)
 {
@@ -154,6 +166,7 @@ static ptq_status float_part(const ptq_graph *g, const facts *f, unsigned char *
             if (v < 0) continue;
             int p = g->values[v].producer;
             if (p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear")) int8[i] = 1;
+            if (f->post[v] && !is_weighted(n)) ok = 0; /* post-processing stays float32 */
             if (f->dt[v] == PTQ_UNDEFINED && !kept_input(n, j)) ok = 0;   /* unknown type: left alone */
             if (ok && !kept_input(n, j) && !holds_in_fp16(&g->values[v])) ok = 0;
         }

@@ -10,8 +10,10 @@
  * The float part: every node that is neither QuantizeLinear nor DequantizeLinear, reads no
  * DequantizeLinear output (those are the INT8 layers: TensorRT fuses the DQ into them and they
  * stay as they are), computes on data (a value that depends on a graph input, not only on
- * initializers and shapes) and whose op takes float16 in ONNX (quant_fp16_op; others stay
- * float32 in both forms). Its float32 inputs (initializers and activations; not Resize's roi and
+ * initializers and shapes), is not a detector's post-processing (quant_post_processing: after
+ * a data-dependent selection, where coordinates become indices; weighted layers there are in)
+ * and whose op takes float16 in ONNX (quant_fp16_op; others stay float32 in both forms). Its
+ * float32 inputs (initializers and activations; not Resize's roi and
  * scales) and its outputs are FP16 values:
  *   simulate: initializers rounded in place (a rounded copy when other nodes read them too), a
  *     Cast(float16) -> Cast(float) pair after each output (and before the float-part readers of

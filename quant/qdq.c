@@ -137,6 +137,18 @@ done:
     return st;
 }
 
+ptq_status quant_post_processing(const ptq_graph *g, uint8_t *post)
+{
+    ptq_status st = PTQ_OK;
+    uint8_t *is_const = malloc((size_t)g->n_values + 1);
+    CHECK_ALLOC(is_const);
+    TRY(constant_values(g, is_const));
+    TRY(post_values(g, is_const, post));
+done:
+    free(is_const);
+    return st;
+}
+
 static int is_weighted(const ptq_node *n)
 {
     return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||

@@ -68,6 +68,11 @@ void quant_report_free(quant_report *r);
  * Transpose (the same values), so that such a chain is observed once. */
 ptq_status quant_calib_tensors(ptq_graph *g, int **want);
 
+/* post[v] (g->n_values entries) = 1 for the values computed from a data-dependent selection
+ * (NonZero, TopK, NonMaxSuppression, Compress, Unique, control flow): a detector's
+ * post-processing, which TensorRT runs in float32 and where only weighted layers get Q/DQ. */
+ptq_status quant_post_processing(const ptq_graph *g, uint8_t *post);
+
 /* The weight rule: per-channel amax over `axis` of a float tensor; channels whose
  * amax is zero, tiny (< 2^-30) or not finite get 1.0. amax has dims[axis] entries. */
 void quant_weight_amax(const ptq_tensor *w, int axis, float *amax);

@@ -358,6 +358,32 @@ TEST(simulated_float_part_equals_the_written_float16_model)
     ptq_graph_destroy(gw);
 }
 
+/* A detector's post-processing stays float32: after a data-dependent selection (NonZero here),
+ * box coordinates become indices, and FP16 there changes which elements are read (Mask R-CNN's
+ * mask pasting read past an empty tensor). The Mul before it is in the float part, the one
+ * after it is not. */
+TEST(post_processing_stays_float32)
+{
+    ptq_graph *g = new_graph();
+    int64_t d[2] = {4, 64}, one[1] = {1};
+    float c = 1.5f;
+    input(g, "x", 2, d);
+    init(g, "c", PTQ_F32, 0, one, &c);
+    int pre = node(g, "pre", "Mul", "x", "c", "m");
+    node(g, "nz", "NonZero", "m", NULL, "i");
+    int cast = node(g, "cast", "Cast", "i", NULL, "f");
+    set_attr_int(g, cast, "to", PTQ_F32);
+    int post = node(g, "post", "Mul", "f", "c", "y");
+    output(g, "y");
+    unsigned char *in = calloc((size_t)g->n_nodes, 1);
+    EXPECT(in != NULL);
+    EXPECT_EQ_INT(quant_fp16_float_part(g, in), PTQ_OK);
+    EXPECT_EQ_INT(in[pre], 1);
+    EXPECT_EQ_INT(in[post], 0);
+    free(in);
+    ptq_graph_destroy(g);
+}
+
 int main(void)
 {
     RUN(every_half_round_trips);
@@ -368,5 +394,6 @@ int main(void)
     RUN(branchless_kernel_conversions_give_the_same_bits);
     RUN(cast_float16_paths_at_any_thread_count);
     RUN(simulated_float_part_equals_the_written_float16_model);
+    RUN(post_processing_stays_float32);
     return test_summary();
 }
