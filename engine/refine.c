@@ -362,23 +362,19 @@ static void layer_gemm(const layer *L, const float *w, const float *x, int ldx, 
     }
 }
 
-/* sum (a - b)^2 / sum a^2 over n elements. Blocks of ERR_BLOCK elements in parallel, each
- * summed in double over ERR_LANES interleaved partial sums, the blocks then added in order:
- * a fixed order whatever the thread count. */
-enum { ERR_BLOCK = 8192, ERR_LANES = 8 };
+/* sum (a - b)^2 / sum a^2 over n elements. At most ERR_BLOCKS blocks of at least ERR_MIN
+ * elements (from n alone) in parallel, each summed in double over ERR_LANES interleaved
+ * partial sums, the blocks then added in order: a fixed order whatever the thread count. */
+enum { ERR_BLOCKS = 64, ERR_MIN = 8192, ERR_LANES = 8 };
 static double rel_err(const float *a, const float *b, size_t n, int nthreads)
 {
-    size_t nb = (n + ERR_BLOCK - 1) / ERR_BLOCK;
-    double part[2 * 64], *e2 = part, *r2 = part + 64, *heap = NULL;
-    if (nb > 64) {
-        heap = malloc(sizeof(double) * 2 * nb);
-        if (!heap) return INFINITY; /* no memory: this candidate loses */
-        e2 = heap;
-        r2 = heap + nb;
-    }
+    size_t nb = (n + ERR_MIN - 1) / ERR_MIN;
+    nb = nb < ERR_BLOCKS ? (nb > 0 ? nb : 1) : ERR_BLOCKS;
+    const size_t per = (n + nb - 1) / nb;
+    double e2[ERR_BLOCKS], r2[ERR_BLOCKS];
 #pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) if (nb > 1)
     for (size_t blk = 0; blk < nb; blk++) {
-        size_t i0 = blk * ERR_BLOCK, i1 = i0 + ERR_BLOCK < n ? i0 + ERR_BLOCK : n;
+        size_t i0 = blk * per < n ? blk * per : n, i1 = i0 + per < n ? i0 + per : n;
         double e[ERR_LANES] = {0}, r[ERR_LANES] = {0};
         size_t i = i0;
         for (; i + ERR_LANES <= i1; i += ERR_LANES)
@@ -405,7 +401,6 @@ static double rel_err(const float *a, const float *b, size_t n, int nthreads)
         es += e2[blk];
         rs += r2[blk];
     }
-    free(heap);
     return rs > 0 ? es / rs : es;
 }
 
