@@ -408,7 +408,8 @@ static double rel_err(const float *a, const float *b, size_t n, int nthreads)
  * [-128, 127] (NaN to 0) and rounded half to even by adding and removing 1.5 * 2^23, which
  * the default rounding mode makes exact below 2^22; branch-free, so it vectorises. */
 #define FAKE_QUANT_BODY                                                                                             \
-    _Pragma("omp simd") for (size_t i = 0; i < n; i++) {                                                                                \
+    _Pragma("omp simd")                                                                                             \
+    for (size_t i = 0; i < n; i++) {                                                                                \
         float v = x[i] / s;                                                                                         \
         float c = ptq_mathf_sel_f(v > -128.0f, v, -128.0f);                                                         \
         c = ptq_mathf_sel_f(c < 127.0f, c, 127.0f);                                                                 \
