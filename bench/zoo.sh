@@ -11,7 +11,8 @@
 #            detectors: both sets of detections compared in one canonical order, as those of equal
 #            score may come in another order; the R-CNNs' untrained heads may find no box: empty)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
-#            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999)
+#            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999; a detector's
+#            detections in one canonical order, see canon)
 #   calib    ptq calibrate (the default method, --stats and a TensorRT cache) over the calibration half of
 #            the photos
 #   quant    ptq quantize --from-stats (the QDQ model)
@@ -69,6 +70,24 @@ why() {
 }
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
+# canon SRC DST: a detector's outputs (*.npy with scores.npy) in one canonical order: score
+# (to 4 decimals) descending, then label, then box. Detections whose scores differ in the 7th
+# digit come out of NMS/TopK in either order, whichever implementation computed them.
+canon() {
+  $PY - "$1" "$2" <<'EOF' > /dev/null 2>&1
+import os, sys, numpy as np
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst, exist_ok=True)
+a = {f: np.load(os.path.join(src, f)) for f in os.listdir(src) if f.endswith(".npy") and f != "images.npy"}
+n = len(a["scores.npy"])
+keys = [np.round(a["boxes.npy"][:, i], 1) for i in range(3, -1, -1)] if "boxes.npy" in a else []
+keys += [a["labels.npy"]] if "labels.npy" in a else []
+order = np.lexsort(keys + [-np.round(a["scores.npy"], 4)])
+for f, v in a.items():
+    np.save(os.path.join(dst, f), v[order] if v.ndim and len(v) == n else v)
+EOF
+}
+
 row() { # NAME OPSET: runs the steps, writes $D/result
   local name=$1 op=$2 D=$OUT/$1.op$2 t0 t
   rm -rf "$D"; mkdir -p "$D"
@@ -102,18 +121,7 @@ EOF
       local f okt=1 wt=2 ct A=$D/ortref B=$R
       if [ -f "$R/scores.npy" ]; then # detections: both sets in one canonical order (equal scores may swap)
         A=$D/ortref.sorted; B=$D/ref.sorted
-        $PY - "$D/ortref" "$A" "$R" "$B" <<'EOF' > /dev/null 2>&1 || { A=$D/ortref; B=$R; }
-import os, sys, numpy as np
-for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
-    os.makedirs(dst, exist_ok=True)
-    a = {f: np.load(os.path.join(src, f)) for f in os.listdir(src) if f.endswith(".npy") and f != "images.npy"}
-    n = len(a["scores.npy"])
-    keys = [np.round(a["boxes.npy"][:, i], 1) for i in range(3, -1, -1)] if "boxes.npy" in a else []
-    keys += [a["labels.npy"]] if "labels.npy" in a else []
-    order = np.lexsort(keys + [-np.round(a["scores.npy"], 4)])
-    for f, v in a.items():
-        np.save(os.path.join(dst, f), v[order] if v.ndim and len(v) == n else v)
-EOF
+        canon "$D/ortref" "$A" && canon "$R" "$B" || { A=$D/ortref; B=$R; }
       fi
       for f in "$B"/*.npy; do
         [ "$(basename "$f")" = images.npy ] && continue
@@ -135,10 +143,14 @@ EOF
   # run == ORT
   if "$PTQ" run "$M" --input images="$D/in.npy" --output-dir "$D/ptq" --threads 2 > "$D/run.log" 2>&1; then
     if node "$ROOT/tests/oracle/ort.js" "$M" --input images="$D/in.npy" --out-dir "$D/ort" > "$D/ort.log" 2>&1; then
-      local o c worst=2 okrun=1 line
+      local o c worst=2 okrun=1 line P=$D/ptq Q=$D/ort
+      if [ -f "$D/ort/scores.npy" ]; then # detections: near-equal scores may sort the other way
+        P=$D/ptq.sorted; Q=$D/ort.sorted
+        canon "$D/ptq" "$P" && canon "$D/ort" "$Q" || { P=$D/ptq; Q=$D/ort; }
+      fi
       for o in $outs; do
         o=$(echo "$o" | sed 's/[^A-Za-z0-9._-]/_/g')
-        line=$($PY "$ROOT/tests/oracle/compare.py" "$D/ptq/$o.npy" "$D/ort/$o.npy" --cos 0.99999 2>&1) || okrun=0
+        line=$($PY "$ROOT/tests/oracle/compare.py" "$P/$o.npy" "$Q/$o.npy" --cos 0.99999 2>&1) || okrun=0
         echo "$o: $line" >> "$D/parity.log"
         c=$(echo "$line" | sed -nE 's/^cosine ([0-9.e+-]+|nan),.*/\1/p')
         [ -n "$c" ] || { c=0; okrun=0; }
