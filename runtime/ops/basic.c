@@ -507,6 +507,7 @@ static ptq_status reshape_infer(ptq_op_ctx *ctx)
             continue;
         }
         if (d < 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "negative dim %lld in shape", (long long)d);
+        if (d != 0 && known > INT64_MAX / d) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape's element count overflows");
         y->dims[i] = d;
         known *= d;
     }
