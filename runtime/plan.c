@@ -454,7 +454,14 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
         ptq_error("%s '%s': input 0 is missing", node->op_type, node->name);
         return PTQ_ERR_FORMAT;
     }
+    /* infer sets types and shapes only: an output's buffer (a dynamic value's, kept from the last
+     * run) survives an infer that resets the whole tensor, as Concat's does */
+    void *kept[PTQ_MAX_RANK * 8];
+    int n_keep = s->ctx.n_out < PTQ_MAX_RANK * 8 ? s->ctx.n_out : PTQ_MAX_RANK * 8;
+    for (int o = 0; o < n_keep; o++) kept[o] = s->out[o] ? s->out[o]->data : NULL;
     ptq_status st = s->def->infer(&s->ctx);
+    for (int o = 0; o < n_keep; o++)
+        if (s->out[o]) s->out[o]->data = kept[o];
     s->has_state = 1;
     if (st != PTQ_OK) {
         name_node_in_error(node);
@@ -1410,7 +1417,7 @@ done:
 static void dyn_release(ptq_plan *p, int v)
 {
     if (!p->dyn_cap[v]) return;
-    if (!p->vals[v].data) { /* no buffer to give back (its data was taken away): never list NULL */
+    if (!p->vals[v].data) { /* no buffer to give back: never list NULL (step_infer keeps buffers) */
         p->dyn_cap[v] = 0;
         return;
     }

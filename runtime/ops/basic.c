@@ -652,7 +652,6 @@ static ptq_status concat_infer(ptq_op_ctx *ctx)
     int64_t axis;
     if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", 0), x0->rank, &axis)) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis out of range");
     ptq_tensor *y = ctx->out[0];
-    *y = (ptq_tensor){0};
     y->dtype = x0->dtype;
     ptq_shape_copy(y, x0);
     y->dims[axis] = 0;

@@ -116,6 +116,61 @@ TEST(mixed_plan_runs_dynamic_part_with_changing_sizes)
     ptq_graph_destroy(g);
 }
 
+/* A dynamic output keeps its buffer from run to run while it fits: Concat's shape inference
+ * used to reset the whole output tensor, losing (and leaking) the buffer of every run.
+ * x[8] -> NonZero(x > 0) -> Reshape [-1] -> Gather(x) -> c = Concat(gat, gat) (an output). */
+TEST(dynamic_output_keeps_its_buffer)
+{
+    ptq_graph *g = ptq_graph_create();
+    g->opsets = calloc(1, sizeof *g->opsets);
+    g->opsets[0].domain = ptq_strdup("");
+    g->opsets[0].version = 13;
+    g->n_opsets = 1;
+    int64_t d8[1] = {8}, d1[1] = {1}, flat = -1, axis0 = 0;
+    float zero = 0.0f;
+    input(g, "x", 1, d8);
+    init(g, "zero", PTQ_F32, 0, NULL, &zero);
+    init(g, "flat", PTQ_I64, 1, d1, &flat);
+    node(g, "pos", "Greater", "x", "zero", "m");
+    node(g, "nonzero", "NonZero", "m", NULL, "nz");
+    node(g, "reshape", "Reshape", "nz", "flat", "idx");
+    node(g, "gather", "Gather", "x", "idx", "gat");
+    int cat = node(g, "concat", "Concat", "gat", "gat", "c");
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup("axis");
+    a.type = PTQ_ATTR_INT;
+    a.i = axis0;
+    ptq_node_add_attr(&g->nodes[cat], &a);
+    output(g, "c");
+    ptq_plan *p = NULL;
+    ptq_status st = ptq_plan_create(g, NULL, 0, NULL, &p);
+    EXPECT_EQ_INT(st, PTQ_OK);
+    if (st == PTQ_OK) {
+        float xs[3][8] = {{1, 2, 3, 4, 5, 6, 7, 8}, {1, -2, 3, -4, 5, -6, 7, -8}, {-1, -2, -3, 4, -5, -6, -7, -8}};
+        int64_t want[3] = {16, 8, 2};
+        const void *first = NULL;
+        for (int r = 0; r < 3; r++) {
+            ptq_tensor in = vec(xs[r], 8);
+            EXPECT_EQ_INT(ptq_plan_run(p, &in, 1), PTQ_OK);
+            const ptq_tensor *c = ptq_plan_output(p, 0, NULL);
+            EXPECT_EQ_INT(c->dims[0], want[r]);
+            if (r == 0) first = c->data;
+            else if (c->data != first) TEST_FAILF("run %d: the output moved to another buffer", r);
+            for (int64_t i = 0, k = 0; i < 8; i++)
+                if (xs[r][i] > 0) {
+                    if (((const float *)c->data)[k] != xs[r][i] || ((const float *)c->data)[k + want[r] / 2] != xs[r][i])
+                        TEST_FAILF("run %d: c[%lld] wrong", r, (long long)k);
+                    k++;
+                }
+        }
+    } else {
+        printf("  %s\n", ptq_last_error());
+    }
+    ptq_plan_destroy(p);
+    ptq_graph_destroy(g);
+}
+
 TEST(mixed_plan_is_bit_identical_across_thread_counts_and_steps_in_lockstep)
 {
     ptq_graph *g = mixed_graph();
@@ -543,6 +598,7 @@ int main(void)
         return 1;
     }
     RUN(mixed_plan_runs_dynamic_part_with_changing_sizes);
+    RUN(dynamic_output_keeps_its_buffer);
     RUN(mixed_plan_is_bit_identical_across_thread_counts_and_steps_in_lockstep);
     RUN(static_graph_has_no_dynamic_part);
     RUN(shape_input_known_at_run_time_makes_the_node_dynamic);
