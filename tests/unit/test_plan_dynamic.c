@@ -16,15 +16,22 @@
 
 /* --- tiny graph builder: tests/unit/tiny_graph.h --- */
 
-/* x[8] -> a = Relu(x) (static), b = Sigmoid(x) (static, an output);
- * nz = NonZero(x > 0) -> idx = Reshape(nz, [-1]) -> gat = Gather(a, idx) -> h = gat * 2 (dynamic) */
-static ptq_graph *mixed_graph(void)
+/* An empty graph of the default domain at opset 13. */
+static ptq_graph *graph13(void)
 {
     ptq_graph *g = ptq_graph_create();
     g->opsets = calloc(1, sizeof *g->opsets);
     g->opsets[0].domain = ptq_strdup("");
     g->opsets[0].version = 13;
     g->n_opsets = 1;
+    return g;
+}
+
+/* x[8] -> a = Relu(x) (static), b = Sigmoid(x) (static, an output);
+ * nz = NonZero(x > 0) -> idx = Reshape(nz, [-1]) -> gat = Gather(a, idx) -> h = gat * 2 (dynamic) */
+static ptq_graph *mixed_graph(void)
+{
+    ptq_graph *g = graph13();
     int64_t d8[1] = {8}, d1[1] = {1};
     float zero = 0.0f, two = 2.0f;
     int64_t flat = -1;
@@ -121,11 +128,7 @@ TEST(mixed_plan_runs_dynamic_part_with_changing_sizes)
  * x[8] -> NonZero(x > 0) -> Reshape [-1] -> Gather(x) -> c = Concat(gat, gat) (an output). */
 TEST(dynamic_output_keeps_its_buffer)
 {
-    ptq_graph *g = ptq_graph_create();
-    g->opsets = calloc(1, sizeof *g->opsets);
-    g->opsets[0].domain = ptq_strdup("");
-    g->opsets[0].version = 13;
-    g->n_opsets = 1;
+    ptq_graph *g = graph13();
     int64_t d8[1] = {8}, d1[1] = {1}, flat = -1, axis0 = 0;
     float zero = 0.0f;
     input(g, "x", 1, d8);
@@ -241,11 +244,7 @@ TEST(shape_input_known_at_run_time_makes_the_node_dynamic)
 {
     /* y = Relu(Reshape(x, s)) with s a graph input: Reshape's infer needs s ("not constant" at
      * plan time), so it and the Relu after it are inferred at each run, with s's values */
-    ptq_graph *g = ptq_graph_create();
-    g->opsets = calloc(1, sizeof *g->opsets);
-    g->opsets[0].domain = ptq_strdup("");
-    g->opsets[0].version = 13;
-    g->n_opsets = 1;
+    ptq_graph *g = graph13();
     int64_t d8[1] = {8}, d2[1] = {2};
     input(g, "x", 1, d8);
     input(g, "s", 1, d2);
@@ -300,11 +299,7 @@ static ptq_graph *branch(ptq_graph *g, const char *op, const char *out)
 /* y = If(c, then: Relu(x), else: Neg(x)) over x[4]; c a constant (cond_value 0/1) or an input. */
 static ptq_graph *if_graph(int cond_value)
 {
-    ptq_graph *g = ptq_graph_create();
-    g->opsets = calloc(1, sizeof *g->opsets);
-    g->opsets[0].domain = ptq_strdup("");
-    g->opsets[0].version = 13;
-    g->n_opsets = 1;
+    ptq_graph *g = graph13();
     int64_t d4[1] = {4};
     input(g, "x", 1, d4);
     if (cond_value >= 0) {
