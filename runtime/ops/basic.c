@@ -713,8 +713,14 @@ static ptq_status slice_infer(ptq_op_ctx *ctx)
         if (ctx->n_in < 3) OP_FAIL(ctx, PTQ_ERR_FORMAT, "needs starts and ends");
         for (int i = 1; i < ctx->n_in; i++)
             if (ctx->in[i] && !ctx->in[i]->data) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input %d is not constant", i);
-        n = (int)ptq_tensor_numel(ctx->in[1]);
-        if (n > PTQ_MAX_RANK || (int)ptq_tensor_numel(ctx->in[2]) != n) OP_FAIL(ctx, PTQ_ERR_SHAPE, "starts/ends sizes differ");
+        if (!ctx->in[1] || !ctx->in[2]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "starts and ends are required");
+        size_t ns = ptq_tensor_numel(ctx->in[1]);
+        if (ns > PTQ_MAX_RANK || ptq_tensor_numel(ctx->in[2]) != ns) OP_FAIL(ctx, PTQ_ERR_SHAPE, "starts/ends sizes differ");
+        n = (int)ns;
+        for (int i = 3; i < ctx->n_in && i < 5; i++)
+            if (ctx->in[i] && ptq_tensor_numel(ctx->in[i]) != ns)
+                OP_FAIL(ctx, PTQ_ERR_SHAPE, "%s has %zu values for %zu starts", i == 3 ? "axes" : "steps",
+                        ptq_tensor_numel(ctx->in[i]), ns);
         for (int i = 0; i < n; i++) {
             starts[i] = ptq_tensor_get_i64(ctx->in[1], (size_t)i);
             ends[i] = ptq_tensor_get_i64(ctx->in[2], (size_t)i);
