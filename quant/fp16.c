@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quant/qdq.h"
+#include "quant/rules.h"
 #include "runtime/graph_edit.h"
 
 #define NAME_CAP 1024
@@ -133,12 +134,6 @@ static int holds_in_fp16(const ptq_value *v)
     return 1;
 }
 
-static int is_weighted(const ptq_node *n)
-{
-    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
-           !strcmp(n->op_type, "MatMul");
-}
-
 /* Activations TensorRT fuses into the layer before them (quantization spec §5). */
 static int fused_activation(const ptq_node *n)
 {
@@ -166,7 +161,7 @@ static ptq_status float_part(const ptq_graph *g, const facts *f, unsigned char *
             if (v < 0) continue;
             int p = g->values[v].producer;
             if (p >= 0 && !strcmp(g->nodes[p].op_type, "DequantizeLinear")) int8[i] = 1;
-            if (f->post[v] && !is_weighted(n)) ok = 0; /* post-processing stays float32 */
+            if (f->post[v] && !quant_is_weighted_op(n->op_type)) ok = 0; /* post-processing stays float32 */
             if (f->dt[v] == PTQ_UNDEFINED && !kept_input(n, j)) ok = 0;   /* unknown type: left alone */
             if (ok && !kept_input(n, j) && !holds_in_fp16(&g->values[v])) ok = 0;
         }

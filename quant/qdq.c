@@ -149,12 +149,6 @@ done:
     return st;
 }
 
-static int is_weighted(const ptq_node *n)
-{
-    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
-           !strcmp(n->op_type, "MatMul");
-}
-
 /* uses[v]: the nodes reading v, plus one if v is a graph output. */
 static void count_uses(const ptq_graph *g, int *uses)
 {
@@ -231,7 +225,7 @@ static quant_node_state decide(const ptq_graph *g, int ni, const uint8_t *is_con
         snprintf(why, cap, "no rule for %s: stays float (fused or propagated by TensorRT)", n->op_type);
         return QUANT_NODE_NO_RULE;
     }
-    for (int i = 0; i < n->n_inputs && !is_weighted(n); i++)
+    for (int i = 0; i < n->n_inputs && !quant_is_weighted_op(n->op_type); i++)
         if (n->inputs[i] >= 0 && post[n->inputs[i]]) {
             snprintf(why, cap, "post-processing (after TopK, NMS or NonZero): stays float");
             return QUANT_NODE_NO_RULE;
