@@ -174,7 +174,12 @@ EOF
   # quantize
   if [ -f "$D/s.stats" ] && "$PTQ" quantize "$M" --from-stats "$D/s.stats" -o "$D/q.onnx" > "$D/quantize.log" 2>&1; then
     res quantize "ok $(sed -nE 's/.* ([0-9]+) nodes excluded.*/\1/p' "$D/quantize.log") excl"
-    if $PY -c "import onnx; onnx.checker.check_model(onnx.load('$D/q.onnx'))" > "$D/checker.log" 2>&1; then
+    # a model of a newer IR version than the installed onnx knows (torch 2.x's exports: IR 10)
+    # cannot be checked by it: said as such, not a failure
+    local irv; irv=$($PY -c "import onnx; m=onnx.load('$D/q.onnx', load_external_data=False); print(m.ir_version if m.ir_version > onnx.IR_VERSION else '')" 2>/dev/null)
+    if [ -n "$irv" ]; then
+      res checker "IR $irv: newer than onnx $($PY -c 'import onnx; print(onnx.__version__)' | cut -d. -f1,2) checks"
+    elif $PY -c "import onnx; onnx.checker.check_model(onnx.load('$D/q.onnx'))" > "$D/checker.log" 2>&1; then
       res checker ok
     else
       res checker "FAIL $(why "$D/checker.log")"
