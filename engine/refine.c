@@ -251,11 +251,21 @@ static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t 
     }
     int64_t H = t->dims[2], W = t->dims[3], C = t->dims[1];
     int64_t OW = conv_out(W, L->pw, L->pw_end, L->kw, L->sw, L->dw), oh = pos / OW, ow = pos % OW;
-    int64_t row = 0;
+    int64_t row = 0, ih0 = oh * L->sh - L->ph, iw0 = ow * L->sw - L->pw;
+    if (ih0 >= 0 && ih0 + (L->kh - 1) * L->dh < H && iw0 >= 0 && iw0 + (L->kw - 1) * L->dw < W) {
+        /* the window lies inside the image: no padding to test */
+        const float *xc = x + ih0 * W + iw0;
+        for (int64_t c = 0; c < C; c++, xc += H * W)
+            for (int64_t a = 0; a < L->kh; a++) {
+                const float *xr = xc + a * L->dh * W;
+                for (int64_t b = 0; b < L->kw; b++) out[row++] = xr[b * L->dw];
+            }
+        return;
+    }
     for (int64_t c = 0; c < C; c++)
         for (int64_t a = 0; a < L->kh; a++)
             for (int64_t b = 0; b < L->kw; b++, row++) {
-                int64_t ih = oh * L->sh - L->ph + a * L->dh, iw = ow * L->sw - L->pw + b * L->dw;
+                int64_t ih = ih0 + a * L->dh, iw = iw0 + b * L->dw;
                 out[row] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[(c * H + ih) * W + iw] : 0.0f;
             }
 }

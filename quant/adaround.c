@@ -265,10 +265,74 @@ __attribute__((target("avx512f"))) static void ada_update_avx512(ADA_UPDATE_ARGS
 
 typedef void (*ada_update_fn)(ADA_UPDATE_ARGS);
 
+/* One iteration's products for channels c0 .. c1 of a depthwise layer (one channel per
+ * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], G
+ * and xqT [batch or p x k x cout] (tap-major, channel fastest), ys and r [batch x cout].
+ * Every element is the same sum in the same order as the plain loops of ada_mm (the dot
+ * product over the taps from 0, then the gradient over the positions from 0), with
+ * separate multiplies and adds: the same bits in every copy. */
+ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict G,
+                            const float *restrict ys, const float *restrict scale, float *restrict r,
+                            float *restrict gw)
+{
+    const float twob = 2.0f / (float)B;
+    const size_t gk = (size_t)k * cout;
+    for (int b = 0; b < B; b++) {
+        float *restrict rb = r + (size_t)b * cout;
+        const float *restrict gb = G + (size_t)b * gk;
+#pragma omp simd
+        for (int c = c0; c < c1; c++) rb[c] = 0.0f;
+        for (int i = 0; i < k; i++) {
+            const float *restrict wi = wt + (size_t)i * cout, *restrict gi = gb + (size_t)i * cout;
+#pragma omp simd
+            for (int c = c0; c < c1; c++) rb[c] += wi[c] * gi[c];
+        }
+        const float *restrict yb = ys + (size_t)b * cout;
+#pragma omp simd
+        for (int c = c0; c < c1; c++) rb[c] = (scale[c] * rb[c] - yb[c]) * (twob * scale[c]);
+    }
+    for (int i = 0; i < k; i++) {
+        float *restrict gi = gw + (size_t)i * cout;
+#pragma omp simd
+        for (int c = c0; c < c1; c++) gi[c] = 0.0f;
+    }
+    for (int b = 0; b < B; b++) {
+        const float *restrict rb = r + (size_t)b * cout, *restrict gb = G + (size_t)b * gk;
+        for (int i = 0; i < k; i++) {
+            float *restrict gi = gw + (size_t)i * cout;
+            const float *restrict xi = gb + (size_t)i * cout;
+#pragma omp simd
+            for (int c = c0; c < c1; c++) gi[c] += rb[c] * xi[c];
+        }
+    }
+}
+
+#define ADA_DW_ARGS                                                                                                 \
+    int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict G,                      \
+        const float *restrict ys, const float *restrict scale, float *restrict r, float *restrict gw
+
+static void ada_dw_base(ADA_DW_ARGS)
+{
+    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+}
+
+__attribute__((target("avx2"))) static void ada_dw_avx2(ADA_DW_ARGS)
+{
+    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+}
+
+__attribute__((target("avx512f"))) static void ada_dw_avx512(ADA_DW_ARGS)
+{
+    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+}
+
+typedef void (*ada_dw_fn)(ADA_DW_ARGS);
+
 /* ------------------------------------------------------------ state */
 
 typedef struct {
     int cout, k, groups, cg, p, batch, gemm;
+    int dw;                                  /* one channel per group (depthwise): the layout below */
     const float *scale;
     float *base, *V, *m, *v, *sig, *wt, *gw; /* [cout x k]; wt: soft codes W~ / s */
     float *xqT;                              /* [p x groups*k]: position j's patches, all groups */
@@ -280,6 +344,7 @@ typedef struct {
     int ntask;
     int *task; /* task i: channels task[i] .. task[i+1] */
     ada_update_fn update;
+    ada_dw_fn dw_task;
 } ada_state;
 
 static void ada_free(ada_state *a)
@@ -298,6 +363,13 @@ static void ada_free(ada_state *a)
     free(a->r);
     free(a->idx);
     free(a->task);
+}
+
+/* Where weight (c, i) lives in the state arrays: [cout x k], or [k x cout] for a depthwise
+ * layer (so that its products run across channels). */
+static inline size_t ada_at(const ada_state *a, int c, int i)
+{
+    return a->dw ? (size_t)i * (size_t)a->cout + (size_t)c : (size_t)c * (size_t)a->k + (size_t)i;
 }
 
 /* Channel tiles: on the GEMM path up to ADA_TILE_ROWS channels inside one group, else
@@ -324,6 +396,15 @@ static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int
                      float step, float rs)
 {
     const int k = a->k, B = a->batch, cout = a->cout;
+    if (a->dw) {
+        a->dw_task(k, B, cout, c0, c1, a->wt, G0, ys, a->scale, a->r, a->gw);
+        for (int i = 0; i < k; i++) {
+            size_t o = (size_t)i * cout + (size_t)c0;
+            a->update(reg, (size_t)(c1 - c0), a->base + o, a->gw + o, a->V + o, a->m + o, a->v + o, a->sig + o,
+                      a->wt + o, lam2b, bm1, step, rs);
+        }
+        return;
+    }
     const int64_t ldg = (int64_t)a->groups * k;
     const float twob = 2.0f / (float)B;
     for (int c = c0; c < c1;) {
@@ -437,10 +518,12 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.p = p;
     a.batch = o->batch;
     a.gemm = a.cg >= ADA_GEMM_MIN_ROWS;
+    a.dw = a.cg == 1;
     a.scale = scale;
     /* the copy of kern_sgemm's path (PTQ_ISA picks it too); all give the same bits */
     kern_isa isa = kern_isa_current();
     a.update = isa == KERN_ISA_AVX512 ? ada_update_avx512 : isa == KERN_ISA_AVX2 ? ada_update_avx2 : ada_update_base;
+    a.dw_task = isa == KERN_ISA_AVX512 ? ada_dw_avx512 : isa == KERN_ISA_AVX2 ? ada_dw_avx2 : ada_dw_base;
     const int B = a.batch;
     const size_t nw = (size_t)cout * k;
     const int nt = o->nthreads > 0 ? o->nthreads : omp_get_max_threads();
@@ -476,8 +559,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     /* starting point: h(V) = W/s - floor(W/s); exact weights frozen at h = 0 */
     for (int c = 0; c < cout; c++)
         for (int i = 0; i < k; i++) {
-            size_t e = (size_t)c * k + i;
-            float r = w[e] / scale[c], fl = floorf(r), frac = r - fl;
+            size_t e = ada_at(&a, c, i);
+            float r = w[(size_t)c * k + i] / scale[c], fl = floorf(r), frac = r - fl;
             int exact = r == fl && r >= -128.0f && r <= 127.0f;
             frac = frac > ADA_FRAC_EPS ? frac : ADA_FRAC_EPS;
             frac = frac < 1.0f - ADA_FRAC_EPS ? frac : 1.0f - ADA_FRAC_EPS;
@@ -502,9 +585,12 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             const float *xg = x + (size_t)g * k * p, *xqg = xq + (size_t)g * k * p;
             ada_mm(a.gemm, 1, 1, nj, a.cg, k, xg + j0, p, w + (size_t)g * a.cg * k, k,
                    a.yT + (size_t)j0 * cout + (size_t)g * a.cg, cout);
-            float *d = a.xqT + (size_t)j0 * groups * k + (size_t)g * k;
+            /* position j's row: group g's k taps at g * k, or tap i of every group at i * groups
+             * (depthwise) */
+            const int64_t gk = (int64_t)groups * k, at = a.dw ? g : (int64_t)g * k, step = a.dw ? groups : 1;
+            float *d = a.xqT + (size_t)j0 * gk + at;
             for (int64_t j = 0; j < nj; j++)
-                for (int i = 0; i < k; i++) d[j * groups * k + i] = xqg[(size_t)i * p + j0 + j];
+                for (int i = 0; i < k; i++) d[j * gk + i * step] = xqg[(size_t)i * p + j0 + j];
         }
     }
 
@@ -543,7 +629,12 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
                 float lam2b = -2.0f * o->lambda * beta, bm1 = beta - 1.0f;
                 ada_sample(o->seed, t, p, B, idx);
                 for (int b = 0; b < B; b++) {
-                    memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
+                    if (a.dw)
+                        for (int i = 0; i < k; i++)
+                            memcpy(G + b * gk + (size_t)i * cout + c0, a.xqT + (size_t)idx[b] * gk + (size_t)i * cout + c0,
+                                   sizeof(float) * (size_t)(c1 - c0));
+                    else
+                        memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
                     memcpy(ys + (size_t)b * cout + c0, a.yT + (size_t)idx[b] * cout + c0, sizeof(float) * (size_t)(c1 - c0));
                 }
                 ada_task(&a, G, ys, c0, c1, reg, lam2b, bm1, step, rs);
@@ -556,8 +647,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     /* harden, evaluate both roundings on all positions, keep the better per channel */
     for (int c = 0; c < cout; c++)
         for (int i = 0; i < k; i++) {
-            size_t e = (size_t)c * k + i;
-            float q = a.base[e] + (ada_h(a.sig[e]) >= 0.5f ? 1.0f : 0.0f);
+            size_t e = (size_t)c * k + i, s = ada_at(&a, c, i);
+            float q = a.base[s] + (ada_h(a.sig[s]) >= 0.5f ? 1.0f : 0.0f);
             q = q > -128.0f ? q : -128.0f;
             q = q < 127.0f ? q : 127.0f;
             learned[e] = (int8_t)q;
