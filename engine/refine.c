@@ -31,7 +31,7 @@ typedef struct {
     float alpha;            /* Gemm alpha */
     double *sum_fp, *sum_q; /* patch sums [groups * k] */
     double count;           /* positions summed */
-    float *xs, *xqs;        /* sampled patches of x and x~: [groups * k] rows of cap columns */
+    float *xs, *xqs;        /* sampled patches of x and x~: `filled` rows (room for cap) of groups * k */
     int cap, filled;
 } layer;
 
@@ -240,8 +240,8 @@ static int64_t positions(const layer *L, const ptq_tensor *t)
 }
 
 /* Writes the patch of output position pos of one image x (layout of t) into out, contiguous
- * ([groups * k] values): one sample's row of the sample-major buffer (rows_of_samples turns it
- * into the [groups * k] rows of `cap` columns the layers' maths read). */
+ * ([groups * k] values): one sample's row of the sample buffers, which the scale search and
+ * AdaRound read as they are. */
 static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t pos, float *out)
 {
     if (L->kind != L_CONV) {
@@ -270,9 +270,10 @@ static void gather(const layer *L, const float *x, const ptq_tensor *t, int64_t 
             }
 }
 
-/* The filled samples of a sample-major buffer ([filled x rows]) as rows of `cap` columns
- * ([rows x cap]), in place through a scratch copy; a blocked transpose. */
-static ptq_status rows_of_samples(float *buf, int64_t rows, int cap, int filled)
+/* The filled samples of a sample buffer ([filled x rows]) as rows of `filled` columns, in
+ * place through a scratch copy (a blocked transpose): the scale search multiplies them by
+ * each candidate's weights, and kern_sgemm packs that layout fastest. */
+static ptq_status samples_to_rows(float *buf, int64_t rows, int filled)
 {
     ptq_status st = PTQ_OK;
     float *tmp = malloc(sizeof(float) * (size_t)(rows * filled + 1));
@@ -281,7 +282,7 @@ static ptq_status rows_of_samples(float *buf, int64_t rows, int cap, int filled)
     for (int64_t r0 = 0; r0 < rows; r0 += 32)
         for (int c0 = 0; c0 < filled; c0 += 32)
             for (int64_t r = r0; r < rows && r < r0 + 32; r++)
-                for (int c = c0; c < filled && c < c0 + 32; c++) buf[r * cap + c] = tmp[(int64_t)c * rows + r];
+                for (int c = c0; c < filled && c < c0 + 32; c++) buf[r * filled + c] = tmp[(int64_t)c * rows + r];
 done:
     free(tmp);
     return st;
@@ -359,16 +360,17 @@ static float *weights_rows(const ptq_graph *f, const layer *L)
     return r;
 }
 
-/* Y[cout x p] = W[cout x k] X, with X [groups * k] rows of ldx columns: one FMA chain per
- * element (kern_sgemm), tiles of rows in parallel, so the same bits at any thread count. */
-static void layer_gemm(const layer *L, const float *w, const float *x, int ldx, int p, float *y, int nthreads)
+/* Y[cout x p] = W[cout x k] X, with X the p sampled patches as [groups * k] rows of p columns
+ * (samples_to_rows): one FMA chain per element (kern_sgemm), tiles of rows in parallel, so
+ * the same bits at any thread count. */
+static void layer_gemm(const layer *L, const float *w, const float *x, int p, float *y, int nthreads)
 {
     int64_t cpg = L->cout / L->groups, tiles_per_group = (cpg + 15) / 16;
 #pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads())
     for (int64_t tile = 0; tile < L->groups * tiles_per_group; tile++) {
         int64_t g = tile / tiles_per_group, c0 = g * cpg + (tile % tiles_per_group) * 16;
         int64_t rows = c0 + 16 <= (g + 1) * cpg ? 16 : (g + 1) * cpg - c0;
-        kern_sgemm(0, 0, rows, p, L->k, w + c0 * L->k, L->k, x + g * L->k * ldx, ldx, 0, y + c0 * p, p);
+        kern_sgemm(0, 0, rows, p, L->k, w + c0 * L->k, L->k, x + g * L->k * p, p, 0, y + c0 * p, p);
     }
 }
 
@@ -496,6 +498,8 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
     for (int gi = 0; gi < c->ng; gi++) {
         layer *L = &c->L[c->group[gi]];
         if (!L->filled) continue;
+        TRY(samples_to_rows(L->xs, L->groups * L->k, L->filled));
+        TRY(samples_to_rows(L->xqs, L->groups * L->k, L->filled));
         size_t n = (size_t)(L->cout * L->k);
         const float *s = q->values[L->scale_v].t.data;
         const int8_t *codes = q->values[L->q_v].t.data;
@@ -507,8 +511,8 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
         CHECK_ALLOC(yf[gi]);
         for (int64_t ch = 0; ch < L->cout; ch++)
             for (int64_t j = 0; j < L->k; j++) wq[gi][ch * L->k + j] = s[ch] * (float)codes[widx(L, ch, j)];
-        layer_gemm(L, wf[gi], L->xs, L->cap, L->filled, yf[gi], c->nthreads);
-        size_t xn = (size_t)(L->groups * L->k) * (size_t)L->cap, yn = (size_t)(L->cout * L->filled);
+        layer_gemm(L, wf[gi], L->xs, L->filled, yf[gi], c->nthreads);
+        size_t xn = (size_t)(L->groups * L->k) * (size_t)L->filled, yn = (size_t)(L->cout * L->filled);
         if (xn > xq_n) {
             free(xq);
             CHECK_ALLOC(xq = malloc(sizeof(float) * xn));
@@ -524,8 +528,8 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
         for (int gi = 0; gi < c->ng; gi++) {
             layer *L = &c->L[c->group[gi]];
             if (!L->filled) continue;
-            fake_quant(L->xqs, (size_t)(L->groups * L->k) * (size_t)L->cap, cand[a], xq, c->nthreads);
-            layer_gemm(L, wq[gi], xq, L->cap, L->filled, yq, c->nthreads);
+            fake_quant(L->xqs, (size_t)(L->groups * L->k) * (size_t)L->filled, cand[a], xq, c->nthreads);
+            layer_gemm(L, wq[gi], xq, L->filled, yq, c->nthreads);
             err[a] += rel_err(yf[gi], yq, (size_t)(L->cout * L->filled), c->nthreads);
         }
     }
@@ -598,16 +602,11 @@ static ptq_status adaround(ptq_graph *q, const ptq_graph *f, layer *L, const eng
     ptq_status st = PTQ_OK;
     if (L->filled < 1) return PTQ_OK;
     double t = now();
-    int64_t rows = L->groups * L->k, n = L->cout * L->k;
+    int64_t n = L->cout * L->k;
     float *w = weights_rows(f, L);
     int8_t *codes = malloc((size_t)n);
     CHECK_ALLOC(w);
     CHECK_ALLOC(codes);
-    if (L->filled < L->cap) /* fewer samples than room: columns packed to `filled` */
-        for (int64_t r = 1; r < rows; r++) {
-            memmove(L->xs + r * L->filled, L->xs + r * L->cap, sizeof(float) * (size_t)L->filled);
-            memmove(L->xqs + r * L->filled, L->xqs + r * L->cap, sizeof(float) * (size_t)L->filled);
-        }
     quant_adaround_options ao = quant_adaround_defaults();
     ao.iters = opt->adaround_iters;
     ao.seed = opt->seed;
@@ -675,11 +674,6 @@ static ptq_status group_step(eng_stepper *sf, eng_stepper *sq, ctx *c, const cha
         TRY(eng_stepper_get(sq, q_name, b, &xq));
         TRY(observe_q(c, q_name, eng_stepper_first(sq, b), &xq));
         c->fp = NULL;
-    }
-    for (int gi = 0; gi < c->ng && c->samples; gi++) { /* the samples as the layers' maths read them */
-        layer *L = &c->L[c->group[gi]];
-        TRY(rows_of_samples(L->xs, L->groups * L->k, L->cap, L->filled));
-        TRY(rows_of_samples(L->xqs, L->groups * L->k, L->cap, L->filled));
     }
 done:
     return st;

@@ -4,8 +4,8 @@
  * V is set so that h(V) = r - base (the fraction kept 1e-3 away from 0 and 1, so every
  * trained weight starts with a live gradient); a weight with r an integer in range is
  * frozen at h = 0 (V = -30: the rectified sigmoid is clamped, so its gradient and Adam
- * step are exactly 0). x is multiplied once by W into the target yT [p x cout], and xq is
- * transposed once to [p x groups*k], so that a sampled position is one contiguous row.
+ * step are exactly 0). x is multiplied once by W into the target yT [p x cout]; a sampled
+ * position is one contiguous row of xq (of a tap-major copy for a depthwise layer).
  *
  * Iteration t: positions idx[0..batch) from splitmix64(seed, t); each thread copies their
  * rows (the columns of its groups) into its own G [batch x groups*k] and their targets (its
@@ -335,7 +335,8 @@ typedef struct {
     int dw;                                  /* one channel per group (depthwise): the layout below */
     const float *scale;
     float *base, *V, *m, *v, *sig, *wt, *gw; /* [cout x k]; wt: soft codes W~ / s */
-    float *xqT;                              /* [p x groups*k]: position j's patches, all groups */
+    const float *xqT;                        /* [p x groups*k]: position j's patches, all groups */
+    float *xq_dw;                            /* depthwise: the tap-major copy xqT points to */
     float *yT;                               /* [p x cout] target W x */
     float *G;                                /* per thread [batch x groups*k]: sampled rows of xqT */
     float *ys;                               /* per thread [batch x cout]: sampled targets */
@@ -356,7 +357,7 @@ static void ada_free(ada_state *a)
     free(a->sig);
     free(a->wt);
     free(a->gw);
-    free(a->xqT);
+    free(a->xq_dw);
     free(a->yT);
     free(a->G);
     free(a->ys);
@@ -429,6 +430,7 @@ static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int
 static void ada_eval(const ada_state *a, const float *wq, const float *xq, double *loss, float *buf, int nte)
 {
     const int k = a->k, p = a->p, cout = a->cout;
+    const int64_t gk = (int64_t)a->groups * k;
     for (int c = 0; c < cout; c++) loss[c] = 0.0;
     for (int j0 = 0; j0 < p; j0 += ADA_EVAL_TILE) {
         int nj = p - j0 < ADA_EVAL_TILE ? p - j0 : ADA_EVAL_TILE;
@@ -436,7 +438,7 @@ static void ada_eval(const ada_state *a, const float *wq, const float *xq, doubl
         for (int t = 0; t < a->ntask; t++) {
             for (int c = a->task[t]; c < a->task[t + 1];) {
                 int g = c / a->cg, ce = (g + 1) * a->cg < a->task[t + 1] ? (g + 1) * a->cg : a->task[t + 1];
-                ada_mm(a->gemm, 0, 0, ce - c, nj, k, wq + (size_t)c * k, k, xq + (size_t)g * k * p + j0, p,
+                ada_mm(a->gemm, 0, 1, ce - c, nj, k, wq + (size_t)c * k, k, xq + (size_t)j0 * gk + (size_t)g * k, gk,
                        buf + (size_t)c * ADA_EVAL_TILE, ADA_EVAL_TILE);
                 for (int i = c; i < ce; i++) {
                     const float *o = buf + (size_t)i * ADA_EVAL_TILE;
@@ -572,25 +574,26 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             a.wt[e] = ada_code(a.base[e], ada_h(a.sig[e]));
         }
 
-    /* target yT [p x cout] = (W x)^T, and xq transposed to xqT [p x groups*k] */
-    a.xqT = malloc(sizeof(float) * (size_t)groups * p * k);
-    CHECK_ALLOC(a.xqT);
+    /* target yT [p x cout] = (W x)^T; a depthwise layer's xq copied tap-major */
+    a.xqT = xq;
+    if (a.dw) {
+        a.xq_dw = malloc(sizeof(float) * (size_t)groups * p * k);
+        CHECK_ALLOC(a.xq_dw);
+        a.xqT = a.xq_dw;
+    }
     {
         int64_t pt = 64; /* positions per task */
         int64_t npt = kern_ceil_div(p, pt);
+        const int64_t gk = (int64_t)groups * k;
 #pragma omp parallel for num_threads(nte) schedule(dynamic, 1)
         for (int64_t t = 0; t < (int64_t)groups * npt; t++) {
             int g = (int)(t / npt);
             int64_t j0 = (t % npt) * pt, nj = p - j0 < pt ? p - j0 : pt;
-            const float *xg = x + (size_t)g * k * p, *xqg = xq + (size_t)g * k * p;
-            ada_mm(a.gemm, 1, 1, nj, a.cg, k, xg + j0, p, w + (size_t)g * a.cg * k, k,
+            ada_mm(a.gemm, 0, 1, nj, a.cg, k, x + j0 * gk + (int64_t)g * k, gk, w + (size_t)g * a.cg * k, k,
                    a.yT + (size_t)j0 * cout + (size_t)g * a.cg, cout);
-            /* position j's row: group g's k taps at g * k, or tap i of every group at i * groups
-             * (depthwise) */
-            const int64_t gk = (int64_t)groups * k, at = a.dw ? g : (int64_t)g * k, step = a.dw ? groups : 1;
-            float *d = a.xqT + (size_t)j0 * gk + at;
-            for (int64_t j = 0; j < nj; j++)
-                for (int i = 0; i < k; i++) d[j * gk + i * step] = xqg[(size_t)i * p + j0 + j];
+            if (a.dw) /* tap i of group g at i * groups */
+                for (int64_t j = j0; j < j0 + nj; j++)
+                    for (int i = 0; i < k; i++) a.xq_dw[j * gk + (int64_t)i * groups + g] = xq[j * gk + (int64_t)g * k + i];
         }
     }
 
@@ -641,7 +644,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             }
         }
     }
-    free(a.xqT);
+    free(a.xq_dw);
+    a.xq_dw = NULL;
     a.xqT = NULL;
 
     /* harden, evaluate both roundings on all positions, keep the better per channel */

@@ -8,8 +8,8 @@
  *   // codes[c * k + i] * scale[c] is the dequantized weight
  *
  * Layout: w and codes are [cout x k] (row c = output channel c). Output channel c reads
- * input block g = c / (cout / groups); x and xq are [groups x k x p], block g being k rows
- * of p columns, column j the input patch of sampled position j (im2col). x is what the
+ * input block g = c / (cout / groups); x and xq are [p x groups*k], row j the input patches
+ * of sampled position j (im2col), block g's k values at g * k. x is what the
  * FP32 model feeds the layer, xq what the partly quantized model feeds it (already through
  * the input's Q/DQ). The target is y = W x (FP32 weights on FP32 input); the learned layer
  * computes W~ xq with W~ = s * clamp(floor(W/s) + h(V), -128, 127),
