@@ -47,7 +47,7 @@
 #define ADA_GEMM_MIN_ROWS 4          /* channels per group from which kern_sgemm is used */
 #define ADA_TILE_ROWS 32             /* channels per task on the GEMM path */
 #define ADA_PLAIN_TASK_FLOATS 2048   /* weights per task on the plain path */
-#define ADA_THREAD_WEIGHTS 4096      /* weights per thread, at least (smaller layers use fewer) */
+#define ADA_THREAD_WEIGHTS 1024      /* weights per thread, at least (smaller layers use fewer) */
 #define ADA_UNIT_ROWS 8              /* the iterations split channels among threads in runs of 8 */
 #define ADA_EVAL_TILE 256            /* positions per evaluation block */
 
@@ -425,10 +425,91 @@ static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int
               a->wt + o, lam2b, bm1, step, rs);
 }
 
+/* One position's patches [groups x k] tap-major: [k x groups]. */
+static void ada_tap_major(const float *src, float *dst, int groups, int k)
+{
+    for (int g = 0; g < groups; g++)
+        for (int i = 0; i < k; i++) dst[(size_t)i * groups + g] = src[(size_t)g * k + i];
+}
+
+/* A depthwise layer's setup: xq copied tap-major (a.xq_dw), and the target
+ * yT[j][g] = sum_i w[g][i] x[j][g][i], summed as ada_mm's plain loops do (from 0, in tap
+ * order), across channels. */
+static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, const float *xq, int nte)
+{
+    ptq_status st = PTQ_OK;
+    const int k = a->k, G = a->groups;
+    const size_t gk = (size_t)G * k;
+    float *wT = malloc(sizeof(float) * gk), *xr = malloc(sizeof(float) * gk * (size_t)nte);
+    a->xq_dw = malloc(sizeof(float) * gk * (size_t)a->p);
+    CHECK_ALLOC(wT && xr && a->xq_dw);
+    a->xqT = a->xq_dw;
+    ada_tap_major(w, wT, G, k);
+#pragma omp parallel num_threads(nte)
+    {
+        float *xt = xr + gk * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (int j = 0; j < a->p; j++) {
+            ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
+            ada_tap_major(x + (size_t)j * gk, xt, G, k);
+            float *y = a->yT + (size_t)j * a->cout;
+            for (int g = 0; g < G; g++) y[g] = 0.0f;
+            for (int i = 0; i < k; i++) {
+                const float *wi = wT + (size_t)i * G, *xi = xt + (size_t)i * G;
+#pragma omp simd
+                for (int g = 0; g < G; g++) y[g] += wi[g] * xi[g];
+            }
+        }
+    }
+done:
+    free(wT);
+    free(xr);
+    return st;
+}
+
+/* A depthwise layer's per-channel loss, across channels on the tap-major copy: each output
+ * summed as ada_mm's plain loops do, each channel's loss in position order. */
+enum { ADA_DW_EVAL_CH = 64 };
+static ptq_status ada_eval_dw(const ada_state *a, const float *wq, double *loss, int nte)
+{
+    ptq_status st = PTQ_OK;
+    const int k = a->k, C = a->cout, p = a->p;
+    const size_t gk = (size_t)C * k;
+    float *wT = malloc(sizeof(float) * gk);
+    CHECK_ALLOC(wT);
+    ada_tap_major(wq, wT, C, k);
+#pragma omp parallel for num_threads(nte) schedule(static)
+    for (int c0 = 0; c0 < C; c0 += ADA_DW_EVAL_CH) {
+        const int n = C - c0 < ADA_DW_EVAL_CH ? C - c0 : ADA_DW_EVAL_CH;
+        float o[ADA_DW_EVAL_CH];
+        double l[ADA_DW_EVAL_CH];
+        for (int c = 0; c < n; c++) l[c] = 0.0;
+        for (int j = 0; j < p; j++) {
+            const float *xj = a->xq_dw + (size_t)j * gk + c0, *yj = a->yT + (size_t)j * C + c0;
+            for (int c = 0; c < n; c++) o[c] = 0.0f;
+            for (int i = 0; i < k; i++) {
+                const float *wi = wT + (size_t)i * C + c0, *xi = xj + (size_t)i * C;
+#pragma omp simd
+                for (int c = 0; c < n; c++) o[c] += wi[c] * xi[c];
+            }
+#pragma omp simd
+            for (int c = 0; c < n; c++) {
+                double d = (double)o[c] - (double)yj[c];
+                l[c] += d * d;
+            }
+        }
+        for (int c = 0; c < n; c++) loss[c0 + c] = l[c] / (double)p;
+    }
+done:
+    free(wT);
+    return st;
+}
+
 /* Per-channel loss (mean over all p positions) of weights wq [cout x k] on xq, against yT;
  * out: [cout], buf: [cout x ADA_EVAL_TILE]. Channel tiles in parallel, positions in order. */
-static void ada_eval(const ada_state *a, const float *wq, const float *xq, double *loss, float *buf, int nte)
+static ptq_status ada_eval(const ada_state *a, const float *wq, const float *xq, double *loss, float *buf, int nte)
 {
+    if (a->dw) return ada_eval_dw(a, wq, loss, nte);
     const int k = a->k, p = a->p, cout = a->cout;
     const int64_t gk = (int64_t)a->groups * k;
     for (int c = 0; c < cout; c++) loss[c] = 0.0;
@@ -454,6 +535,7 @@ static void ada_eval(const ada_state *a, const float *wq, const float *xq, doubl
         }
     }
     for (int c = 0; c < cout; c++) loss[c] /= (double)p;
+    return PTQ_OK;
 }
 
 static ptq_status ada_check(const float *w, int cout, int k, int groups, const float *scale, const float *x,
@@ -577,11 +659,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     /* target yT [p x cout] = (W x)^T; a depthwise layer's xq copied tap-major */
     a.xqT = xq;
     if (a.dw) {
-        a.xq_dw = malloc(sizeof(float) * (size_t)groups * p * k);
-        CHECK_ALLOC(a.xq_dw);
-        a.xqT = a.xq_dw;
-    }
-    {
+        TRY(ada_dw_setup(&a, w, x, xq, nte));
+    } else {
         int64_t pt = 64; /* positions per task */
         int64_t npt = kern_ceil_div(p, pt);
         const int64_t gk = (int64_t)groups * k;
@@ -591,9 +670,6 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             int64_t j0 = (t % npt) * pt, nj = p - j0 < pt ? p - j0 : pt;
             ada_mm(a.gemm, 0, 1, nj, a.cg, k, x + j0 * gk + (int64_t)g * k, gk, w + (size_t)g * a.cg * k, k,
                    a.yT + (size_t)j0 * cout + (size_t)g * a.cg, cout);
-            if (a.dw) /* tap i of group g at i * groups */
-                for (int64_t j = j0; j < j0 + nj; j++)
-                    for (int i = 0; i < k; i++) a.xq_dw[j * gk + (int64_t)i * groups + g] = xq[j * gk + (int64_t)g * k + i];
         }
     }
 
@@ -644,9 +720,6 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             }
         }
     }
-    free(a.xq_dw);
-    a.xq_dw = NULL;
-    a.xqT = NULL;
 
     /* harden, evaluate both roundings on all positions, keep the better per channel */
     for (int c = 0; c < cout; c++)
@@ -658,10 +731,10 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             learned[e] = (int8_t)q;
             wq[e] = scale[c] * (float)quant_round_s8(w[e], scale[c]);
         }
-    ada_eval(&a, wq, xq, loss_n, buf, nte);
+    TRY(ada_eval(&a, wq, xq, loss_n, buf, nte));
     for (int c = 0; c < cout; c++)
         for (int i = 0; i < k; i++) wq[(size_t)c * k + i] = scale[c] * (float)learned[(size_t)c * k + i];
-    ada_eval(&a, wq, xq, loss_l, buf, nte);
+    TRY(ada_eval(&a, wq, xq, loss_l, buf, nte));
 
     quant_adaround_result r;
     memset(&r, 0, sizeof r);

@@ -55,7 +55,7 @@ static layer make_layer(uint64_t seed, int cout, int k, int groups, int p, float
             for (int i = 0; i < k; i++) {
                 double v = 0.3 * gauss();
                 for (int f = 0; f < 4; f++) v += 0.5 * mix[i % 64][f] * z[f];
-                size_t e = ((size_t)g * k + i) * p + j;
+                size_t e = ((size_t)j * groups + g) * k + i; /* position-major, as adaround.h says */
                 L.x[e] = (float)v;
                 L.xq[e] = 0.25f * (float)(int)(v / 0.25 + (v >= 0 ? 0.5 : -0.5));
             }
@@ -89,7 +89,7 @@ static double channel_loss(const layer *L, int c, const int8_t *q)
     for (int j = 0; j < L->p; j++) {
         double y = 0.0, yq = 0.0;
         for (int i = 0; i < L->k; i++) {
-            size_t e = ((size_t)g * L->k + i) * L->p + j;
+            size_t e = ((size_t)j * L->groups + g) * L->k + i;
             y += (double)L->w[(size_t)c * L->k + i] * (double)L->x[e];
             yq += (double)(L->scale[c] * (float)q[(size_t)c * L->k + i]) * (double)L->xq[e];
         }
