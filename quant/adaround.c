@@ -266,20 +266,21 @@ __attribute__((target("avx512f"))) static void ada_update_avx512(ADA_UPDATE_ARGS
 typedef void (*ada_update_fn)(ADA_UPDATE_ARGS);
 
 /* One iteration's products for channels c0 .. c1 of a depthwise layer (one channel per
- * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], G
- * and xqT [batch or p x k x cout] (tap-major, channel fastest), ys and r [batch x cout].
+ * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], the
+ * patches xqT [p x k x cout] (tap-major, channel fastest), the targets yT [p x cout] and r
+ * [batch x cout]; the sampled rows idx are read where they lie, without a gathered copy.
  * Every element is the same sum in the same order as the plain loops of ada_mm (the dot
  * product over the taps from 0, then the gradient over the positions from 0), with
  * separate multiplies and adds: the same bits in every copy. */
-ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict G,
-                            const float *restrict ys, const float *restrict scale, float *restrict r,
-                            float *restrict gw)
+ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict xqT,
+                            const float *restrict yT, const int *restrict idx, const float *restrict scale,
+                            float *restrict r, float *restrict gw)
 {
     const float twob = 2.0f / (float)B;
     const size_t gk = (size_t)k * cout;
     for (int b = 0; b < B; b++) {
         float *restrict rb = r + (size_t)b * cout;
-        const float *restrict gb = G + (size_t)b * gk;
+        const float *restrict gb = xqT + (size_t)idx[b] * gk;
 #pragma omp simd
         for (int c = c0; c < c1; c++) rb[c] = 0.0f;
         for (int i = 0; i < k; i++) {
@@ -287,7 +288,7 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
 #pragma omp simd
             for (int c = c0; c < c1; c++) rb[c] += wi[c] * gi[c];
         }
-        const float *restrict yb = ys + (size_t)b * cout;
+        const float *restrict yb = yT + (size_t)idx[b] * cout;
 #pragma omp simd
         for (int c = c0; c < c1; c++) rb[c] = (scale[c] * rb[c] - yb[c]) * (twob * scale[c]);
     }
@@ -297,7 +298,7 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
         for (int c = c0; c < c1; c++) gi[c] = 0.0f;
     }
     for (int b = 0; b < B; b++) {
-        const float *restrict rb = r + (size_t)b * cout, *restrict gb = G + (size_t)b * gk;
+        const float *restrict rb = r + (size_t)b * cout, *restrict gb = xqT + (size_t)idx[b] * gk;
         for (int i = 0; i < k; i++) {
             float *restrict gi = gw + (size_t)i * cout;
             const float *restrict xi = gb + (size_t)i * cout;
@@ -308,22 +309,23 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
 }
 
 #define ADA_DW_ARGS                                                                                                 \
-    int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict G,                      \
-        const float *restrict ys, const float *restrict scale, float *restrict r, float *restrict gw
+    int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict xqT,                    \
+        const float *restrict yT, const int *restrict idx, const float *restrict scale, float *restrict r,          \
+        float *restrict gw
 
 static void ada_dw_base(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
 }
 
 __attribute__((target("avx2"))) static void ada_dw_avx2(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
 }
 
 __attribute__((target("avx512f"))) static void ada_dw_avx512(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, G, ys, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
 }
 
 typedef void (*ada_dw_fn)(ADA_DW_ARGS);
@@ -392,13 +394,14 @@ static int ada_tasks(ada_state *a)
     return 0;
 }
 
-/* One iteration's products and update for channels c0 .. c1. */
-static void ada_task(ada_state *a, const float *G0, const float *ys, int c0, int c1, int reg, float lam2b, float bm1,
-                     float step, float rs)
+/* One iteration's products and update for channels c0 .. c1: the sampled patches and
+ * targets gathered into G0 and ys, or (depthwise) read in place at rows idx. */
+static void ada_task(ada_state *a, const float *G0, const float *ys, const int *idx, int c0, int c1, int reg,
+                     float lam2b, float bm1, float step, float rs)
 {
     const int k = a->k, B = a->batch, cout = a->cout;
     if (a->dw) {
-        a->dw_task(k, B, cout, c0, c1, a->wt, G0, ys, a->scale, a->r, a->gw);
+        a->dw_task(k, B, cout, c0, c1, a->wt, a->xqT, a->yT, idx, a->scale, a->r, a->gw);
         for (int i = 0; i < k; i++) {
             size_t o = (size_t)i * cout + (size_t)c0;
             a->update(reg, (size_t)(c1 - c0), a->base + o, a->gw + o, a->V + o, a->m + o, a->v + o, a->sig + o,
@@ -621,8 +624,9 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.gw = malloc(sizeof(float) * nw);
     a.yT = malloc(sizeof(float) * (size_t)p * cout);
     a.r = malloc(sizeof(float) * (size_t)cout * B);
-    a.G = malloc(sizeof(float) * (size_t)nt * (size_t)groups * B * k);
-    a.ys = malloc(sizeof(float) * (size_t)nt * (size_t)B * cout);
+    /* per-thread gathered patches and targets (a depthwise layer reads them in place) */
+    a.G = malloc(a.dw ? 1 : sizeof(float) * (size_t)nt * (size_t)groups * B * k);
+    a.ys = malloc(a.dw ? 1 : sizeof(float) * (size_t)nt * (size_t)B * cout);
     a.idx = malloc(sizeof(int) * (size_t)B * (size_t)nt);
     learned = malloc(nw);
     wq = malloc(sizeof(float) * nw);
@@ -707,16 +711,11 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
                 }
                 float lam2b = -2.0f * o->lambda * beta, bm1 = beta - 1.0f;
                 ada_sample(o->seed, t, p, B, idx);
-                for (int b = 0; b < B; b++) {
-                    if (a.dw)
-                        for (int i = 0; i < k; i++)
-                            memcpy(G + b * gk + (size_t)i * cout + c0, a.xqT + (size_t)idx[b] * gk + (size_t)i * cout + c0,
-                                   sizeof(float) * (size_t)(c1 - c0));
-                    else
-                        memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
+                for (int b = 0; b < B && !a.dw; b++) {
+                    memcpy(G + b * gk + col0, a.xqT + (size_t)idx[b] * gk + col0, sizeof(float) * ncol);
                     memcpy(ys + (size_t)b * cout + c0, a.yT + (size_t)idx[b] * cout + c0, sizeof(float) * (size_t)(c1 - c0));
                 }
-                ada_task(&a, G, ys, c0, c1, reg, lam2b, bm1, step, rs);
+                ada_task(&a, G, ys, idx, c0, c1, reg, lam2b, bm1, step, rs);
             }
         }
     }
