@@ -278,27 +278,26 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
 {
     const float twob = 2.0f / (float)B;
     const size_t gk = (size_t)k * cout;
+    for (int i = 0; i < k; i++) {
+        float *restrict gi = gw + (size_t)i * cout;
+#pragma omp simd
+        for (int c = c0; c < c1; c++) gi[c] = 0.0f;
+    }
+    /* position by position: its residual, then its share of the gradient while its patch
+     * is in cache (each gradient element still summed over the positions in order) */
     for (int b = 0; b < B; b++) {
         float *restrict rb = r + (size_t)b * cout;
         const float *restrict gb = xqT + (size_t)idx[b] * gk;
 #pragma omp simd
         for (int c = c0; c < c1; c++) rb[c] = 0.0f;
         for (int i = 0; i < k; i++) {
-            const float *restrict wi = wt + (size_t)i * cout, *restrict gi = gb + (size_t)i * cout;
+            const float *restrict wi = wt + (size_t)i * cout, *restrict xi = gb + (size_t)i * cout;
 #pragma omp simd
-            for (int c = c0; c < c1; c++) rb[c] += wi[c] * gi[c];
+            for (int c = c0; c < c1; c++) rb[c] += wi[c] * xi[c];
         }
         const float *restrict yb = yT + (size_t)idx[b] * cout;
 #pragma omp simd
         for (int c = c0; c < c1; c++) rb[c] = (scale[c] * rb[c] - yb[c]) * (twob * scale[c]);
-    }
-    for (int i = 0; i < k; i++) {
-        float *restrict gi = gw + (size_t)i * cout;
-#pragma omp simd
-        for (int c = c0; c < c1; c++) gi[c] = 0.0f;
-    }
-    for (int b = 0; b < B; b++) {
-        const float *restrict rb = r + (size_t)b * cout, *restrict gb = xqT + (size_t)idx[b] * gk;
         for (int i = 0; i < k; i++) {
             float *restrict gi = gw + (size_t)i * cout;
             const float *restrict xi = gb + (size_t)i * cout;
