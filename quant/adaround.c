@@ -12,8 +12,11 @@
  * channels) into its ys [batch x cout]; then, for its share of the output channels (an even
  * split in runs of 8), it runs
  *   r  = s (Q G^T) - ys       (Q the soft codes W~ / s; kern_sgemm, or plain loops for
- *                              1..3 channels per group)
+ *                              2 or 3 channels per group)
  *   gQ = (2 s / batch) r G    (the gradient of the mean squared error w.r.t. Q)
+ * A depthwise layer (one channel per group) keeps its weights' state and its patches
+ * tap-major ([k x cout], [p x k x cout]) and runs the same sums across channels, reading
+ * the sampled rows in place (ada_dw_impl).
  * and the element-wise pass over its weights: the gradient through the clamp to
  * [-128, 127] and the rectified sigmoid (zero where either is clamped), the regulariser's
  * -2 lambda beta |2h-1|^(beta-1) sign(2h-1) after the warm-up, Adam, then the new h and W~

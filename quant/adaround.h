@@ -31,11 +31,12 @@
  *     order (kern_sgemm's k-ordered FMA chains, per-channel sums in position order), threads
  *     split output channels, positions are drawn by splitmix64 from (seed, iteration), and
  *     the nonlinearities come from runtime/kernels/mathf.h (no libm).
- * Cost per iteration: two GEMMs of cout x k x batch (kern_sgemm; plain loops for fewer than
- * 4 channels per group) and one element-wise pass over the cout x k weights (vectorised in
- * an AVX2 and an AVX-512 copy picked like kern_sgemm's path, PTQ_ISA included; same bits).
- * Memory: about 8 cout*k + cout*p + groups*k*p floats, whatever iters. All pointers are
- * borrowed for the call. */
+ * Cost per iteration: two GEMMs of cout x k x batch (kern_sgemm; loops across channels for
+ * a depthwise layer, plain loops for 2 or 3 channels per group) and one element-wise pass
+ * over the cout x k weights (vectorised in an AVX2 and an AVX-512 copy picked like
+ * kern_sgemm's path, PTQ_ISA included; same bits). Memory: about 8 cout*k + cout*p floats,
+ * plus groups*k*p for a depthwise layer (its patches copied tap-major), whatever iters.
+ * All pointers are borrowed for the call. */
 #ifndef PTQ_QUANT_ADAROUND_H
 #define PTQ_QUANT_ADAROUND_H
 

@@ -5,6 +5,7 @@
  * per-thread workspace allocated on a thread's first call and kept for its lifetime (ptq's
  * threads are OpenMP's pool, which lives as long as the process); if that allocation fails
  * the call runs the generic path, which gives the same bits. */
+#include <cpuid.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static kern_isa isa_best, isa_used;
+static int cpu_f16c;        /* F16C: CPUID leaf 1, ECX bit 29 (AVX2 does not imply it) */
 static const char *isa_env; /* PTQ_ISA as read at selection, or NULL */
 
 static int isa_parse(const char *s, kern_isa *out)
@@ -36,6 +38,8 @@ static void isa_select(void)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa_best = KERN_ISA_AVX2;
     if (__builtin_cpu_supports("avx512f")) isa_best = KERN_ISA_AVX512;
     isa_used = isa_best;
+    unsigned a = 0, b = 0, c = 0, d = 0; /* clang's __builtin_cpu_supports does not know "f16c" */
+    cpu_f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
     kern_isa want;
     isa_env = getenv("PTQ_ISA");
     if (isa_env && *isa_env && isa_parse(isa_env, &want) == 0 && want <= isa_best) isa_used = want;
@@ -45,6 +49,12 @@ kern_isa kern_isa_current(void)
 {
     pthread_once(&isa_once, isa_select);
     return isa_used;
+}
+
+int kern_cpu_has_f16c(void)
+{
+    pthread_once(&isa_once, isa_select);
+    return cpu_f16c;
 }
 
 const char *kern_isa_name(kern_isa isa)

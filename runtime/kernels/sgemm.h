@@ -30,6 +30,8 @@ typedef enum { KERN_ISA_GENERIC = 0, KERN_ISA_AVX2, KERN_ISA_AVX512 } kern_isa;
 
 /* The path in use (the best the CPU has, or PTQ_ISA's when that is valid and available). */
 kern_isa kern_isa_current(void);
+/* 1 when the CPU has F16C (float <-> half conversions), probed with the path. */
+int kern_cpu_has_f16c(void);
 /* "generic", "avx2" or "avx512". */
 const char *kern_isa_name(kern_isa isa);
 /* 0 when PTQ_ISA is unset or names a path this CPU runs; else -1 with a one-line reason in

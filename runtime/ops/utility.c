@@ -17,7 +17,6 @@
  *   Det              [*, M, M] float: LU with partial pivoting in double, one matrix per thread.
  */
 #include <immintrin.h>
-#include <cpuid.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -122,23 +121,11 @@ static void block_to_half_f16c(const float *a, uint16_t *b, size_t n)
     block_to_half_c(a + i, b + i, n - i);
 }
 
-/* F16C (CPUID leaf 1, ECX bit 29), which AVX2 does not imply; asked once (clang's
- * __builtin_cpu_supports does not know "f16c") */
-static int has_f16c(void)
-{
-    static int known = -1;
-    if (known < 0) {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        known = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-    }
-    return known;
-}
-
 /* isa: kern_isa_current() (PTQ_ISA picks one to test), the same bits on each */
 static void block_to_half(const float *a, uint16_t *b, size_t n, kern_isa isa)
 {
     if (isa == KERN_ISA_AVX512) block_to_half_avx512(a, b, n);
-    else if (isa == KERN_ISA_AVX2 && has_f16c()) block_to_half_f16c(a, b, n);
+    else if (isa == KERN_ISA_AVX2 && kern_cpu_has_f16c()) block_to_half_f16c(a, b, n);
     else block_to_half_c(a, b, n);
 }
 
