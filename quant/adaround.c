@@ -638,11 +638,12 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     CHECK_ALLOC(a.base && a.V && a.m && a.v && a.sig && a.wt && a.gw && a.yT && a.r && a.G && a.ys && a.idx);
     CHECK_ALLOC(learned && wq && buf && loss_n && loss_l);
     if (ada_tasks(&a) != 0) FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__);
-    /* the team: at most one thread per ADA_THREAD_WEIGHTS weights and per tile */
+    /* the team: at most one thread per ADA_THREAD_WEIGHTS weights and per run of
+     * ADA_UNIT_ROWS channels (the evaluation's tiles may be fewer: some threads then wait
+     * there, where capping the team by them cost the iterations a fifth on 16 cores) */
     int nte = (int)((int64_t)nw / ADA_THREAD_WEIGHTS);
     const int nunits = (cout + ADA_UNIT_ROWS - 1) / ADA_UNIT_ROWS;
     nte = nte < nt ? nte : nt;
-    nte = nte < a.ntask ? nte : a.ntask;
     nte = nte < nunits ? nte : nunits;
     nte = nte > 1 ? nte : 1;
 
