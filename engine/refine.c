@@ -360,17 +360,50 @@ static float *weights_rows(const ptq_graph *f, const layer *L)
     return r;
 }
 
-/* Y[cout x p] = W[cout x k] X, with X the p sampled patches as [groups * k] rows of p columns
- * (samples_to_rows): one FMA chain per element (kern_sgemm), tiles of rows in parallel, so
- * the same bits at any thread count. */
-static void layer_gemm(const layer *L, const float *w, const float *x, int p, float *y, int nthreads)
+/* A layer's weights W [cout x k] as the scale search multiplies them: packed once per group
+ * (kern_sgemm_pack_a) when a group has enough rows to be split by columns, else as they are. */
+enum { LG_MIN_ROWS = 16, LG_COLS = 128 };
+typedef struct {
+    const float *w;
+    kern_sgemm_apack *pk; /* [groups], or NULL */
+} layer_w;
+
+static ptq_status layer_w_pack(const layer *L, const float *w, layer_w *out)
 {
-    int64_t cpg = L->cout / L->groups, tiles_per_group = (cpg + 15) / 16;
+    ptq_status st = PTQ_OK;
+    int64_t cpg = L->cout / L->groups;
+    out->w = w;
+    out->pk = NULL;
+    if (cpg < LG_MIN_ROWS) return PTQ_OK;
+    CHECK_ALLOC(out->pk = calloc((size_t)L->groups, sizeof *out->pk));
+    for (int64_t g = 0; g < L->groups; g++)
+        if (kern_sgemm_pack_a(0, cpg, L->k, w + g * cpg * L->k, L->k, &out->pk[g]) != 0)
+            FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__);
+done:
+    return st;
+}
+
+static void layer_w_free(const layer *L, layer_w *lw)
+{
+    for (int64_t g = 0; lw->pk && g < L->groups; g++) kern_sgemm_apack_free(&lw->pk[g]);
+    free(lw->pk);
+    lw->pk = NULL;
+}
+
+/* Y[cout x p] = W[cout x k] X, with X the p sampled patches as [groups * k] rows of p columns
+ * (samples_to_rows): one FMA chain per element (kern_sgemm), so the same bits at any thread
+ * count and split. A packed group's columns are split in tiles (its X packed once per call),
+ * other groups go whole. */
+static void layer_gemm(const layer *L, const layer_w *lw, const float *x, int p, float *y, int nthreads)
+{
+    int64_t cpg = L->cout / L->groups, per = lw->pk ? kern_ceil_div(p, LG_COLS) : 1;
 #pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads())
-    for (int64_t tile = 0; tile < L->groups * tiles_per_group; tile++) {
-        int64_t g = tile / tiles_per_group, c0 = g * cpg + (tile % tiles_per_group) * 16;
-        int64_t rows = c0 + 16 <= (g + 1) * cpg ? 16 : (g + 1) * cpg - c0;
-        kern_sgemm(0, 0, rows, p, L->k, w + c0 * L->k, L->k, x + g * L->k * p, p, 0, y + c0 * p, p);
+    for (int64_t t = 0; t < L->groups * per; t++) {
+        int64_t g = t / per, j0 = (t % per) * LG_COLS, nj = lw->pk ? (p - j0 < LG_COLS ? p - j0 : LG_COLS) : p;
+        const float *xg = x + g * L->k * p + j0;
+        float *yg = y + g * cpg * p + j0;
+        if (lw->pk) kern_sgemm_packed(&lw->pk[g], 0, nj, xg, p, 0, yg, p);
+        else kern_sgemm(0, 0, cpg, nj, L->k, lw->w + g * cpg * L->k, L->k, xg, p, 0, yg, p);
     }
 }
 
@@ -489,12 +522,14 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
     double *err = calloc((size_t)nc, sizeof *err);
     float **wf = calloc((size_t)c->ng + 1, sizeof *wf), **wq = calloc((size_t)c->ng + 1, sizeof *wq);
     float **yf = calloc((size_t)c->ng + 1, sizeof *yf);
+    layer_w *lq = calloc((size_t)c->ng + 1, sizeof *lq);
     float *xq = NULL, *yq = NULL;
     size_t xq_n = 0, yq_n = 0;
     CHECK_ALLOC(err);
     CHECK_ALLOC(wf);
     CHECK_ALLOC(wq);
     CHECK_ALLOC(yf);
+    CHECK_ALLOC(lq);
     for (int gi = 0; gi < c->ng; gi++) {
         layer *L = &c->L[c->group[gi]];
         if (!L->filled) continue;
@@ -511,7 +546,12 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
         CHECK_ALLOC(yf[gi]);
         for (int64_t ch = 0; ch < L->cout; ch++)
             for (int64_t j = 0; j < L->k; j++) wq[gi][ch * L->k + j] = s[ch] * (float)codes[widx(L, ch, j)];
-        layer_gemm(L, wf[gi], L->xs, L->filled, yf[gi], c->nthreads);
+        layer_w lf;
+        st = layer_w_pack(L, wf[gi], &lf);
+        if (st == PTQ_OK) layer_gemm(L, &lf, L->xs, L->filled, yf[gi], c->nthreads);
+        layer_w_free(L, &lf);
+        TRY(st);
+        TRY(layer_w_pack(L, wq[gi], &lq[gi]));
         size_t xn = (size_t)(L->groups * L->k) * (size_t)L->filled, yn = (size_t)(L->cout * L->filled);
         if (xn > xq_n) {
             free(xq);
@@ -529,7 +569,7 @@ static ptq_status choose_amax(const ptq_graph *q, const ptq_graph *f, ctx *c, co
             layer *L = &c->L[c->group[gi]];
             if (!L->filled) continue;
             fake_quant(L->xqs, (size_t)(L->groups * L->k) * (size_t)L->filled, cand[a], xq, c->nthreads);
-            layer_gemm(L, wq[gi], xq, L->filled, yq, c->nthreads);
+            layer_gemm(L, &lq[gi], xq, L->filled, yq, c->nthreads);
             err[a] += rel_err(yf[gi], yq, (size_t)(L->cout * L->filled), c->nthreads);
         }
     }
@@ -542,7 +582,9 @@ done:
         if (wf) free(wf[gi]);
         if (wq) free(wq[gi]);
         if (yf) free(yf[gi]);
+        if (lq) layer_w_free(&c->L[c->group[gi]], &lq[gi]);
     }
+    free(lq);
     free(wf);
     free(wq);
     free(yf);
