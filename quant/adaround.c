@@ -14,9 +14,6 @@
  *   r  = s (Q G^T) - ys       (Q the soft codes W~ / s; kern_sgemm, or plain loops for
  *                              2 or 3 channels per group)
  *   gQ = (2 s / batch) r G    (the gradient of the mean squared error w.r.t. Q)
- * A depthwise layer (one channel per group) keeps its weights' state and its patches
- * tap-major ([k x cout], [p x k x cout]) and runs the same sums across channels, reading
- * the sampled rows in place (ada_dw_impl).
  * and the element-wise pass over its weights: the gradient through the clamp to
  * [-128, 127] and the rectified sigmoid (zero where either is clamped), the regulariser's
  * -2 lambda beta |2h-1|^(beta-1) sign(2h-1) after the warm-up, Adam, then the new h and W~
@@ -24,7 +21,9 @@
  * AVX-512 copies of that loop, the same bits: basic operations only, no FMA contraction
  * under -std=c11). Every output element of
  * every product is one sum in a fixed order, and tasks own their channels, so the thread
- * count changes nothing.
+ * count changes nothing. A depthwise layer (one channel per group) keeps its weights' state
+ * and its patches tap-major ([k x cout], [p x k x cout]) and runs the same sums across
+ * channels, reading the sampled rows in place (ada_dw_impl).
  *
  * End: harden, evaluate learned and nearest codes per channel on all p positions (the loss
  * summed in double in position order); a channel keeps its learned codes unless their loss
@@ -48,7 +47,7 @@
 #define ADA_ADAM_B2 0.999f
 #define ADA_ADAM_EPS 1e-8f
 #define ADA_GEMM_MIN_ROWS 4          /* channels per group from which kern_sgemm is used */
-#define ADA_TILE_ROWS 32             /* channels per task on the GEMM path */
+#define ADA_TILE_ROWS 32             /* channels per evaluation task on the GEMM path */
 #define ADA_PLAIN_TASK_FLOATS 2048   /* weights per task on the plain path */
 #define ADA_THREAD_WEIGHTS 1024      /* weights per thread, at least (smaller layers use fewer) */
 #define ADA_UNIT_ROWS 8              /* the iterations split channels among threads in runs of 8 */
