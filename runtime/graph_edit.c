@@ -168,16 +168,52 @@ static void need_outer_reads(const ptq_graph *top, const ptq_graph *sub, unsigne
         }
 }
 
+/* A shallow copy of g that runs the nodes marked in use[], in g's order: g's names, opsets,
+ * initializers and inputs shared; its own values (producers renumbered, none marked as an
+ * output), nodes and room for out_cap outputs (none set). NULL when out of memory. Freed by
+ * ptq_graph_view_destroy. */
+static ptq_graph *graph_subset(const ptq_graph *g, const unsigned char *use, int out_cap)
+{
+    int *remap = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    ptq_graph *w = calloc(1, sizeof *w);
+    if (!remap || !w) {
+        free(remap);
+        free(w);
+        return NULL;
+    }
+    *w = *g;
+    w->values = malloc(sizeof *w->values * ((size_t)g->n_values + 1));
+    w->nodes = malloc(sizeof *w->nodes * ((size_t)g->n_nodes + 1));
+    w->outputs = malloc(sizeof(int) * ((size_t)out_cap + 1));
+    if (!w->values || !w->nodes || !w->outputs) {
+        free(remap);
+        ptq_graph_view_destroy(w);
+        return NULL;
+    }
+    memcpy(w->values, g->values, sizeof *w->values * (size_t)g->n_values);
+    w->n_nodes = 0;
+    for (int n = 0; n < g->n_nodes; n++) {
+        remap[n] = use[n] ? w->n_nodes : -1;
+        if (use[n]) w->nodes[w->n_nodes++] = g->nodes[n];
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_value *val = &w->values[v];
+        val->producer = val->producer >= 0 ? remap[val->producer] : -1;
+        val->is_output = 0;
+    }
+    w->n_outputs = 0;
+    free(remap);
+    return w;
+}
+
 ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, ptq_graph **out, int *n_dropped)
 {
     ptq_status st = PTQ_OK;
     ptq_graph *w = NULL;
     unsigned char *need = calloc((size_t)g->n_values + 1, 1), *use = calloc((size_t)g->n_nodes + 1, 1);
-    int *remap = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     *out = NULL;
     CHECK_ALLOC(need);
     CHECK_ALLOC(use);
-    CHECK_ALLOC(remap);
     for (int v = 0; v < g->n_values; v++) need[v] = keep[v] != 0;
     /* walk back from the wanted values: a node is used when one of its outputs is needed */
     for (int changed = 1; changed;) {
@@ -197,39 +233,17 @@ ptq_status ptq_graph_view_create(const ptq_graph *g, const unsigned char *keep, 
             }
         }
     }
-    w = calloc(1, sizeof *w);
-    CHECK_ALLOC(w);
-    *w = *g; /* names, opsets, initializers and inputs shared */
-    w->values = malloc(sizeof *w->values * ((size_t)g->n_values + 1));
-    w->nodes = malloc(sizeof *w->nodes * ((size_t)g->n_nodes + 1));
-    w->outputs = malloc(sizeof(int) * ((size_t)g->n_values + 1));
-    if (!w->values || !w->nodes || !w->outputs) {
-        ptq_graph_view_destroy(w);
-        w = NULL;
-        FAIL(PTQ_ERR_NOMEM, "out of memory for a view of the graph");
-    }
-    memcpy(w->values, g->values, sizeof *w->values * (size_t)g->n_values);
-    w->n_nodes = 0;
-    for (int n = 0; n < g->n_nodes; n++) {
-        remap[n] = use[n] ? w->n_nodes : -1;
-        if (use[n]) w->nodes[w->n_nodes++] = g->nodes[n];
-    }
-    w->n_outputs = 0;
-    for (int v = 0; v < g->n_values; v++) {
-        ptq_value *val = &w->values[v];
-        val->producer = val->producer >= 0 ? remap[val->producer] : -1;
-        val->is_output = 0;
-        if (keep[v] && val->producer >= 0) {
-            val->is_output = 1;
+    if (!(w = graph_subset(g, use, g->n_values))) FAIL(PTQ_ERR_NOMEM, "out of memory for a view of the graph");
+    for (int v = 0; v < g->n_values; v++)
+        if (keep[v] && w->values[v].producer >= 0) {
+            w->values[v].is_output = 1;
             w->outputs[w->n_outputs++] = v;
         }
-    }
     if (n_dropped) *n_dropped = g->n_nodes - w->n_nodes;
     *out = w;
 done:
     free(need);
     free(use);
-    free(remap);
     return st;
 }
 
@@ -257,30 +271,13 @@ ptq_status ptq_graph_segment_create(const ptq_graph *g, const unsigned char *run
                                     int n_inputs, const int *outputs, int n_outputs, ptq_graph **out)
 {
     ptq_status st = PTQ_OK;
-    int *remap = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
-    ptq_graph *w = calloc(1, sizeof *w);
+    ptq_graph *w = graph_subset(g, run, n_outputs);
     *out = NULL;
-    CHECK_ALLOC(remap);
-    CHECK_ALLOC(w);
-    *w = *g; /* names, opsets and initializers shared */
-    w->values = malloc(sizeof *w->values * ((size_t)g->n_values + 1));
-    w->nodes = malloc(sizeof *w->nodes * ((size_t)g->n_nodes + 1));
-    w->outputs = malloc(sizeof(int) * ((size_t)n_outputs + 1));
-    w->inputs = NULL; /* g's until then */
-    w->inputs = malloc(sizeof(int) * ((size_t)n_inputs + 1));
-    if (!w->values || !w->nodes || !w->outputs || !w->inputs) FAIL(PTQ_ERR_NOMEM, "out of memory for a segment of the graph");
-    memcpy(w->values, g->values, sizeof *w->values * (size_t)g->n_values);
-    w->n_nodes = 0;
-    for (int n = 0; n < g->n_nodes; n++) {
-        remap[n] = run[n] ? w->n_nodes : -1;
-        if (run[n]) w->nodes[w->n_nodes++] = g->nodes[n];
-    }
-    for (int v = 0; v < g->n_values; v++) {
-        ptq_value *val = &w->values[v];
-        if (val->kind == PTQ_VALUE_INPUT) val->kind = PTQ_VALUE_INTERMEDIATE; /* the model's input, unless listed below */
-        val->producer = val->producer >= 0 ? remap[val->producer] : -1;
-        val->is_output = 0;
-    }
+    if (!w) FAIL(PTQ_ERR_NOMEM, "out of memory for a segment of the graph");
+    w->inputs = NULL; /* g's until then: the segment has its own */
+    if (!(w->inputs = malloc(sizeof(int) * ((size_t)n_inputs + 1)))) FAIL(PTQ_ERR_NOMEM, "out of memory for a segment of the graph");
+    for (int v = 0; v < g->n_values; v++) /* the model's inputs, unless listed below */
+        if (w->values[v].kind == PTQ_VALUE_INPUT) w->values[v].kind = PTQ_VALUE_INTERMEDIATE;
     for (int i = 0; i < n_inputs; i++) {
         ptq_value *val = &w->values[inputs[i]];
         val->kind = PTQ_VALUE_INPUT;
@@ -302,7 +299,6 @@ ptq_status ptq_graph_segment_create(const ptq_graph *g, const unsigned char *run
     w = NULL;
 done:
     ptq_graph_segment_destroy(w);
-    free(remap);
     return st;
 }
 
