@@ -267,6 +267,21 @@ __attribute__((target("avx512f"))) static void ada_update_avx512(ADA_UPDATE_ARGS
 
 typedef void (*ada_update_fn)(ADA_UPDATE_ARGS);
 
+/* out[c] = sum over taps i of w[i * C + c] x[i * C + c] for c < n (tap-major rows of stride
+ * C), each from 0 in tap order, as ada_mm's plain loops sum it: a depthwise layer's outputs
+ * across channels. */
+ADA_INLINE void ada_dw_dot(int k, size_t C, int n, const float *restrict w, const float *restrict x,
+                           float *restrict out)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) out[c] = 0.0f;
+    for (int i = 0; i < k; i++) {
+        const float *restrict wi = w + (size_t)i * C, *restrict xi = x + (size_t)i * C;
+#pragma omp simd
+        for (int c = 0; c < n; c++) out[c] += wi[c] * xi[c];
+    }
+}
+
 /* One iteration's products for channels c0 .. c1 of a depthwise layer (one channel per
  * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], the
  * patches xqT [p x k x cout] (tap-major, channel fastest), the targets yT [p x cout] and r
@@ -290,13 +305,7 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
     for (int b = 0; b < B; b++) {
         float *restrict rb = r + (size_t)b * cout;
         const float *restrict gb = xqT + (size_t)idx[b] * gk;
-#pragma omp simd
-        for (int c = c0; c < c1; c++) rb[c] = 0.0f;
-        for (int i = 0; i < k; i++) {
-            const float *restrict wi = wt + (size_t)i * cout, *restrict xi = gb + (size_t)i * cout;
-#pragma omp simd
-            for (int c = c0; c < c1; c++) rb[c] += wi[c] * xi[c];
-        }
+        ada_dw_dot(k, (size_t)cout, c1 - c0, wt + c0, gb + c0, rb + c0);
         const float *restrict yb = yT + (size_t)idx[b] * cout;
 #pragma omp simd
         for (int c = c0; c < c1; c++) rb[c] = (scale[c] * rb[c] - yb[c]) * (twob * scale[c]);
@@ -456,13 +465,7 @@ static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, con
         for (int j = 0; j < a->p; j++) {
             ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
             ada_tap_major(x + (size_t)j * gk, xt, G, k);
-            float *y = a->yT + (size_t)j * a->cout;
-            for (int g = 0; g < G; g++) y[g] = 0.0f;
-            for (int i = 0; i < k; i++) {
-                const float *wi = wT + (size_t)i * G, *xi = xt + (size_t)i * G;
-#pragma omp simd
-                for (int g = 0; g < G; g++) y[g] += wi[g] * xi[g];
-            }
+            ada_dw_dot(k, (size_t)G, G, wT, xt, a->yT + (size_t)j * a->cout);
         }
     }
 done:
@@ -489,13 +492,8 @@ static ptq_status ada_eval_dw(const ada_state *a, const float *wq, double *loss,
         double l[ADA_DW_EVAL_CH];
         for (int c = 0; c < n; c++) l[c] = 0.0;
         for (int j = 0; j < p; j++) {
-            const float *xj = a->xq_dw + (size_t)j * gk + c0, *yj = a->yT + (size_t)j * C + c0;
-            for (int c = 0; c < n; c++) o[c] = 0.0f;
-            for (int i = 0; i < k; i++) {
-                const float *wi = wT + (size_t)i * C + c0, *xi = xj + (size_t)i * C;
-#pragma omp simd
-                for (int c = 0; c < n; c++) o[c] += wi[c] * xi[c];
-            }
+            const float *yj = a->yT + (size_t)j * C + c0;
+            ada_dw_dot(k, (size_t)C, n, wT + c0, a->xq_dw + (size_t)j * gk + c0, o);
 #pragma omp simd
             for (int c = 0; c < n; c++) {
                 double d = (double)o[c] - (double)yj[c];

@@ -55,6 +55,7 @@ typedef struct {
     ptq_op_ctx ctx;
     const ptq_tensor **in;    /* ctx.in */
     ptq_tensor **out;         /* ctx.out */
+    void **kept;              /* the outputs' buffers across an infer (step_infer) */
     int *in_vals, *out_vals;  /* value indices (plan numbering), -1 = omitted */
     int skip;                 /* folded at plan time or fused into another step */
     int has_state;
@@ -200,6 +201,7 @@ static void step_clear(plan_step *s)
     s->has_state = 0;
     free(s->in);
     free(s->out);
+    free(s->kept);
     free(s->in_vals);
     free(s->out_vals);
     free(s->outer_names);
@@ -455,13 +457,11 @@ static ptq_status step_infer(ptq_plan *p, plan_step *s)
         return PTQ_ERR_FORMAT;
     }
     /* infer sets types and shapes only: an output's buffer (a dynamic value's, kept from the last
-     * run) survives an infer that resets the whole tensor, as Concat's does */
-    void *kept[PTQ_MAX_RANK * 8];
-    int n_keep = s->ctx.n_out < PTQ_MAX_RANK * 8 ? s->ctx.n_out : PTQ_MAX_RANK * 8;
-    for (int o = 0; o < n_keep; o++) kept[o] = s->out[o] ? s->out[o]->data : NULL;
+     * run) survives an infer that resets the whole tensor */
+    for (int o = 0; o < s->ctx.n_out; o++) s->kept[o] = s->out[o] ? s->out[o]->data : NULL;
     ptq_status st = s->def->infer(&s->ctx);
-    for (int o = 0; o < n_keep; o++)
-        if (s->out[o]) s->out[o]->data = kept[o];
+    for (int o = 0; o < s->ctx.n_out; o++)
+        if (s->out[o]) s->out[o]->data = s->kept[o];
     s->has_state = 1;
     if (st != PTQ_OK) {
         name_node_in_error(node);
@@ -504,10 +504,12 @@ static ptq_status step_setup(ptq_plan *p, plan_step *s, int node_index, int64_t 
             max_outer += (node->attrs[k].graph ? node->attrs[k].graph : node->attrs[k].graphs[i])->n_values;
     s->in = calloc((size_t)(node->n_inputs + max_outer) + 1, sizeof *s->in);
     s->out = calloc((size_t)node->n_outputs + 1, sizeof *s->out);
+    s->kept = calloc((size_t)node->n_outputs + 1, sizeof *s->kept);
     s->in_vals = malloc(sizeof(int) * ((size_t)(node->n_inputs + max_outer) + 1));
     s->out_vals = malloc(sizeof(int) * ((size_t)node->n_outputs + 1));
     CHECK_ALLOC(s->in);
     CHECK_ALLOC(s->out);
+    CHECK_ALLOC(s->kept);
     CHECK_ALLOC(s->in_vals);
     CHECK_ALLOC(s->out_vals);
     /* trailing omitted inputs are dropped, as ONNX treats them as absent */
