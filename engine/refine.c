@@ -24,6 +24,7 @@ typedef struct {
     const char *t;          /* the activation it reads (pre-Q name, the same in both graphs) */
     const char *t_dq;       /* its dequantized value in the QDQ graph */
     int q_v, scale_v, bias_v;
+    int x_scale_v;          /* the input DequantizeLinear's scale when one float initializer (else -1) */
     int w_fp;               /* the FP32 weight in the FP32 graph */
     int transposed;         /* weight stored [k x cout] (Gemm transB 0, MatMul) */
     int64_t cout, k, groups, cin;
@@ -109,6 +110,10 @@ static int describe(const ptq_graph *q, const ptq_graph *f, int ni, layer *L)
         return 0;
     L->t = q->values[qx->inputs[0]].name;
     L->t_dq = q->values[xd].name;
+    L->x_scale_v = dqx->n_inputs >= 2 && is_initializer(q, dqx->inputs[1], PTQ_F32) &&
+                           ptq_tensor_numel(&q->values[dqx->inputs[1]].t) == 1
+                       ? dqx->inputs[1]
+                       : -1;
     L->q_v = dqw->inputs[0];
     L->scale_v = dqw->inputs[1];
     const ptq_tensor *w = &q->values[L->q_v].t;
@@ -653,6 +658,8 @@ static ptq_status adaround(ptq_graph *q, const ptq_graph *f, layer *L, const eng
     ao.iters = opt->adaround_iters;
     ao.seed = opt->seed;
     ao.nthreads = opt->nthreads;
+    /* the patches' grid, as the sweep's QDQ model quantized them (AdaRound checks it) */
+    ao.x_step = L->x_scale_v >= 0 ? *(const float *)q->values[L->x_scale_v].t.data : 0.0f;
     quant_adaround_result res;
     TRY(quant_adaround_layer(w, (int)L->cout, (int)L->k, (int)L->groups, q->values[L->scale_v].t.data, L->xs, L->xqs, L->filled,
                              &ao, codes, &res));

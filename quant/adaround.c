@@ -282,6 +282,18 @@ ADA_INLINE void ada_dw_dot(int k, size_t C, int n, const float *restrict w, cons
     }
 }
 
+/* Channels c0 .. c1 of one position's int8 patch row [k x C] as the floats they stand for,
+ * (float)code * xstep: the input DequantizeLinear's own product, so the same bits. */
+ADA_INLINE void ada_dw_expand(int k, size_t C, int c0, int c1, const int8_t *restrict q, float xstep, float *restrict out)
+{
+    for (int i = 0; i < k; i++) {
+        const int8_t *restrict qi = q + (size_t)i * C;
+        float *restrict oi = out + (size_t)i * C;
+#pragma omp simd
+        for (int c = c0; c < c1; c++) oi[c] = (float)qi[c] * xstep;
+    }
+}
+
 /* One iteration's products for channels c0 .. c1 of a depthwise layer (one channel per
  * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], the
  * patches xqT [p x k x cout] (tap-major, channel fastest), the targets yT [p x cout] and r
@@ -290,8 +302,9 @@ ADA_INLINE void ada_dw_dot(int k, size_t C, int n, const float *restrict w, cons
  * product over the taps from 0, then the gradient over the positions from 0), with
  * separate multiplies and adds: the same bits in every copy. */
 ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict xqT,
-                            const float *restrict yT, const int *restrict idx, const float *restrict scale,
-                            float *restrict r, float *restrict gw)
+                            const int8_t *restrict xq8, float xstep, float *restrict row, const float *restrict yT,
+                            const int *restrict idx, const float *restrict scale, float *restrict r,
+                            float *restrict gw)
 {
     const float twob = 2.0f / (float)B;
     const size_t gk = (size_t)k * cout;
@@ -304,7 +317,8 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
      * is in cache (each gradient element still summed over the positions in order) */
     for (int b = 0; b < B; b++) {
         float *restrict rb = r + (size_t)b * cout;
-        const float *restrict gb = xqT + (size_t)idx[b] * gk;
+        const float *restrict gb = xq8 ? row : xqT + (size_t)idx[b] * gk;
+        if (xq8) ada_dw_expand(k, (size_t)cout, c0, c1, xq8 + (size_t)idx[b] * gk, xstep, row);
         ada_dw_dot(k, (size_t)cout, c1 - c0, wt + c0, gb + c0, rb + c0);
         const float *restrict yb = yT + (size_t)idx[b] * cout;
 #pragma omp simd
@@ -320,22 +334,22 @@ ADA_INLINE void ada_dw_impl(int k, int B, int cout, int c0, int c1, const float 
 
 #define ADA_DW_ARGS                                                                                                 \
     int k, int B, int cout, int c0, int c1, const float *restrict wt, const float *restrict xqT,                    \
-        const float *restrict yT, const int *restrict idx, const float *restrict scale, float *restrict r,          \
-        float *restrict gw
+        const int8_t *restrict xq8, float xstep, float *restrict row, const float *restrict yT,                    \
+        const int *restrict idx, const float *restrict scale, float *restrict r, float *restrict gw
 
 static void ada_dw_base(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, xq8, xstep, row, yT, idx, scale, r, gw);
 }
 
 __attribute__((target("avx2"))) static void ada_dw_avx2(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, xq8, xstep, row, yT, idx, scale, r, gw);
 }
 
 __attribute__((target("avx512f"))) static void ada_dw_avx512(ADA_DW_ARGS)
 {
-    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, yT, idx, scale, r, gw);
+    ada_dw_impl(k, B, cout, c0, c1, wt, xqT, xq8, xstep, row, yT, idx, scale, r, gw);
 }
 
 typedef void (*ada_dw_fn)(ADA_DW_ARGS);
@@ -349,6 +363,8 @@ typedef struct {
     float *base, *V, *m, *v, *sig, *wt, *gw; /* [cout x k]; wt: soft codes W~ / s */
     const float *xqT;                        /* [p x groups*k]: position j's patches, all groups */
     float *xq_dw;                            /* depthwise: the tap-major copy xqT points to */
+    int8_t *xq8;                             /* or, depthwise on a quantized input: its codes, tap-major */
+    float xstep;                             /* the codes' scale */
     float *yT;                               /* [p x cout] target W x */
     float *G;                                /* per thread [batch x groups*k]: sampled rows of xqT */
     float *ys;                               /* per thread [batch x cout]: sampled targets */
@@ -370,6 +386,7 @@ static void ada_free(ada_state *a)
     free(a->wt);
     free(a->gw);
     free(a->xq_dw);
+    free(a->xq8);
     free(a->yT);
     free(a->G);
     free(a->ys);
@@ -411,7 +428,7 @@ static void ada_task(ada_state *a, const float *G0, const float *ys, const int *
 {
     const int k = a->k, B = a->batch, cout = a->cout;
     if (a->dw) {
-        a->dw_task(k, B, cout, c0, c1, a->wt, a->xqT, a->yT, idx, a->scale, a->r, a->gw);
+        a->dw_task(k, B, cout, c0, c1, a->wt, a->xqT, a->xq8, a->xstep, (float *)G0, a->yT, idx, a->scale, a->r, a->gw);
         for (int i = 0; i < k; i++) {
             size_t o = (size_t)i * cout + (size_t)c0;
             a->update(reg, (size_t)(c1 - c0), a->base + o, a->gw + o, a->V + o, a->m + o, a->v + o, a->sig + o,
@@ -445,17 +462,45 @@ static void ada_tap_major(const float *src, float *dst, int groups, int k)
         for (int i = 0; i < k; i++) dst[(size_t)i * groups + g] = src[(size_t)g * k + i];
 }
 
-/* A depthwise layer's setup: xq copied tap-major (a.xq_dw), and the target
+/* The same, as int8 codes: code = xq / xstep. */
+static void ada_tap_major8(const float *src, int8_t *dst, int groups, int k, float xstep)
+{
+    for (int g = 0; g < groups; g++)
+        for (int i = 0; i < k; i++) dst[(size_t)i * groups + g] = (int8_t)rintf(src[(size_t)g * k + i] / xstep);
+}
+
+/* 1 when each of the n elements of xq is (float)code * xstep, bit for bit, with code an int8. */
+static int ada_on_grid(const float *xq, size_t n, float xstep, int nte)
+{
+    if (!(xstep > 0.0f) || !isfinite(xstep)) return 0;
+    int bad = 0;
+#pragma omp parallel for num_threads(nte) schedule(static) reduction(| : bad)
+    for (size_t i = 0; i < n; i++) {
+        float q = rintf(xq[i] / xstep);
+        int in = q >= -128.0f && q <= 127.0f;
+        float y = (float)(in ? (int)q : 0) * xstep; /* as ada_dw_expand makes it (+0 for -0) */
+        bad |= !in || memcmp(&y, &xq[i], sizeof y) != 0;
+    }
+    return !bad;
+}
+
+/* A depthwise layer's setup: xq copied tap-major (a.xq_dw, or its int8 codes a.xq8 when every
+ * element is one: a quarter of the bytes the iterations read), and the target
  * yT[j][g] = sum_i w[g][i] x[j][g][i], summed as ada_mm's plain loops do (from 0, in tap
  * order), across channels. */
-static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, const float *xq, int nte)
+static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, const float *xq, float xstep, int nte)
 {
     ptq_status st = PTQ_OK;
     const int k = a->k, G = a->groups;
     const size_t gk = (size_t)G * k;
     float *wT = malloc(sizeof(float) * gk), *xr = malloc(sizeof(float) * gk * (size_t)nte);
-    a->xq_dw = malloc(sizeof(float) * gk * (size_t)a->p);
-    CHECK_ALLOC(wT && xr && a->xq_dw);
+    CHECK_ALLOC(wT && xr);
+    if (ada_on_grid(xq, gk * (size_t)a->p, xstep, nte)) {
+        a->xstep = xstep;
+        CHECK_ALLOC(a->xq8 = malloc(gk * (size_t)a->p));
+    } else {
+        CHECK_ALLOC(a->xq_dw = malloc(sizeof(float) * gk * (size_t)a->p));
+    }
     a->xqT = a->xq_dw;
     ada_tap_major(w, wT, G, k);
 #pragma omp parallel num_threads(nte)
@@ -463,7 +508,10 @@ static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, con
         float *xt = xr + gk * (size_t)omp_get_thread_num();
 #pragma omp for schedule(static)
         for (int j = 0; j < a->p; j++) {
-            ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
+            if (a->xq8)
+                ada_tap_major8(xq + (size_t)j * gk, a->xq8 + (size_t)j * gk, G, k, a->xstep);
+            else
+                ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
             ada_tap_major(x + (size_t)j * gk, xt, G, k);
             ada_dw_dot(k, (size_t)G, G, wT, xt, a->yT + (size_t)j * a->cout);
         }
@@ -482,18 +530,24 @@ static ptq_status ada_eval_dw(const ada_state *a, const float *wq, double *loss,
     ptq_status st = PTQ_OK;
     const int k = a->k, C = a->cout, p = a->p;
     const size_t gk = (size_t)C * k;
-    float *wT = malloc(sizeof(float) * gk);
-    CHECK_ALLOC(wT);
+    float *wT = malloc(sizeof(float) * gk), *rows = a->xq8 ? malloc(sizeof(float) * gk * (size_t)nte) : NULL;
+    CHECK_ALLOC(wT && (rows || !a->xq8));
     ada_tap_major(wq, wT, C, k);
 #pragma omp parallel for num_threads(nte) schedule(static)
     for (int c0 = 0; c0 < C; c0 += ADA_DW_EVAL_CH) {
+        float *row = rows ? rows + gk * (size_t)omp_get_thread_num() : NULL;
         const int n = C - c0 < ADA_DW_EVAL_CH ? C - c0 : ADA_DW_EVAL_CH;
         float o[ADA_DW_EVAL_CH];
         double l[ADA_DW_EVAL_CH];
         for (int c = 0; c < n; c++) l[c] = 0.0;
         for (int j = 0; j < p; j++) {
             const float *yj = a->yT + (size_t)j * C + c0;
-            ada_dw_dot(k, (size_t)C, n, wT + c0, a->xq_dw + (size_t)j * gk + c0, o);
+            const float *xj = a->xq_dw + (size_t)j * gk;
+            if (row) {
+                ada_dw_expand(k, (size_t)C, c0, c0 + n, a->xq8 + (size_t)j * gk, a->xstep, row);
+                xj = row;
+            }
+            ada_dw_dot(k, (size_t)C, n, wT + c0, xj + c0, o);
 #pragma omp simd
             for (int c = 0; c < n; c++) {
                 double d = (double)o[c] - (double)yj[c];
@@ -504,6 +558,7 @@ static ptq_status ada_eval_dw(const ada_state *a, const float *wq, double *loss,
     }
 done:
     free(wT);
+    free(rows);
     return st;
 }
 
@@ -624,7 +679,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.yT = malloc(sizeof(float) * (size_t)p * cout);
     a.r = malloc(sizeof(float) * (size_t)cout * B);
     /* per-thread gathered patches and targets (a depthwise layer reads them in place) */
-    a.G = malloc(a.dw ? 1 : sizeof(float) * (size_t)nt * (size_t)groups * B * k);
+    /* (a depthwise layer: one patch row per thread, for its int8 codes as floats) */
+    a.G = malloc(sizeof(float) * (size_t)nt * (size_t)groups * (a.dw ? 1 : B) * k);
     a.ys = malloc(a.dw ? 1 : sizeof(float) * (size_t)nt * (size_t)B * cout);
     a.idx = malloc(sizeof(int) * (size_t)B * (size_t)nt);
     learned = malloc(nw);
@@ -663,7 +719,7 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     /* target yT [p x cout] = (W x)^T; a depthwise layer's xq copied tap-major */
     a.xqT = xq;
     if (a.dw) {
-        TRY(ada_dw_setup(&a, w, x, xq, nte));
+        TRY(ada_dw_setup(&a, w, x, xq, o->x_step, nte));
     } else {
         int64_t pt = 64; /* positions per task */
         int64_t npt = kern_ceil_div(p, pt);
@@ -694,7 +750,7 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
             const int c0 = u0 * ADA_UNIT_ROWS < cout ? u0 * ADA_UNIT_ROWS : cout;
             const int c1 = u1 * ADA_UNIT_ROWS < cout ? u1 * ADA_UNIT_ROWS : cout;
             int *idx = a.idx + (size_t)tid * B;
-            float *G = a.G + (size_t)tid * B * gk, *ys = a.ys + (size_t)tid * B * cout;
+            float *G = a.G + (size_t)tid * (a.dw ? 1 : B) * gk, *ys = a.ys + (size_t)tid * B * cout;
             const size_t col0 = c0 < c1 ? (size_t)(c0 / a.cg) * k : 0;
             const size_t ncol = c0 < c1 ? (size_t)((c1 - 1) / a.cg + 1) * k - col0 : 0;
             double pb1 = 1.0, pb2 = 1.0;
@@ -751,6 +807,7 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
         r.loss_nearest += loss_n[c];
         r.loss_learned += keep ? loss_l[c] : loss_n[c];
     }
+    r.codes_in = a.xq8 != NULL;
     if (res) *res = r;
 
 done:

@@ -54,6 +54,9 @@ typedef struct {
     float lr;               /* Adam learning rate (1e-2; betas 0.9, 0.999, eps 1e-8): the paper's 1e-3 is for
                              * 10,000 iterations and leaves most h(V) undecided after 2000 */
     uint64_t seed;          /* sampling seed (0) */
+    float x_step;           /* > 0: the scale of xq's DequantizeLinear (zero point 0). A depthwise layer whose
+                             * xq elements are all (float)code * x_step, bit for bit, with int8 codes keeps
+                             * them as codes: a quarter of the bytes per iteration, the same results */
     int nthreads;           /* 0: OpenMP's default; the codes do not depend on it */
 } quant_adaround_options;
 
@@ -64,6 +67,7 @@ typedef struct {
     double loss_learned; /* the same for the codes written (never above loss_nearest per channel) */
     int changed;         /* codes written that differ from nearest rounding */
     int fell_back;       /* channels whose learned codes lost to nearest and were replaced */
+    int codes_in;        /* a depthwise layer kept xq as int8 codes (options.x_step) */
 } quant_adaround_result;
 
 /* Learns the rounding of one layer's weights; writes codes[cout x k] and *res (res may be

@@ -225,6 +225,39 @@ TEST(same_codes_any_thread_count)
     }
 }
 
+TEST(depthwise_int8_patches)
+{
+    /* xq lies on the grid of step 0.25: with x_step 0.25 the depthwise patches are kept as
+     * int8 codes, with the same codes and losses as the float copy (x_step 0), at 1 and 3
+     * threads; a step that is not xq's grid, or one element off it, keeps the floats */
+    layer L = make_layer(41, 1536, 9, 1536, 64, 7.0f);
+    size_t n = (size_t)L.cout * L.k;
+    int8_t *ref = malloc(n), *got = malloc(n);
+    quant_adaround_options o = quant_adaround_defaults();
+    o.iters = 120;
+    o.seed = 3;
+    quant_adaround_result r0, r;
+    EXPECT_EQ_INT(quant_adaround_layer(L.w, L.cout, L.k, L.groups, L.scale, L.x, L.xq, L.p, &o, ref, &r0), PTQ_OK);
+    EXPECT_EQ_INT(r0.codes_in, 0);
+    float steps[3] = {0.25f, 0.25f, 0.3f};
+    int threads[3] = {1, 3, 2}, want[3] = {1, 1, 0};
+    for (int t = 0; t < 3; t++) {
+        o.x_step = steps[t];
+        o.nthreads = threads[t];
+        EXPECT_EQ_INT(quant_adaround_layer(L.w, L.cout, L.k, L.groups, L.scale, L.x, L.xq, L.p, &o, got, &r), PTQ_OK);
+        EXPECT_EQ_INT(r.codes_in, want[t]);
+        EXPECT(memcmp(ref, got, n) == 0);
+        EXPECT(r.loss_learned == r0.loss_learned && r.loss_nearest == r0.loss_nearest);
+    }
+    L.xq[777] += 0.01f; /* off the grid: the floats again */
+    o.x_step = 0.25f;
+    EXPECT_EQ_INT(quant_adaround_layer(L.w, L.cout, L.k, L.groups, L.scale, L.x, L.xq, L.p, &o, got, &r), PTQ_OK);
+    EXPECT_EQ_INT(r.codes_in, 0);
+    free(ref);
+    free(got);
+    free_layer(&L);
+}
+
 TEST(bad_arguments)
 {
     layer L = make_layer(9, 4, 9, 1, 16, 7.0f);
@@ -265,6 +298,7 @@ int main(void)
 {
     RUN(dense_beats_nearest);
     RUN(grouped_and_depthwise);
+    RUN(depthwise_int8_patches);
     RUN(exact_weights_unchanged);
     RUN(same_codes_any_thread_count);
     RUN(bad_arguments);
