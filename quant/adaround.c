@@ -462,32 +462,29 @@ static void ada_tap_major(const float *src, float *dst, int groups, int k)
         for (int i = 0; i < k; i++) dst[(size_t)i * groups + g] = src[(size_t)g * k + i];
 }
 
-/* The same, as int8 codes: code = xq / xstep. */
-static void ada_tap_major8(const float *src, int8_t *dst, int groups, int k, float xstep)
+/* One position's patches [groups x k] as int8 codes, tap-major ([k x groups]): the code
+ * rint(xq / xstep), found through the reciprocal and kept only where (float)code * xstep
+ * gives xq back bit for bit (what ada_dw_expand computes; +0 for -0). Returns 0 when some
+ * element is not such a product. */
+static int ada_tap_major8(const float *src, int8_t *dst, int groups, int k, float xstep, float inv)
 {
-    for (int g = 0; g < groups; g++)
-        for (int i = 0; i < k; i++) dst[(size_t)i * groups + g] = (int8_t)rintf(src[(size_t)g * k + i] / xstep);
-}
-
-/* 1 when each of the n elements of xq is (float)code * xstep, bit for bit, with code an int8. */
-static int ada_on_grid(const float *xq, size_t n, float xstep, int nte)
-{
-    if (!(xstep > 0.0f) || !isfinite(xstep)) return 0;
     int bad = 0;
-#pragma omp parallel for num_threads(nte) schedule(static) reduction(| : bad)
-    for (size_t i = 0; i < n; i++) {
-        float q = rintf(xq[i] / xstep);
-        int in = q >= -128.0f && q <= 127.0f;
-        float y = (float)(in ? (int)q : 0) * xstep; /* as ada_dw_expand makes it (+0 for -0) */
-        bad |= !in || memcmp(&y, &xq[i], sizeof y) != 0;
-    }
+    for (int g = 0; g < groups; g++)
+        for (int i = 0; i < k; i++) {
+            float v = src[(size_t)g * k + i], q = rintf(v * inv);
+            int in = q >= -128.0f && q <= 127.0f;
+            int8_t c = (int8_t)(in ? (int)q : 0);
+            float y = (float)c * xstep;
+            bad |= !in || memcmp(&y, &v, sizeof y) != 0;
+            dst[(size_t)i * groups + g] = c;
+        }
     return !bad;
 }
 
-/* A depthwise layer's setup: xq copied tap-major (a.xq_dw, or its int8 codes a.xq8 when every
- * element is one: a quarter of the bytes the iterations read), and the target
- * yT[j][g] = sum_i w[g][i] x[j][g][i], summed as ada_mm's plain loops do (from 0, in tap
- * order), across channels. */
+/* A depthwise layer's setup: xq copied tap-major, as int8 codes (a.xq8: a quarter of the
+ * bytes the iterations read) when every element is xstep times one, else as floats
+ * (a.xq_dw); and the target yT[j][g] = sum_i w[g][i] x[j][g][i], summed as ada_mm's plain
+ * loops do (from 0, in tap order), across channels. */
 static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, const float *xq, float xstep, int nte)
 {
     ptq_status st = PTQ_OK;
@@ -495,12 +492,20 @@ static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, con
     const size_t gk = (size_t)G * k;
     float *wT = malloc(sizeof(float) * gk), *xr = malloc(sizeof(float) * gk * (size_t)nte);
     CHECK_ALLOC(wT && xr);
-    if (ada_on_grid(xq, gk * (size_t)a->p, xstep, nte)) {
-        a->xstep = xstep;
+    if (xstep > 0.0f && isfinite(xstep)) {
+        const float inv = 1.0f / xstep;
+        int bad = 0;
         CHECK_ALLOC(a->xq8 = malloc(gk * (size_t)a->p));
-    } else {
-        CHECK_ALLOC(a->xq_dw = malloc(sizeof(float) * gk * (size_t)a->p));
+#pragma omp parallel for num_threads(nte) schedule(static) reduction(| : bad)
+        for (int j = 0; j < a->p; j++) bad |= !ada_tap_major8(xq + (size_t)j * gk, a->xq8 + (size_t)j * gk, G, k, xstep, inv);
+        if (bad) { /* not on the grid: the floats */
+            free(a->xq8);
+            a->xq8 = NULL;
+        } else {
+            a->xstep = xstep;
+        }
     }
+    if (!a->xq8) CHECK_ALLOC(a->xq_dw = malloc(sizeof(float) * gk * (size_t)a->p));
     a->xqT = a->xq_dw;
     ada_tap_major(w, wT, G, k);
 #pragma omp parallel num_threads(nte)
@@ -508,10 +513,7 @@ static ptq_status ada_dw_setup(ada_state *a, const float *w, const float *x, con
         float *xt = xr + gk * (size_t)omp_get_thread_num();
 #pragma omp for schedule(static)
         for (int j = 0; j < a->p; j++) {
-            if (a->xq8)
-                ada_tap_major8(xq + (size_t)j * gk, a->xq8 + (size_t)j * gk, G, k, a->xstep);
-            else
-                ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
+            if (!a->xq8) ada_tap_major(xq + (size_t)j * gk, a->xq_dw + (size_t)j * gk, G, k);
             ada_tap_major(x + (size_t)j * gk, xt, G, k);
             ada_dw_dot(k, (size_t)G, G, wT, xt, a->yT + (size_t)j * a->cout);
         }
@@ -631,7 +633,11 @@ static ptq_status ada_check(const float *w, int cout, int k, int groups, const f
             return PTQ_ERR_ARG;
         }
     int64_t n = (int64_t)groups * k * p;
-    for (int64_t i = 0; i < n; i++)
+    int bad = 0; /* a parallel scan; the serial one below only names the first bad element */
+#pragma omp parallel for num_threads(o->nthreads > 0 ? o->nthreads : omp_get_max_threads()) schedule(static) \
+    reduction(| : bad) if (n > 65536)
+    for (int64_t i = 0; i < n; i++) bad |= !isfinite(x[i]) || !isfinite(xq[i]);
+    for (int64_t i = 0; i < n && bad; i++)
         if (!isfinite(x[i]) || !isfinite(xq[i])) {
             ptq_error("adaround: input element %lld is not finite (x %g, xq %g)", (long long)i, (double)x[i],
                       (double)xq[i]);

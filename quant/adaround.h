@@ -35,7 +35,8 @@
  * a depthwise layer, plain loops for 2 or 3 channels per group) and one element-wise pass
  * over the cout x k weights (vectorised in an AVX2 and an AVX-512 copy picked like
  * kern_sgemm's path, PTQ_ISA included; same bits). Memory: about 8 cout*k + cout*p floats,
- * plus groups*k*p for a depthwise layer (its patches copied tap-major), whatever iters.
+ * plus groups*k*p for a depthwise layer (its patches copied tap-major: floats, or int8 codes
+ * where x_step is their grid), whatever iters.
  * All pointers are borrowed for the call. */
 #ifndef PTQ_QUANT_ADAROUND_H
 #define PTQ_QUANT_ADAROUND_H
