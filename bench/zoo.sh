@@ -8,11 +8,11 @@
 #
 # Per model and opset (exported first by scripts/zoo.py, which skips what is up to date):
 #   ORT==torch  the export: ONNX Runtime on the traced input equals torch's output (cosine >= 0.99999;
-#            detectors: both sets of detections compared in one canonical order, as those of equal
-#            score may come in another order; the R-CNNs' untrained heads may find no box: empty)
+#            detectors: torch's detections paired one to one with ORT's, as those of equal
+#            score may come in another order (see align); the R-CNNs' untrained heads may find no box: empty)
 #   run      ptq run on one preprocessed photo == ONNX Runtime (tests/oracle/ort.js): the lowest
 #            cosine over the outputs (tests/oracle/compare.py; a pass needs >= 0.99999; a detector's
-#            detections in one canonical order, see canon)
+#            detections paired with ORT's, see align)
 #   calib    ptq calibrate (the default method, --stats and a TensorRT cache) over the calibration half of
 #            the photos
 #   quant    ptq quantize --from-stats (the QDQ model)
@@ -70,23 +70,11 @@ why() {
 }
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# canon SRC DST: a detector's outputs (*.npy with scores.npy) in one canonical order: score
-# (to 4 decimals) descending, then label, then box. Detections whose scores differ in the 7th
-# digit come out of NMS/TopK in either order, whichever implementation computed them.
-canon() {
-  $PY - "$1" "$2" <<'EOF' > /dev/null 2>&1
-import os, sys, numpy as np
-src, dst = sys.argv[1], sys.argv[2]
-os.makedirs(dst, exist_ok=True)
-a = {f: np.load(os.path.join(src, f)) for f in os.listdir(src) if f.endswith(".npy") and f != "images.npy"}
-n = len(a["scores.npy"])
-keys = [np.round(a["boxes.npy"][:, i], 1) for i in range(3, -1, -1)] if "boxes.npy" in a else []
-keys += [a["labels.npy"]] if "labels.npy" in a else []
-order = np.lexsort(keys + [-np.round(a["scores.npy"], 4)])
-for f, v in a.items():
-    np.save(os.path.join(dst, f), v[order] if v.ndim and len(v) == n else v)
-EOF
-}
+# align REF SRC DST: a detector's outputs SRC (*.npy with scores.npy) in the order of REF's
+# detections, paired one to one by a minimum-cost assignment (tests/oracle/align_detections.py):
+# detections of near-equal score come out of NMS/TopK in either order, whichever implementation
+# computed them.
+align() { $PY "$ROOT/tests/oracle/align_detections.py" "$1" "$2" "$3" > /dev/null 2>&1; }
 
 row() { # NAME OPSET: runs the steps, writes $D/result
   local name=$1 op=$2 D=$OUT/$1.op$2 t0 t
@@ -119,9 +107,9 @@ EOF
   if [ -f "$R/images.npy" ]; then
     if node "$ROOT/tests/oracle/ort.js" "$M" --input images="$R/images.npy" --out-dir "$D/ortref" > "$D/ortref.log" 2>&1; then
       local f okt=1 wt=2 ct A=$D/ortref B=$R
-      if [ -f "$R/scores.npy" ]; then # detections: both sets in one canonical order (equal scores may swap)
-        A=$D/ortref.sorted; B=$D/ref.sorted
-        canon "$D/ortref" "$A" && canon "$R" "$B" || { A=$D/ortref; B=$R; }
+      if [ -f "$R/scores.npy" ]; then # detections: torch's paired with ORT's (equal scores may swap)
+        B=$D/ref.aligned
+        align "$A" "$R" "$B" || B=$R
       fi
       for f in "$B"/*.npy; do
         [ "$(basename "$f")" = images.npy ] && continue
@@ -145,8 +133,8 @@ EOF
     if node "$ROOT/tests/oracle/ort.js" "$M" --input images="$D/in.npy" --out-dir "$D/ort" > "$D/ort.log" 2>&1; then
       local o c worst=2 okrun=1 line P=$D/ptq Q=$D/ort
       if [ -f "$D/ort/scores.npy" ]; then # detections: near-equal scores may sort the other way
-        P=$D/ptq.sorted; Q=$D/ort.sorted
-        canon "$D/ptq" "$P" && canon "$D/ort" "$Q" || { P=$D/ptq; Q=$D/ort; }
+        P=$D/ptq.aligned
+        align "$Q" "$D/ptq" "$P" || P=$D/ptq
       fi
       for o in $outs; do
         o=$(echo "$o" | sed 's/[^A-Za-z0-9._-]/_/g')
@@ -176,14 +164,17 @@ EOF
     res quantize "ok $(sed -nE 's/.* ([0-9]+) nodes excluded.*/\1/p' "$D/quantize.log") excl"
     # a model of a newer IR version than the installed onnx knows (torch 2.x's exports: IR 10)
     # cannot be checked by it: said as such, not a failure
-    local irv; irv=$($PY -c "import onnx; m=onnx.load('$D/q.onnx', load_external_data=False); print(m.ir_version if m.ir_version > onnx.IR_VERSION else '')" 2>/dev/null)
-    if [ -n "$irv" ]; then
-      res checker "IR $irv: newer than onnx $($PY -c 'import onnx; print(onnx.__version__)' | cut -d. -f1,2) checks"
-    elif $PY -c "import onnx; onnx.checker.check_model(onnx.load('$D/q.onnx'))" > "$D/checker.log" 2>&1; then
-      res checker ok
-    else
-      res checker "FAIL $(why "$D/checker.log")"
-    fi
+    local chk; chk=$($PY - "$D/q.onnx" 2> "$D/checker.log" <<'EOF'
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+if m.ir_version > onnx.IR_VERSION:
+    print("IR %d: newer than onnx %s checks" % (m.ir_version, ".".join(onnx.__version__.split(".")[:2])))
+else:
+    onnx.checker.check_model(onnx.load(sys.argv[1]))
+    print("ok")
+EOF
+)
+    res checker "${chk:-FAIL $(why "$D/checker.log")}"
     local o0; o0=$(echo "${outs%% *}" | sed 's/[^A-Za-z0-9._-]/_/g')
     if node "$ROOT/tests/oracle/ort.js" "$D/q.onnx" --input images="$D/in.npy" --out-dir "$D/ortq" > "$D/ortq.log" 2>&1; then
       if [ -f "$D/ort/$o0.npy" ]; then
