@@ -11,31 +11,7 @@
 
 #include "io/npy.h"
 #include "tests/unit/op_test.h"
-
-static int write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    int ok = fwrite(data, 1, len, f) == len;
-    return fclose(f) == 0 && ok;
-}
-
-static uint8_t *read_bytes(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
+#include "tests/unit/files.h"
 
 /* A .npy file laid out as numpy writes it (format 1.0) in out; returns its size. */
 static size_t build_npy(uint8_t *out, size_t cap, const char *dict, const void *data, size_t data_len)

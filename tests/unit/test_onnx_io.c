@@ -23,6 +23,7 @@
 #include "io/onnx.h"
 #include "tests/test.h"
 #include "tests/unit/pb_encode.h"
+#include "tests/unit/files.h"
 
 #define TESTDATA "/usr/share/libonnx-testdata/data"
 
@@ -41,31 +42,6 @@ static int exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0;
-}
-
-static int write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    int ok = fwrite(data, 1, len, f) == len;
-    return fclose(f) == 0 && ok;
-}
-
-static uint8_t *read_bytes(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
 }
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
