@@ -297,7 +297,8 @@ ADA_INLINE void ada_dw_expand(int k, size_t C, int c0, int c1, const int8_t *res
 /* One iteration's products for channels c0 .. c1 of a depthwise layer (one channel per
  * group), vectorised across channels. Layout: the weights' state and gw are [k x cout], the
  * patches xqT [p x k x cout] (tap-major, channel fastest), the targets yT [p x cout] and r
- * [batch x cout]; the sampled rows idx are read where they lie, without a gathered copy.
+ * [batch x cout]; the sampled rows idx are read where they lie, without a gathered copy (or,
+ * kept as int8 codes xq8, expanded one at a time into row).
  * Every element is the same sum in the same order as the plain loops of ada_mm (the dot
  * product over the taps from 0, then the gradient over the positions from 0), with
  * separate multiplies and adds: the same bits in every copy. */
@@ -366,7 +367,8 @@ typedef struct {
     int8_t *xq8;                             /* or, depthwise on a quantized input: its codes, tap-major */
     float xstep;                             /* the codes' scale */
     float *yT;                               /* [p x cout] target W x */
-    float *G;                                /* per thread [batch x groups*k]: sampled rows of xqT */
+    float *G;                                /* per thread [batch x groups*k]: sampled rows of xqT
+                                              * (depthwise: one row, the int8 codes as floats) */
     float *ys;                               /* per thread [batch x cout]: sampled targets */
     float *r;                                /* [cout x batch] residuals */
     int *idx;                                /* [threads x batch] sampled positions */
@@ -422,13 +424,14 @@ static int ada_tasks(ada_state *a)
 }
 
 /* One iteration's products and update for channels c0 .. c1: the sampled patches and
- * targets gathered into G0 and ys, or (depthwise) read in place at rows idx. */
-static void ada_task(ada_state *a, const float *G0, const float *ys, const int *idx, int c0, int c1, int reg,
+ * targets gathered into G0 and ys, or (depthwise) read in place at rows idx, G0 then the
+ * thread's row for int8 patches. */
+static void ada_task(ada_state *a, float *G0, const float *ys, const int *idx, int c0, int c1, int reg,
                      float lam2b, float bm1, float step, float rs)
 {
     const int k = a->k, B = a->batch, cout = a->cout;
     if (a->dw) {
-        a->dw_task(k, B, cout, c0, c1, a->wt, a->xqT, a->xq8, a->xstep, (float *)G0, a->yT, idx, a->scale, a->r, a->gw);
+        a->dw_task(k, B, cout, c0, c1, a->wt, a->xqT, a->xq8, a->xstep, G0, a->yT, idx, a->scale, a->r, a->gw);
         for (int i = 0; i < k; i++) {
             size_t o = (size_t)i * cout + (size_t)c0;
             a->update(reg, (size_t)(c1 - c0), a->base + o, a->gw + o, a->V + o, a->m + o, a->v + o, a->sig + o,
@@ -684,8 +687,8 @@ ptq_status quant_adaround_layer(const float *w, int cout, int k, int groups, con
     a.gw = malloc(sizeof(float) * nw);
     a.yT = malloc(sizeof(float) * (size_t)p * cout);
     a.r = malloc(sizeof(float) * (size_t)cout * B);
-    /* per-thread gathered patches and targets (a depthwise layer reads them in place) */
-    /* (a depthwise layer: one patch row per thread, for its int8 codes as floats) */
+    /* per-thread gathered patches and targets (a depthwise layer reads them in place, and
+     * gets one patch row per thread for its int8 codes as floats) */
     a.G = malloc(sizeof(float) * (size_t)nt * (size_t)groups * (a.dw ? 1 : B) * k);
     a.ys = malloc(a.dw ? 1 : sizeof(float) * (size_t)nt * (size_t)B * cout);
     a.idx = malloc(sizeof(int) * (size_t)B * (size_t)nt);
