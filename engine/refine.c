@@ -196,6 +196,7 @@ static int64_t conv_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s
  * (ci, kh, kw) order within a group) and returns the number of positions. x is the image's
  * slice of the layer input: [C, H, W] for Conv, [rows, K] for Gemm/MatMul. Parallel over
  * channels; each sum runs in a fixed order, so the result is the same at any thread count. */
+enum { PATCH_ROWS = 8 };
 static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, double *sum, int nthreads)
 {
     if (L->kind != L_CONV) {
@@ -210,20 +211,43 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
     for (int64_t c = 0; c < C; c++) {
         double *base = sum + (c / cin_g) * L->k + (c % cin_g) * L->kh * L->kw;
         for (int64_t a = 0; a < L->kh; a++)
-            for (int64_t oh = 0; oh < OH; oh++) {
-                int64_t ih = oh * L->sh - L->ph + a * L->dh;
-                if (ih < 0 || ih >= H) continue;
-                const float *row = x + (c * H + ih) * W;
-                for (int64_t b = 0; b < L->kw; b++) {
-                    /* the output columns whose input column iw = ow sw + off lies in [0, W) */
-                    int64_t off = b * L->dw - L->pw;
-                    int64_t lo = off >= 0 ? 0 : (-off + L->sw - 1) / L->sw;
-                    int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / L->sw;
-                    hi = hi < OW - 1 ? hi : OW - 1;
-                    double s = 0;
-                    for (int64_t ow = lo; ow <= hi; ow++) s += (double)row[ow * L->sw + off];
-                    base[a * L->kw + b] += s;
+            for (int64_t b = 0; b < L->kw; b++) {
+                /* the output columns whose input column iw = ow sw + off lies in [0, W) */
+                int64_t off = b * L->dw - L->pw;
+                int64_t lo = off >= 0 ? 0 : (-off + L->sw - 1) / L->sw;
+                int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / L->sw;
+                hi = hi < OW - 1 ? hi : OW - 1;
+                /* tap (a, b)'s sum: each output row's sum over its columns in order, added in
+                 * row order; PATCH_ROWS rows' sums run side by side (independent chains) */
+                double acc = base[a * L->kw + b];
+                const float *rows[PATCH_ROWS];
+                int n = 0;
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    int64_t ih = oh * L->sh - L->ph + a * L->dh;
+                    if (ih >= 0 && ih < H) rows[n++] = x + (c * H + ih) * W + off;
+                    if (n == PATCH_ROWS || (oh == OH - 1 && n > 0)) {
+                        /* all PATCH_ROWS chains run (a short block repeats its first row, and
+                         * those sums are dropped), so that they stay in registers */
+                        for (int i = n; i < PATCH_ROWS; i++) rows[i] = rows[0];
+                        const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
+                        const float *r4 = rows[4], *r5 = rows[5], *r6 = rows[6], *r7 = rows[7];
+                        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+                        for (int64_t ow = lo, at = lo * L->sw; ow <= hi; ow++, at += L->sw) {
+                            s0 += (double)r0[at];
+                            s1 += (double)r1[at];
+                            s2 += (double)r2[at];
+                            s3 += (double)r3[at];
+                            s4 += (double)r4[at];
+                            s5 += (double)r5[at];
+                            s6 += (double)r6[at];
+                            s7 += (double)r7[at];
+                        }
+                        const double s[PATCH_ROWS] = {s0, s1, s2, s3, s4, s5, s6, s7};
+                        for (int i = 0; i < n; i++) acc += s[i];
+                        n = 0;
+                    }
                 }
+                base[a * L->kw + b] = acc;
             }
     }
     return OH * OW;
