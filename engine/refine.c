@@ -224,7 +224,7 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
                 int n = 0;
                 for (int64_t oh = 0; oh < OH; oh++) {
                     int64_t ih = oh * L->sh - L->ph + a * L->dh;
-                    if (ih >= 0 && ih < H) rows[n++] = x + (c * H + ih) * W + off;
+                    if (ih >= 0 && ih < H) rows[n++] = x + (c * H + ih) * W;
                     if (n == PATCH_ROWS || (oh == OH - 1 && n > 0)) {
                         /* all PATCH_ROWS chains run (a short block repeats its first row, and
                          * those sums are dropped), so that they stay in registers */
@@ -232,7 +232,7 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
                         const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
                         const float *r4 = rows[4], *r5 = rows[5], *r6 = rows[6], *r7 = rows[7];
                         double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-                        for (int64_t ow = lo, at = lo * L->sw; ow <= hi; ow++, at += L->sw) {
+                        for (int64_t ow = lo, at = lo * L->sw + off; ow <= hi; ow++, at += L->sw) {
                             s0 += (double)r0[at];
                             s1 += (double)r1[at];
                             s2 += (double)r2[at];
