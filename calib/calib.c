@@ -757,3 +757,17 @@ int calib_methods_parse(const char *s, calib_method *out, int cap, int *n)
     }
     return *n ? 0 : -1;
 }
+
+double calib_clip_share(const calib_stats *s, float amax)
+{
+    uint64_t finite = s->count - s->nan - s->pinf - s->ninf;
+    if (!(s->range > 0.0) || finite == 0 || !(amax >= 0.0f)) return 0.0;
+    /* a value within one step (amax/127) above amax saturates with no more error than rounding */
+    double w = s->range / CALIB_BINS, a = (double)amax * (1.0 + 1.0 / 127.0), above = 0.0;
+    long k = (long)floor(a / w);
+    if (k >= CALIB_BINS) return 0.0;
+    /* the bin holding amax counts for the part of its width above amax (values spread evenly) */
+    above += (double)s->hist[k] * (((double)(k + 1) * w - a) / w);
+    for (long i = k + 1; i < CALIB_BINS; i++) above += (double)s->hist[i];
+    return above / (double)finite;
+}

@@ -88,6 +88,10 @@ int calib_methods_parse(const char *s, calib_method *out, int cap, int *n);
 /* The method's amax; 1.0 (and *warn = 1) when the tensor was all zeros, never finite or
  * its amax fell below 2^-30 (spec §1). */
 float calib_amax(const calib_stats *s, const calib_method *m, int *warn);
+/* The share of s's finite values that a range amax clips by more than one int8 step: |x| above
+ * amax * (1 + 1/127), from the collection histogram (the bin holding that bound counted for
+ * the part of its width above it). */
+double calib_clip_share(const calib_stats *s, float amax);
 /* calib_amax of n methods at once (amax[i], warn[i] for m[i]): the analysis histogram is
  * resampled once for all of them. */
 void calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax, int *warn);

@@ -45,6 +45,25 @@ void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range
     eng_methods_ranges(col, m, 1, &ranges, &entries, warn);
 }
 
+int eng_warn_clipping(const eng_collector *col, const io_range *ranges, const calib_method *m, const pp_log *log)
+{
+    char name[64];
+    int n = 0;
+    calib_method_name(m, name, sizeof name);
+    for (int i = 0; i < col->n; i++) {
+        const calib_stats *s = col->t[i].stats;
+        double share = calib_clip_share(s, ranges[i].amax);
+        if (!(share > ENG_CLIP_WARN_SHARE)) continue;
+        if (++n <= ENG_CLIP_WARN_LINES)
+            pp_log_message(log, PP_LOG_WARNING, "tensor '%s': %s's amax %g clips %.1f %% of its values (they reach %g)",
+                           col->t[i].name, name, (double)ranges[i].amax, 100.0 * share, (double)s->amax);
+    }
+    if (n > ENG_CLIP_WARN_LINES)
+        pp_log_message(log, PP_LOG_WARNING, "%d more tensors: %s's amax clips more than %g %% of their values",
+                       n - ENG_CLIP_WARN_LINES, name, 100.0 * ENG_CLIP_WARN_SHARE);
+    return n;
+}
+
 void eng_per_method_path(const char *path, const char *tag, char *buf, size_t cap)
 {
     const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
@@ -73,6 +92,7 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
             (*warned)++;
             pp_log_message(log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", col->t[i].name);
         }
+    for (int m = 0; m < n_methods; m++) *warned += eng_warn_clipping(col, ranges[m], &methods[m], log);
     for (int m = 0; m < n_methods; m++) {
         char tag[64], path[4200];
         calib_method_name(&methods[m], tag, sizeof tag);
@@ -214,6 +234,9 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
             else
                 pp_log_message(&job->log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", res->ranges[i].name);
         }
+    /* the ranges written: a method chosen by measurement warns once chosen; output-mse's are measured */
+    if (!job->from_cache && !job->output_mse && job->n_choose <= 0)
+        res->warned += eng_warn_clipping(&res->col, res->ranges, &job->method, &job->log);
     if (job->from_cache) snprintf(res->tag, sizeof res->tag, "cache");
     else if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
     else calib_method_name(&job->method, res->tag, sizeof res->tag);
@@ -307,6 +330,7 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
     if (!job->src && job->eval_images) FAIL(PTQ_ERR_ARG, "choosing the method on --eval-images needs the preprocessing of calibration images");
     if (!check_images(job, &ev, why, sizeof why)) {
         pp_log_message(&job->log, PP_LOG_WARNING, "the method is not chosen by measurement (%s): %s", why, res->tag);
+        if (!job->output_mse) res->warned += eng_warn_clipping(&res->col, res->ranges, &job->method, &job->log);
         goto done;
     }
     TRY(eng_fit_batch(res->g, job->model, &ev.o));
@@ -337,6 +361,7 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
     memcpy(res->entries, e[best], sizeof *res->entries * (size_t)nr);
     if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
     else calib_method_name(&job->choose[best], res->tag, sizeof res->tag);
+    if (!job->output_mse) res->warned += eng_warn_clipping(&res->col, res->ranges, &job->choose[best], &job->log);
 done:
     for (int k = 0; k < n; k++) {
         ptq_graph_destroy(gq[k]);

@@ -37,6 +37,14 @@ void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range
 void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
                         io_cache_entry *const *entries, int *warn);
 
+/* A range that clips more than this share of a tensor's finite values is named in a warning. */
+#define ENG_CLIP_WARN_SHARE 0.01
+#define ENG_CLIP_WARN_LINES 10
+/* Warns, for each of col's tensors whose range (ranges[i], method m) clips more than
+ * ENG_CLIP_WARN_SHARE of its values (calib_clip_share), with the tensor, the method and the
+ * share (the first ENG_CLIP_WARN_LINES by name, then one line with the count); the count. */
+int eng_warn_clipping(const eng_collector *col, const io_range *ranges, const calib_method *m, const pp_log *log);
+
 /* out.cache -> out.<tag>.cache (the per-method file names of several methods). */
 void eng_per_method_path(const char *path, const char *tag, char *buf, size_t cap);
 

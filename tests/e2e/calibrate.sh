@@ -132,4 +132,23 @@ check "--trt-version and --trt-algorithm set the header; an unknown algorithm is
      --trt-version 101401 2>/dev/null && head -1 '$TMP/v10b.cache' | grep -qx 'TRT-101401-EntropyCalibration2' &&
   '$PTQ' calibrate '$MODELS/ch_PP-OCRv4_det_infer.onnx' --from-stats '$TMP/det.ptqstats' --cache '$TMP/bad.cache' --trt-algorithm MinMax 2>'$TMP/bad.err';
   [ \$? = 2 ] && grep -q 'trt-algorithm' '$TMP/bad.err' && [ ! -e '$TMP/bad.cache' ] && cat '$TMP/bad.err'"
+# A range that clips more than 1 % of a tensor's values (by more than one int8 step) is named in
+# a warning with the method and the share; the share of det's input x equals numpy's count over
+# the same preprocessed photos (to the 0.1 % printed, plus one collection bin); percentile,
+# mse and max clip no tensor of det beyond that.
+check "quantize --method entropy names the tensors it clips, x's share equal to numpy's; percentile, mse and max name none" bash -c "
+  '$PTQ' quantize '$MODELS/ch_PP-OCRv4_det_infer.onnx' --images '$TMP/photos2.list' --preset paddleocr-det --method entropy \
+     -o '$TMP/clip.qdq.onnx' 2> '$TMP/clip.err' &&
+  '$PTQ' preprocess --images '$TMP/photos2.list' --preset paddleocr-det --dump '$TMP/clip.x.npy' > /dev/null &&
+  line=\$(grep \"warning: tensor 'x': entropy's amax\" '$TMP/clip.err') && echo \"\$line\" &&
+  grep -q ' 1 warnings\\| [2-9][0-9]* warnings' '$TMP/clip.err' &&
+  $PY -c \"import sys, re, numpy as np
+a, p = re.search(r'amax ([0-9.e+-]+) clips ([0-9.]+) %', sys.argv[1]).groups()
+x = np.abs(np.load(sys.argv[2]).astype(np.float64)); a = float(np.float32(a))
+share = 100 * np.mean(x > a * (1 + 1 / 127)); binw = 100 * np.mean(np.abs(x - a * (1 + 1 / 127)) < 2 * x.max() / 4096)
+assert float(p) > 1 and abs(share - float(p)) <= 0.05 + binw, (share, p, binw); print('numpy', round(share, 2), '%')\" \"\$line\" '$TMP/clip.x.npy' &&
+  for m in percentile:99.99 mse max; do
+    '$PTQ' quantize '$MODELS/ch_PP-OCRv4_det_infer.onnx' --images '$TMP/photos2.list' --preset paddleocr-det --method \$m \
+       -o '$TMP/clip.qdq.onnx' 2> '$TMP/clip.\$m.err' && ! grep -q ' clips ' '$TMP/clip.\$m.err' || exit 1
+  done"
 finish

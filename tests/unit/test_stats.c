@@ -789,6 +789,29 @@ TEST(isa_paths_and_pieces_bit_for_bit)
     free(x);
 }
 
+/* calib_clip_share: the share of finite values beyond amax by more than one int8 step, against
+ * the exact count (values 0.001 apart: at most one per collection bin, so within 1/1000). */
+TEST(clip_share_counts_what_a_range_clips)
+{
+    float x[2000];
+    for (int i = 0; i < 1000; i++) x[i] = (float)(i + 1) / 1000.0f * (i % 2 ? 1.0f : -1.0f);
+    for (int i = 1000; i < 2000; i++) x[i] = i % 2 ? NAN : INFINITY; /* not finite: not in the share */
+    calib_stats *s = calib_stats_create();
+    calib_stats_add(s, x, 2000, 1);
+    const float amax[] = {1.0f, 2.0f, 0.5f, 0.1f, 0.99f, 0.0f};
+    for (int k = 0; k < 6; k++) {
+        double bound = (double)amax[k] * (1.0 + 1.0 / 127.0);
+        int n = 0;
+        for (int i = 0; i < 1000; i++) n += fabs((double)x[i]) > bound;
+        EXPECT_NEAR(calib_clip_share(s, amax[k]), n / 1000.0, 1.0 / 1000.0, 0);
+    }
+    EXPECT_NEAR(calib_clip_share(s, 1.0f), 0.0, 0, 0); /* a value at amax is not clipped */
+    calib_stats *empty = calib_stats_create();
+    EXPECT_NEAR(calib_clip_share(empty, 0.5f), 0.0, 0, 0);
+    calib_stats_destroy(empty);
+    calib_stats_destroy(s);
+}
+
 int main(void)
 {
     make_tmp_dir(NULL);
@@ -803,5 +826,6 @@ int main(void)
     RUN(merge_refusals);
     RUN(methods_hand_computed);
     RUN(isa_paths_and_pieces_bit_for_bit);
+    RUN(clip_share_counts_what_a_range_clips);
     return test_summary();
 }
