@@ -145,7 +145,7 @@ for n in $NAMES; do
     [ "${r%%:*}" = "$n" ] || continue
     v=${r#*:}; R=$OUT/$n/$v/result
     row "$n" "$v" 2>> "$OUT/$n.stderr"
-    q=$(field "$R" quantize); [ -n "$q" ] || q=$(field "$R" derive)
+    q=$(field "$R" quantize); [ -n "$q" ] || q=$(field "$R" derive); [ "$q" = ok ] || q=FAIL
     verdict "$R" && ok=pass || ok=FAIL
     [ "$v" = original ] && ok="(baseline)"
     printf '%-26s %-16s %-8s %-8s %-8s %-9s %-8s %-6s %s\n' "$n" "$v" "${q:0:8}" "$(field "$R" weights)" \
