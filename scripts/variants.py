@@ -21,8 +21,9 @@ beside it names the task and ptq's preset). Variants:
   opset11           onnx.version_converter down to opset 11; where it has no down adapter (onnx 1.12
                     stops at Relu 13 -> 12) the ops whose opset 11 form differs are rewritten by hand
   ultralytics-meta  metadata_props as Ultralytics' ONNX export writes them (ultralytics/engine/exporter.py:
-                    description, author, date, version, license, docs, stride, task, batch, imgsz, names;
-                    each value str() of the Python object: imgsz "[H, W]", names "{0: 'person', ...}")
+                    description, author, date, version, license, docs, stride, task, batch, imgsz, names,
+                    args, channels; each value str() of the Python object: imgsz "[H, W]", names
+                    "{0: 'person', ...}"; task detect for the YOLO, classify, segment for the segmenters)
 --mean/--std/--scale: the normalisation uint8-nhwc puts in the graph; by default what the .json's
 preset implies (imagenet-*: 1/255, ImageNet mean and std; yolo-*: 1/255, 0, 1).
 --size HxW: the imgsz ultralytics-meta records (default the model's H, W).
@@ -167,7 +168,7 @@ def fp16(m, _a, _meta):
         if p is not None and p.op_type != "Cast":
             stack.extend(i for i in p.input if i and types.get(i) == F32)
     stack = [n.output[0] for n in g.node if n.op_type == "Cast" and types.get(n.input[0]) in INT_TYPES
-             and n.attribute[0].i == F32]
+             and any(at.name == "to" and at.i == F32 for at in n.attribute)]
     while stack:  # forwards from shape floats
         x = stack.pop()
         if x in keep:
@@ -455,8 +456,8 @@ def ultralytics_meta(m, a, meta):
         "description": f"Ultralytics {name} model trained on coco.yaml" if utask == "detect"
         else f"Ultralytics {name} model",
         "author": "Ultralytics",
-        "date": "2024-01-01T00:00:00.000000",  # fixed: the same bytes every run
-        "version": "8.1.0",
+        "date": "2025-01-01T00:00:00.000000",  # fixed: the same bytes every run
+        "version": "8.3.40",
         "license": "AGPL-3.0 License (https://ultralytics.com/license)",
         "docs": "https://docs.ultralytics.com",
         "stride": 32,
@@ -464,6 +465,10 @@ def ultralytics_meta(m, a, meta):
         "batch": 1,
         "imgsz": [h, w],
         "names": dict(enumerate(names)),
+        # since 8.3: the export's arguments of the format (ONNX's) and the input's channels
+        "args": {"batch": 1, "half": False, "dynamic": False, "simplify": True,
+                 "opset": next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None), "nms": False},
+        "channels": dims[1],
     }
     del m.metadata_props[:]
     for k, v in props.items():  # as the exporter: meta.key, meta.value = k, str(v)
@@ -540,6 +545,10 @@ def main():
     ap.add_argument("--size", help="HxW: the imgsz ultralytics-meta records (default the model's)")
     ap.add_argument("--verify", action="store_true", help="assert with ONNX Runtime that OUT computes what IN does")
     a = ap.parse_args()
+    if a.variant != "uint8-nhwc" and (a.mean or a.std or a.scale is not None):
+        fail(f"--mean, --std and --scale are uint8-nhwc's (the normalisation it puts in the graph), not {a.variant}'s")
+    if a.variant != "ultralytics-meta" and a.size:
+        fail(f"--size is ultralytics-meta's (the imgsz it records), not {a.variant}'s")
     if a.size and (len(a.size.lower().split("x")) != 2 or not all(v.isdigit() for v in a.size.lower().split("x"))):
         fail(f"--size '{a.size}': expected HxW")
     orig = onnx.load(a.inp)
