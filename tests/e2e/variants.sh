@@ -62,4 +62,5 @@ for r in ${ROWS//,/ }; do
   check "$m $v: the QDQ model keeps the graph inputs and outputs" is_ok "$R" interface
   check "$m $v: ONNX Runtime on the QDQ model vs the variant" cosine "$R"
 done
+rm -f "$TMP"/bench/*/*/q.onnx # the QDQ models (the variants stay: derived again only when older than the script)
 finish
