@@ -66,7 +66,7 @@ $PY "$ROOT/scripts/zoo.py" --models "$(echo $NAMES | tr ' ' ,)" --opset 13 > "$O
 
 # the last line of a log that is not a warning, without the command's prefix
 why() {
-  grep -v ': warning: ' "$1" | grep -v '^\s*$' | tail -n 1 | sed -E 's/^(ptq( [a-z]+)?|variants\.py|Traceback.*): //; s|^[^ :]*\.onnx: ||' | cut -c1-"${2:-90}"
+  grep -v ': warning: ' "$1" | grep -v '^\s*$' | tail -n 1 | sed -E 's/^(ptq( [a-z]+)?|variants\.py|Traceback.*): //; s|^[^ :]*\.onnx: ||' | cut -c1-"${2:-200}"
 }
 
 field() { awk -F'\t' -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$1" 2>/dev/null; }
