@@ -303,7 +303,8 @@ def gray(m, _a, _meta):
         wt = numpy_helper.to_array(t)
         if wt.shape[1] != 3:
             fail(f"gray: Conv weight '{wname}' has {wt.shape[1]} input channels, expected 3")
-        if len([1 for n in g.node for x in n.input if x == wname]) != len([1 for n, _ in readers if n.input[1] == wname]):
+        uses = sum(x == wname for n in g.node for x in n.input)
+        if uses != sum(n.input[1] == wname for n, _ in readers):
             fail(f"gray: weight '{wname}' is also read by other nodes")
         t.CopyFrom(numpy_helper.from_array(wt.sum(axis=1, keepdims=True).astype(wt.dtype), wname))
     inp.type.tensor_type.shape.dim[1].dim_value = 1
