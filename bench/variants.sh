@@ -5,7 +5,7 @@
 # one table row per model and variant.
 #
 #   bench/variants.sh [--models a,b] [--variants v1,v2] [--rows m:v,m:v] [--out DIR] [--limit N] [--eval-limit N]
-#                     [--with-size]
+#                     [--with-size] [--no-verify]
 #   (default: every variant of resnet18, mobilenet_v3_large, lraspp_mobilenet_v3_large, yolov8n_like;
 #    --rows: only these model:variant pairs; --with-size: the preset's --size given to every row, to
 #    tell a variant's failures from reading the size off the model)
@@ -13,7 +13,9 @@
 # included), the baseline of the cosine.
 #
 # Per model (exported at opset 13 by scripts/zoo.py where missing) and variant:
-#   derive     scripts/variants.py (onnx.checker passes; kept while newer than the model and the script)
+#   derive     scripts/variants.py --verify (onnx.checker passes, ONNX Runtime computes what the
+#              original computes; kept while newer than the model and the script; --no-verify: no
+#              ONNX Runtime check)
 #   quantize   ptq quantize VARIANT --images DIR --preset P [the preset's overrides] -o OUT: P and the
 #              overrides from the model's .json, less what the model says itself: no --size (the
 #              input's H and W fix it) except for dynamic-hw, whose H and W are symbolic
@@ -37,7 +39,7 @@ PY=/usr/bin/python3
 export OMP_WAIT_POLICY=passive
 MODELS="resnet18,mobilenet_v3_large,lraspp_mobilenet_v3_large,yolov8n_like"
 VARIANTS="fp16-weights,fp16,uint8-nhwc,gray,dynamic-hw,opset11,ultralytics-meta"
-ROWS=""; OUT=$ROOT/$BUILD/tmp/bench-variants; LIMIT=8; EVAL_LIMIT=4; WITH_SIZE=0
+ROWS=""; OUT=$ROOT/$BUILD/tmp/bench-variants; LIMIT=8; EVAL_LIMIT=4; WITH_SIZE=0; VERIFY=(--verify)
 while [ $# -gt 0 ]; do
   case $1 in
     --models) MODELS=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
     --limit) LIMIT=$2; shift 2 ;;
     --eval-limit) EVAL_LIMIT=$2; shift 2 ;;
     --with-size) WITH_SIZE=1; shift ;;
+    --no-verify) VERIFY=(); shift ;;
     *) echo "bench/variants.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -99,7 +102,7 @@ row() { # NAME VARIANT: writes $OUT/NAME/VARIANT/result
   res name "$name"; res variant "$v"
   if [ ! -f "$M" ]; then res derive "FAIL no $(basename "$M") (scripts/zoo.py)"; return; fi
   if [ "$v" != original ] && { [ ! -f "$V" ] || [ "$M" -nt "$V" ] || [ "$ROOT/scripts/variants.py" -nt "$V" ]; }; then
-    if ! $PY "$ROOT/scripts/variants.py" "$M" "$V" --variant "$v" > "$D/derive.log" 2>&1; then
+    if ! $PY "$ROOT/scripts/variants.py" "$M" "$V" --variant "$v" "${VERIFY[@]}" > "$D/derive.log" 2>&1; then
       rm -f "$V"; res derive "FAIL $(why "$D/derive.log")"; return
     fi
   fi
