@@ -205,6 +205,8 @@ bench: deps
 	@BUILD=$(BUILD) bench/truth.sh
 	@# zoo: every scripts/zoo.py model (torchvision 0.14, YOLO-like) through run/calibrate/quantize/compare
 	@BUILD=$(BUILD) bench/zoo.sh
+	@# models as shipped: float16, uint8 NHWC, gray, dynamic H/W, opset 11, Ultralytics metadata (scripts/variants.py)
+	@BUILD=$(BUILD) bench/variants.sh
 
 clean:
 	rm -rf build build-san build-fuzz ptq

@@ -131,6 +131,8 @@ ENTRIES = {
     "vit_b_16": ("cls", vit("vit_b_16"), 224, "all", {}),
     # semantic segmentation (output 'out': [1, 21, H, W] logits)
     "lraspp_mobilenet_v3_large": ("seg", seg("lraspp_mobilenet_v3_large"), 256, "ci", {}),
+    # the same segmenter as shipped at 320x320 (scripts/variants.py derives its variants)
+    "lraspp_mobilenet_v3_large_320": ("seg", seg("lraspp_mobilenet_v3_large"), 320, "all", {}),
     "deeplabv3_mobilenet_v3_large": ("seg", seg("deeplabv3_mobilenet_v3_large"), 256, "all", {}),
     "fcn_resnet50": ("seg", seg("fcn_resnet50"), 256, "all", {}),
     # YOLOv8-like (scripts/yolo.py): [1, 84, 2100] raw, or [1, K, 6] after NMS
