@@ -70,6 +70,17 @@ static void facts_free(facts *f)
     free(f->post);
 }
 
+/* The element type a Constant or ConstantOfShape node writes (float32 for ConstantOfShape
+ * without a value); UNDEFINED when unknown. */
+static ptq_dtype constant_dtype(const ptq_node *n)
+{
+    const ptq_tensor *t = ptq_attr_tensor(n, "value");
+    if (t) return t->dtype;
+    if (!strcmp(n->op_type, "ConstantOfShape") || ptq_node_attr(n, "value_float") || ptq_node_attr(n, "value_floats")) return PTQ_F32;
+    if (ptq_node_attr(n, "value_int") || ptq_node_attr(n, "value_ints")) return PTQ_I64;
+    return PTQ_UNDEFINED;
+}
+
 static ptq_status facts_make(const ptq_graph *g, facts *f)
 {
     ptq_status st = PTQ_OK;
@@ -104,9 +115,7 @@ static ptq_status facts_make(const ptq_graph *g, facts *f)
         if (!defaults) t = PTQ_UNDEFINED;
         else if (!strcmp(n->op_type, "Cast")) t = (ptq_dtype)ptq_attr_int(n, "to", 0);
         else if (!strcmp(n->op_type, "Constant") || !strcmp(n->op_type, "ConstantOfShape")) /* the value's type */
-            t = ptq_attr_tensor(n, "value")      ? ptq_attr_tensor(n, "value")->dtype
-                : ptq_node_attr(n, "value_float") || ptq_node_attr(n, "value_floats") || n->op_type[8] ? PTQ_F32
-                : ptq_node_attr(n, "value_int") || ptq_node_attr(n, "value_ints") ? PTQ_I64 : PTQ_UNDEFINED;
+            t = constant_dtype(n);
         else if (!strcmp(n->op_type, "DequantizeLinear")) /* the scale's type: float32 until opset 19 */
             t = n->n_inputs > 1 && n->inputs[1] >= 0 && f->dt[n->inputs[1]] != PTQ_UNDEFINED ? f->dt[n->inputs[1]] : PTQ_F32;
         else if (shape) t = PTQ_I64;
@@ -652,8 +661,7 @@ ptq_status quant_fp16_restore_io(ptq_graph *g, const quant_fp16_widened *w, int 
                     if (!strcmp(n->op_type, "Cast") && ptq_attr_int(n, "to", 0) == PTQ_F16 && n->n_outputs == 1 &&
                         n->outputs[0] >= 0 && !g->values[n->outputs[0]].is_output &&
                         ptq_graph_count_uses(g, n->outputs[0]) == node_reads(g, n->outputs[0])) {
-                        redirect(g, n->outputs[0], v);
-                        drop[i] = 1;
+                        drop[i] = 2; /* its readers read v once every reader of v is seen */
                         (*n_casts)--;
                         break;
                     }
@@ -666,6 +674,11 @@ ptq_status quant_fp16_restore_io(ptq_graph *g, const quant_fp16_widened *w, int 
                     n->inputs[j] = f32;
                 }
             }
+            for (int i = 0; i < n0; i++)
+                if (drop[i] == 2) {
+                    redirect(g, g->nodes[i].outputs[0], v);
+                    drop[i] = 1;
+                }
             g->values[v].t.dtype = PTQ_F16;
             continue;
         }
