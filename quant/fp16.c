@@ -711,3 +711,27 @@ done:
     free(drop);
     return st;
 }
+
+ptq_status quant_fp16_float_inputs(ptq_graph *g, int *n_changed)
+{
+    ptq_status st = PTQ_OK;
+    *n_changed = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        int v = g->inputs[k], h, casts = 0;
+        if (g->values[v].kind != PTQ_VALUE_INPUT || g->values[v].t.dtype != PTQ_F16) continue;
+        char base[NAME_CAP];
+        snprintf(base, sizeof base, "%s_fp16", g->values[v].name);
+        int n0 = g->n_nodes;
+        TRY(add_cast(g, v, base, PTQ_F16, &h, &casts));
+        g->values[h].t = g->values[v].t;
+        g->values[h].t.data = NULL;
+        for (int i = 0; i < n0; i++)
+            for (int j = 0; j < g->nodes[i].n_inputs; j++)
+                if (g->nodes[i].inputs[j] == v) g->nodes[i].inputs[j] = h;
+        g->values[v].t.dtype = PTQ_F32;
+        (*n_changed)++;
+    }
+    if (*n_changed) TRY(ptq_graph_sort_nodes(g));
+done:
+    return st;
+}

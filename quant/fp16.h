@@ -56,6 +56,10 @@ ptq_status quant_fp16_convert(ptq_graph *g, quant_fp16_report *rep);
  * Cast(float16) turns into its float16 output. The float16 values keep their names and types.
  * *n_changed: nodes changed (0: g is unchanged). */
 ptq_status quant_fp16_upcast(ptq_graph *g, int *n_changed);
+/* Each float16 graph input takes float32 data (preprocessed images) that a Cast(float16) rounds
+ * for its readers, as a caller converting its float32 data to float16 would; *n_changed: inputs
+ * changed. */
+ptq_status quant_fp16_float_inputs(ptq_graph *g, int *n_changed);
 
 /* A model that stores or computes in float16, made into its float32 twin for calibration,
  * quantization and comparison: float16 initializers and Constant tensors widened (exact),

@@ -9,7 +9,9 @@
 #   model and its output has cosine >= 0.99 to ONNX Runtime's run of the float32 original on a
 #   preprocessed photo; ptq calibrate writes a cache naming the model's own tensors;
 #   for fp16: the float part is written in float16 (float16 Conv/Add/... outputs in the model);
-#   ptq run of the variant == ONNX Runtime's run of it (cosine >= 0.9999).
+#   ptq run of the variant == ONNX Runtime's run of it (cosine >= 0.9999); ptq run --images runs
+#   the fp16 variant (the float32 images rounded to its float16 input); resnet18's fp16 QDQ model
+#   is the same bytes at 1 thread with the generic ISA.
 # Also: ptq run --input with float16 and uint8 .npy files (a tiny model whose uint8 input is Cast
 # to float, then a Conv: ptq == ONNX Runtime), a file of another dtype
 # refused in one line naming the input and both dtypes, and a Conv whose weight is not an
@@ -121,6 +123,11 @@ for n in resnet18 yolov8n_like; do
       $PY -c \"import numpy as np; a = np.load('$D/ptq_$v/$OUT.npy'); assert a.dtype == ('float16' if '$v' == 'fp16' else 'float32'), a.dtype\" &&
       $PY '$ROOT/tests/oracle/compare.py' '$D/ptq_$v/$OUT.npy' '$D/ort_$v/$OUT.npy' --cos 0.9999"
   done
+  [ $n = resnet18 ] && check "$n fp16: the QDQ model is the same bytes at 1 thread with PTQ_ISA=generic" bash -c "
+    PTQ_ISA=generic '$PTQ' quantize '$D/fp16.onnx' --images '$PHOTOS' ${PRE[*]} --limit 8 --threads 1 -o '$D/fp16.t1.q.onnx' 2> /dev/null &&
+    cmp '$D/fp16.q.onnx' '$D/fp16.t1.q.onnx'"
+  check "$n fp16: ptq run --images (float32 images rounded to the float16 input)" \
+    "$PTQ" run "$D/fp16.onnx" --images "$PHOTOS" "${PRE[@]}" --limit 2
 done
 
 # ptq run --input: float16 and uint8 .npy files reach the model as they are
