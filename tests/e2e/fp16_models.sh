@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Float16 models as they are shipped (engine/model.h, quant/fp16.h), from the zoo's resnet18 (160)
-# and YOLOv8-like detector (320), opset 13, in two variants: fp16-weights (every float
-# initializer stored as float16 behind a Cast(to=float)) and fp16 (inputs, outputs, initializers,
-# activations float16; Resize's scales stay float32). Per model and variant:
+# and YOLOv8-like detector (320), opset 13, in two variants of scripts/variants.py: fp16-weights
+# (float initializers stored as float16 behind a Cast(to=float)) and fp16 (inputs, outputs,
+# initializers, activations float16). Per model and variant:
 #   ptq quantize (8 photos) quantizes every Conv/Gemm/MatMul weight (int8 DequantizeLinear count
 #   == layers with a constant weight) with no warning; onnx.checker passes; the graph inputs and
 #   outputs keep the variant's dtypes; no Cast is left without readers; ONNX Runtime runs the QDQ
 #   model and its output has cosine >= 0.99 to ONNX Runtime's run of the float32 original on a
-#   preprocessed photo; ptq calibrate writes a cache naming the model's own tensors;
+#   preprocessed photo; its TensorRT cache (--cache) names the model's own tensors;
 #   for fp16: the float part is written in float16 (float16 Conv/Add/... outputs in the model);
 #   ptq run of the variant == ONNX Runtime's run of it (cosine >= 0.9999); ptq run --images runs
 #   the fp16 variant (the float32 images rounded to its float16 input); resnet18's fp16 QDQ model
@@ -24,48 +24,8 @@ for n in resnet18 yolov8n_like; do
   [ -f "$Z/$n.op13.onnx" ] || $PY "$ROOT/scripts/zoo.py" --models $n --opset 13 > "$TMP/zoo.log" 2>&1
 done
 
-# the variants: scripts/variants.py when the tree has it, else the same conversions here
-variant() { # IN OUT V
-  if [ -f "$ROOT/scripts/variants.py" ]; then $PY "$ROOT/scripts/variants.py" "$1" "$2" --variant "$3"; return; fi
-  $PY - "$@" <<'PYEOF'
-import sys, numpy as np, onnx
-from onnx import helper, numpy_helper as nh, TensorProto as T
-src, dst, mode = sys.argv[1:4]
-m = onnx.load(src)
-g = m.graph
-if mode == 'fp16-weights':
-    inits = list(g.initializer)
-    del g.initializer[:]
-    casts = []
-    for t in inits:
-        if t.data_type != T.FLOAT:
-            g.initializer.append(t)
-            continue
-        g.initializer.append(nh.from_array(nh.to_array(t).astype(np.float16), t.name + '_f16'))
-        casts.append(helper.make_node('Cast', [t.name + '_f16'], [t.name], to=T.FLOAT, name=t.name + '_cast'))
-    nodes = list(g.node)
-    del g.node[:]
-    g.node.extend(casts + nodes)
-else:
-    keep = {i for n in g.node if n.op_type in ('Resize', 'Upsample') for i in n.input[1:]}
-    for t in g.initializer:
-        if t.data_type == T.FLOAT and t.name not in keep:
-            t.CopyFrom(nh.from_array(nh.to_array(t).astype(np.float16), t.name))
-    for vi in list(g.input) + list(g.output) + list(g.value_info):
-        if vi.type.tensor_type.elem_type == T.FLOAT:
-            vi.type.tensor_type.elem_type = T.FLOAT16
-    for n in g.node:
-        if n.op_type == 'Constant' and n.output[0] in keep:
-            continue
-        for a in n.attribute:
-            if n.op_type == 'Cast' and a.name == 'to' and a.i == T.FLOAT:
-                a.i = T.FLOAT16
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == T.FLOAT:
-                a.t.CopyFrom(nh.from_array(nh.to_array(a.t).astype(np.float16), a.t.name))
-onnx.checker.check_model(m)
-onnx.save(m, dst)
-PYEOF
-}
+# the variants (scripts/variants.py): fp16-weights, fp16
+variant() { $PY "$ROOT/scripts/variants.py" "$1" "$2" --variant "$3"; }
 
 cat > "$TMP/check_qdq.py" <<'PYEOF'
 # check_qdq.py ORIGINAL VARIANT QDQ [half]: every weight int8, checker, interface, no dead Cast

@@ -19,8 +19,8 @@ const fs = require('fs');
 const root = path.resolve(__dirname, '..', '..');
 const ort = require(path.join(root, 'build', 'oracle', 'node_modules', 'onnxruntime-node')); // make deps installs it there
 
-const DT = { '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
-  '<i4': ['int32', Int32Array], '<f2': ['float16', Uint16Array], '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array] };
+const DT = { '<f4': ['float32', Float32Array], '<f2': ['float16', Uint16Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
+  '<i4': ['int32', Int32Array], '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array] };
 
 function readNpy(p) {
   const b = fs.readFileSync(p);
