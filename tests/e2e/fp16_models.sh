@@ -11,7 +11,8 @@
 #   for fp16: the float part is written in float16 (float16 Conv/Add/... outputs in the model);
 #   ptq run of the variant == ONNX Runtime's run of it (cosine >= 0.9999); ptq run --images runs
 #   the fp16 variant (the float32 images rounded to its float16 input); resnet18's fp16 QDQ model
-#   is the same bytes at 1 thread with the generic ISA.
+#   is the same bytes at 1 thread with the generic ISA; resnet18 fp16 with Casts to and from
+#   float32 at its ends (float32 interface, float16 inside) is quantized the same way.
 # Also: ptq run --input with float16 and uint8 .npy files (a tiny model whose uint8 input is Cast
 # to float, then a Conv: ptq == ONNX Runtime), a file of another dtype
 # refused in one line naming the input and both dtypes, and a Conv whose weight is not an
@@ -83,6 +84,24 @@ for n in resnet18 yolov8n_like; do
       $PY -c \"import numpy as np; a = np.load('$D/ptq_$v/$OUT.npy'); assert a.dtype == ('float16' if '$v' == 'fp16' else 'float32'), a.dtype\" &&
       $PY '$ROOT/tests/oracle/compare.py' '$D/ptq_$v/$OUT.npy' '$D/ort_$v/$OUT.npy' --cos 0.9999"
   done
+  [ $n = resnet18 ] && check "$n fp16 with float32 inputs/outputs (Casts at both ends, as keep_io_types converters write): quantized, interface float32, ORT cosine >= 0.99" bash -c "
+    $PY - '$D/fp16.onnx' '$D/keepio.onnx' <<'PYEOF'
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+m = onnx.load(sys.argv[1]); g = m.graph
+x, y = g.input[0].name, g.output[0].name
+for n in g.node:
+    n.input[:] = [i + '_h' if i == x else i for i in n.input]
+    n.output[:] = [o + '_h' if o == y else o for o in n.output]
+g.node.insert(0, h.make_node('Cast', [x], [x + '_h'], to=T.FLOAT16, name='in_cast'))
+g.node.append(h.make_node('Cast', [y + '_h'], [y], to=T.FLOAT, name='out_cast'))
+g.input[0].type.tensor_type.elem_type = g.output[0].type.tensor_type.elem_type = T.FLOAT
+onnx.checker.check_model(m); onnx.save(m, sys.argv[2])
+PYEOF
+    '$PTQ' quantize '$D/keepio.onnx' --images '$PHOTOS' ${PRE[*]} --limit 8 -o '$D/keepio.q.onnx' 2> /dev/null &&
+    $PY '$TMP/check_qdq.py' '$M' '$D/keepio.onnx' '$D/keepio.q.onnx' half &&
+    $ORT '$D/keepio.q.onnx' --input images='$D/x.npy' --out-dir '$D/ort_keepio.q' > /dev/null &&
+    $PY '$ROOT/tests/oracle/compare.py' '$D/ort_keepio.q/$OUT.npy' '$D/ort_fp32/$OUT.npy' --cos 0.99"
   [ $n = resnet18 ] && check "$n fp16: the QDQ model is the same bytes at 1 thread with PTQ_ISA=generic" bash -c "
     PTQ_ISA=generic '$PTQ' quantize '$D/fp16.onnx' --images '$PHOTOS' ${PRE[*]} --limit 8 --threads 1 -o '$D/fp16.t1.q.onnx' 2> /dev/null &&
     cmp '$D/fp16.q.onnx' '$D/fp16.t1.q.onnx'"
