@@ -11,6 +11,7 @@
 
 #include "calib/calib.h"
 #include "cli/cli.h"
+#include "engine/model.h"
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/quantize.h"
@@ -142,7 +143,7 @@ int cmd_calibrate(int argc, char **argv)
     if (from_stats) {
         if ((st = eng_stats_load(from_stats, model, &col, &stats_images)) != PTQ_OK) goto fail;
     } else {
-        if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+        if ((st = eng_model_load(model, &g, NULL)) != PTQ_OK) goto fail;
         if (!input && (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &source.cfg)) != PTQ_OK) goto fail;
         if ((st = eng_collect(g, model, &source, &col)) != PTQ_OK) goto fail;
         if (stats && (st = eng_stats_save(stats, model, &source, &col)) != PTQ_OK) goto fail;

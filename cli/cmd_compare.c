@@ -11,6 +11,7 @@
 
 #include "calib/calib.h"
 #include "cli/cli.h"
+#include "engine/model.h"
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
@@ -226,7 +227,7 @@ int cmd_compare(int argc, char **argv)
     const char *model = argv[optind];
     pp_config eval_cfg = pp_defaults();
     if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
-    if ((st = onnx_model_load(model, &g)) != PTQ_OK) goto fail;
+    if ((st = eng_model_load(model, &g, NULL)) != PTQ_OK) goto fail;
     eng_fit_preprocessing(g, &src.cfg);
     if (eval_preset) { /* checked before the calibration pass; then messages name --preset's again */
         pp_config again = pp_defaults();

@@ -46,9 +46,9 @@ static void usage(FILE *fp)
                 "  --exclude-op-types T  op type (repeatable, comma-separated allowed)\n"
                 "  --weights int8|qdq-fp32   int8 initializers + DequantizeLinear (default), or float + Q + DQ\n"
                 "  --dedicated-qdq       one Q/DQ pair per consumer\n"
-                "  --float-dtype fp32|fp16   the written type of the layers left in float: fp32 (default) or fp16\n"
-                "                        (float16 weights and activations, Casts where they meet float32; graph inputs,\n"
-                "                        outputs and Q/DQ stay float32)\n"
+                "  --float-dtype fp32|fp16   the written type of the layers left in float: fp32 or fp16 (float16 weights\n"
+                "                        and activations, Casts where they meet float32; Q/DQ stay float32); default: the\n"
+                "                        model's own (fp16 for a float16 model, whose graph inputs and outputs stay float16)\n"
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N (--seed S also draws the\n"
                 "                        refinements' samples: output-mse, AdaRound; default 0)\n"
                 "  --shard I/N           only images k of the sorted list with k mod N = I (I from 0); with --stats, the\n"
@@ -117,7 +117,7 @@ int cmd_quantize(int argc, char **argv)
     const char *stats = NULL, *from_stats = NULL, *from_cache = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0;
-    int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0, eval_float16 = 1, write_float16 = 0;
+    int method_given = 0, trt_version_given = 0, auto_exclude = 0, equalize = 0, eval_float16 = 1, write_float16 = -1;
     const char *eval_dir = NULL, *labels = NULL;
     long eval_limit = 0, refine_images = 32;
     int refine_check = 1, metric_given = 0, no_biasc = 0;

@@ -54,6 +54,12 @@ static void fill_random(ptq_tensor *t, uint64_t *seed)
     if (t->dtype == PTQ_F32) {
         float *x = t->data;
         for (size_t i = 0; i < n; i++) x[i] = (float)(splitmix64(seed) >> 40) * (1.0f / 16777216.0f);
+    } else if (t->dtype == PTQ_F16) { /* the same draws, rounded */
+        uint16_t *x = t->data;
+        for (size_t i = 0; i < n; i++) x[i] = ptq_f32_to_f16((float)(splitmix64(seed) >> 40) * (1.0f / 16777216.0f));
+    } else if (t->dtype == PTQ_U8) {
+        uint8_t *x = t->data;
+        for (size_t i = 0; i < n; i++) x[i] = (uint8_t)(splitmix64(seed) >> 56);
     }
     /* other dtypes stay zero */
 }
@@ -263,6 +269,15 @@ int cmd_run(int argc, char **argv)
             }
         }
         if ((st = npy_load(path, &inputs[slot])) != PTQ_OK) {
+            free(in_vals);
+            goto fail;
+        }
+        /* the values reach the model as they are: the file's dtype must be the input's */
+        const ptq_value *iv = &g->values[in_vals[slot]];
+        if (iv->t.dtype != PTQ_UNDEFINED && inputs[slot].dtype != iv->t.dtype) {
+            ptq_error("%s: --input %s holds %s, model input '%s' takes %s", model, path, ptq_dtype_name(inputs[slot].dtype),
+                      iv->name, ptq_dtype_name(iv->t.dtype));
+            st = PTQ_ERR_ARG;
             free(in_vals);
             goto fail;
         }

@@ -11,6 +11,7 @@
 #include "calib/calib.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/model.h"
 #include "engine/preprocessing.h"
 #include "engine/quantize.h"
 #include "engine/runner.h"
@@ -87,7 +88,7 @@ PTQ_API ptq_err ptq_model_load(const char *path, ptq_model **out)
     CHECK_ALLOC(m);
     m->path = ptq_strdup(path);
     CHECK_ALLOC(m->path);
-    TRY(onnx_model_load(path, &m->g));
+    TRY(eng_model_load(path, &m->g, NULL));
     *out = m;
     m = NULL;
 done:
@@ -421,6 +422,7 @@ PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o)
 {
     memset(o, 0, sizeof *o);
     o->refine_images = 32;
+    o->write_float16 = -1;
     o->target = o->target_cosine = o->target_top1_drop = NAN;
 }
 
@@ -471,7 +473,7 @@ PTQ_API ptq_err ptq_quantize(const ptq_model *m, ptq_dataset *d, const ptq_quant
     job->refine_images = o->refine_images > 0 ? o->refine_images : 32;
     job->refine_check = !o->no_refine_check;
     job->eval_float16 = !o->float_fp32;
-    job->write_float16 = o->write_float16 != 0;
+    job->write_float16 = o->write_float16 < 0 ? -1 : o->write_float16 != 0;
     job->metric_given = o->metric != NULL;
     if (o->recipe) {
         if (strcmp(o->recipe, "fast") && (!d || d->src.input_npy))

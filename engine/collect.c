@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/model.h"
 #include "engine/runner.h"
 #include "io/npy.h"
 #include "io/onnx.h"
@@ -211,7 +212,7 @@ static ptq_status calib_tensors(const ptq_graph *g, const char *model, eng_colle
     col->source = calloc((size_t)g->n_values + 1, 1);
     CHECK_ALLOC(col->want);
     CHECK_ALLOC(col->source);
-    TRY(onnx_model_load(model, &copy));
+    TRY(eng_model_load(model, &copy, NULL));
     TRY(quant_calib_tensors(copy, &want));
     copy_idx = name_index(copy);
     CHECK_ALLOC(copy_idx);

@@ -1,5 +1,6 @@
 /* compare.c: QDQ variants against FP32 on held-out images (see compare.h). */
 #include "engine/compare.h"
+#include "engine/model.h"
 #include "engine/runner.h"
 
 #include <dirent.h>
@@ -45,7 +46,7 @@ ptq_status cmp_build_qdq(const cmp_eval *ev, const io_range *ranges, int n, cons
     quant_options q = *qopt;
     q.range = range_lookup;
     q.range_user = &set;
-    TRY(onnx_model_load(ev->model, &g));
+    TRY(eng_model_load(ev->model, &g, NULL));
     TRY(ptq_graph_constants_to_initializers(g, &changed));
     if (ev->eq) TRY(eng_equalize_apply(g, ev->eq));
     TRY(quant_upgrade_opset(g, 13, &changed));

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "calib/calib.h"
+#include "engine/model.h"
 #include "engine/runner.h"
 #include "engine/compare.h"
 #include "engine/equalize.h"
@@ -140,7 +141,7 @@ static ptq_status equalized_row(const eng_compare_job *job, eng_compare_result *
     io_range *ranges = NULL;
     quant_report rep = {0};
     double t0 = now_s();
-    TRY(onnx_model_load(job->model, &g));
+    TRY(eng_model_load(job->model, &g, NULL));
     pp_dataset_options o = job->src->o;
     o.log = job->log;
     TRY(eng_equalize_images(g, &o, &job->src->cfg, cmp_cache_pool(res->cache), &eq));
@@ -192,7 +193,7 @@ ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_resul
     if (ada) steps[ns++] = (step){"AdaRound", 0, ada};
     if (bc) steps[ns++] = (step){"bias correction", 1, 0};
     if (ada && bc) steps[ns++] = (step){"AdaRound + bias correction", 1, ada};
-    TRY(onnx_model_load(job->model, &fp));
+    TRY(eng_model_load(job->model, &fp, NULL));
     TRY(ptq_graph_constants_to_initializers(fp, &dummy));
     TRY(quant_upgrade_opset(fp, 13, &dummy));
     /* the images of ptq quantize's refinement: the first refine_images of the calibration

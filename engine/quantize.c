@@ -1,4 +1,5 @@
 /* quantize.c: see quantize.h. */
+#include "engine/model.h"
 #include "engine/runner.h"
 #include "engine/quantize.h"
 
@@ -14,6 +15,7 @@
 #include "quant/adaround.h"
 #include "quant/fp16.h"
 #include "quant/opset.h"
+#include "quant/rules.h"
 #include "runtime/graph_edit.h"
 
 void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
@@ -193,7 +195,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
     int *warn = NULL;
     const eng_calib_source *src = job->src;
     res->col.nthreads = src && src->o.threads > 0 ? src->o.threads : omp_get_max_threads();
-    TRY(onnx_model_load(job->model, &res->g));
+    TRY(eng_model_load(job->model, &res->g, &res->half));
     if (job->equalize) TRY(equalize(job, res));
     if (job->from_stats) {
         TRY(eng_stats_load(job->from_stats, job->model, &res->col, &res->stats_images));
@@ -464,6 +466,22 @@ ptq_status eng_quantize_build(const eng_quantize_job *job, eng_quantize_result *
             pp_log_message(&job->log, PP_LOG_WARNING, "%s '%s': %s", res->rep.nodes[i].op_type, res->rep.nodes[i].node_name,
                            res->rep.nodes[i].reason);
     res->warned += res->rep.n_ort_float;
+    /* weighted layers the rules would quantize but that keep float weights: named, counted */
+    int n_weighted = 0, n_float = 0, first = -1;
+    for (int i = 0; i < res->rep.n_nodes; i++) {
+        const quant_node_report *r = &res->rep.nodes[i];
+        if (!quant_is_weighted_op(r->op_type) || r->state == QUANT_NODE_EXCLUDED) continue;
+        n_weighted++;
+        if (r->state != QUANT_NODE_UNSUPPORTED) continue;
+        if (first < 0) first = i;
+        n_float++;
+    }
+    if (n_float) {
+        const quant_node_report *r = &res->rep.nodes[first];
+        pp_log_message(&job->log, PP_LOG_WARNING, "%d of %d Conv/ConvTranspose/Gemm/MatMul layers keep float weights: %s '%s': %s%s",
+                       n_float, n_weighted, r->op_type, r->node_name, r->reason, n_float > 1 ? " (--report lists the others)" : "");
+        res->warned++;
+    }
     for (int i = 0; i < res->rep.n_unmatched; i++)
         pp_log_message(&job->log, PP_LOG_WARNING, "exclusion '%s' matches no node", res->rep.unmatched[i]);
     res->warned += res->rep.n_unmatched;
@@ -631,7 +649,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     res->n_steps = 0;
     res->check_images = 0;
     res->check_skipped[0] = 0;
-    TRY(onnx_model_load(job->model, &fp));
+    TRY(eng_model_load(job->model, &fp, NULL));
     TRY(ptq_graph_constants_to_initializers(fp, &fp_const));
     TRY(quant_upgrade_opset(fp, 13, &fp_upgraded));
     TRY(eng_equalize_apply(fp, &res->eq)); /* the FP32 model the QDQ one was made from */
@@ -722,9 +740,15 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
     if (job->equalize && out->cache) /* its scales describe the equalized tensors, which the FP32 file lacks */
         FAIL(PTQ_ERR_ARG, "an equalized model's cache fits only the model `ptq translate` writes from its QDQ model, not %s",
              job->model);
-    if (out->model && job->write_float16) {
+    /* a float16 model keeps its interface: float16 inputs and outputs, and by default its float
+     * part in float16 (quant_fp16_convert: float32 Q/DQ scales between Casts, opset 13) */
+    if (out->model && (job->write_float16 > 0 || (job->write_float16 < 0 && res->half.computes_half))) {
         quant_fp16_report fr;
         TRY(quant_fp16_convert(res->g, &fr));
+    }
+    if (out->model && res->half.n_io) {
+        int casts;
+        TRY(quant_fp16_restore_io(res->g, &res->half, &casts));
     }
     if (out->model) TRY(onnx_model_save(res->g, out->model));
     if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
@@ -755,5 +779,6 @@ void eng_quantize_result_free(eng_quantize_result *res)
     free(res->missing);
     eng_collector_free(&res->col);
     ptq_graph_destroy(res->g);
+    quant_fp16_widened_free(&res->half);
     memset(res, 0, sizeof *res);
 }

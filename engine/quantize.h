@@ -22,6 +22,7 @@
 #include "engine/compare.h"
 #include "engine/equalize.h"
 #include "engine/refine.h"
+#include "quant/fp16.h"
 #include "io/cache.h"
 #include "io/ranges.h"
 #include "quant/qdq.h"
@@ -87,7 +88,8 @@ typedef struct {
     cmp_target target;          /* NAN criteria left out */
     int eval_float16;           /* evaluations on images (auto-exclusion, the method choice, the refinement
                                    check): the float part simulated in FP16 (1, the default) or FP32 */
-    int write_float16;          /* the written model's float part in float16 (quant_fp16_convert; 0, the default) */
+    int write_float16;          /* the written model's float part in float16 (quant_fp16_convert): 1; 0: float32;
+                                   -1: the model's own (float16 for a model that computes in float16) */
     pp_log log;
 } eng_quantize_job;
 
@@ -130,6 +132,7 @@ typedef struct {
     int64_t opset0;
     int n_upgraded;
     char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */
+    quant_fp16_widened half;    /* a float16 model: what its float32 twin widened (engine/model.h) */
 } eng_quantize_result;
 
 eng_quantize_job eng_quantize_job_defaults(void);

@@ -261,6 +261,7 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     int upcast = 0;
     TRY(onnx_model_load(model, &g));
     TRY(quant_fp16_upcast(g, &upcast)); /* float16 layers: computed in float32, outputs rounded */
+    TRY(quant_fp16_float_inputs(g, &upcast)); /* the images' float32 tensors rounded to a float16 input */
     r.g = g;
     r.model = model;
     r.popt = ptq_plan_defaults();

@@ -167,7 +167,8 @@ typedef struct {
     int no_refine_check;             /* keep every refinement without measuring it on held-out images: 0 */
     int float_fp32;                  /* measurements (recipes, refinement check, auto-exclusion) with the float
                                       * part in FP32; 0: in FP16, as trtexec --fp16 runs it */
-    int write_float16;               /* write the float part in float16 (quantize --float-dtype fp16): 0 */
+    int write_float16;               /* the float part in float16 (quantize --float-dtype fp16): 1; 0: float32;
+                                      * -1 (default): the model's own, float16 for a float16 model */
 } ptq_quantize_options;
 PTQ_API void ptq_quantize_defaults(ptq_quantize_options *o);
 

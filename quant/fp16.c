@@ -70,6 +70,17 @@ static void facts_free(facts *f)
     free(f->post);
 }
 
+/* The element type a Constant or ConstantOfShape node writes (float32 for ConstantOfShape
+ * without a value); UNDEFINED when unknown. */
+static ptq_dtype constant_dtype(const ptq_node *n)
+{
+    const ptq_tensor *t = ptq_attr_tensor(n, "value");
+    if (t) return t->dtype;
+    if (!strcmp(n->op_type, "ConstantOfShape") || ptq_node_attr(n, "value_float") || ptq_node_attr(n, "value_floats")) return PTQ_F32;
+    if (ptq_node_attr(n, "value_int") || ptq_node_attr(n, "value_ints")) return PTQ_I64;
+    return PTQ_UNDEFINED;
+}
+
 static ptq_status facts_make(const ptq_graph *g, facts *f)
 {
     ptq_status st = PTQ_OK;
@@ -103,6 +114,8 @@ static ptq_status facts_make(const ptq_graph *g, facts *f)
         int defaults = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
         if (!defaults) t = PTQ_UNDEFINED;
         else if (!strcmp(n->op_type, "Cast")) t = (ptq_dtype)ptq_attr_int(n, "to", 0);
+        else if (!strcmp(n->op_type, "Constant") || !strcmp(n->op_type, "ConstantOfShape")) /* the value's type */
+            t = constant_dtype(n);
         else if (!strcmp(n->op_type, "DequantizeLinear")) /* the scale's type: float32 until opset 19 */
             t = n->n_inputs > 1 && n->inputs[1] >= 0 && f->dt[n->inputs[1]] != PTQ_UNDEFINED ? f->dt[n->inputs[1]] : PTQ_F32;
         else if (shape) t = PTQ_I64;
@@ -478,5 +491,247 @@ ptq_status quant_fp16_upcast(ptq_graph *g, int *n_changed)
 done:
     facts_free(&f);
     free(up);
+    return st;
+}
+
+/* ---- float16 models as float32 twins (see fp16.h) ---- */
+
+/* t (float16 data) widened to float32 in place: exact. */
+static ptq_status widen_tensor(ptq_tensor *t)
+{
+    ptq_status st = PTQ_OK;
+    ptq_tensor w = *t;
+    w.data = NULL;
+    w.dtype = PTQ_F32;
+    TRY(ptq_tensor_alloc(&w));
+    size_t n = ptq_tensor_numel(t);
+    for (size_t k = 0; k < n; k++) ((float *)w.data)[k] = ptq_f16_to_f32(((const uint16_t *)t->data)[k]);
+    ptq_tensor_free(t);
+    *t = w;
+done:
+    return st;
+}
+
+/* Removes the nodes with drop[i] set (their outputs' readers were redirected), keeps the
+ * rest in order and links producers again. */
+static ptq_status drop_nodes(ptq_graph *g, const unsigned char *drop)
+{
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (drop[i]) ptq_node_clear(&g->nodes[i]);
+        else g->nodes[k++] = g->nodes[i];
+    }
+    g->n_nodes = k;
+    return ptq_graph_link(g);
+}
+
+/* Reads of value from (node inputs) become reads of value to. */
+static void redirect(ptq_graph *g, int from, int to)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_inputs; j++)
+            if (g->nodes[i].inputs[j] == from) g->nodes[i].inputs[j] = to;
+}
+
+/* Number of node inputs reading v (not subgraphs, not graph outputs). */
+static int node_reads(const ptq_graph *g, int v)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_inputs; j++) n += g->nodes[i].inputs[j] == v;
+    return n;
+}
+
+void quant_fp16_widened_free(quant_fp16_widened *w)
+{
+    for (int i = 0; i < w->n_io; i++) free(w->io[i]);
+    free(w->io);
+    memset(w, 0, sizeof *w);
+}
+
+ptq_status quant_fp16_widen(ptq_graph *g, quant_fp16_widened *w)
+{
+    ptq_status st = PTQ_OK;
+    facts f = {0};
+    unsigned char *drop = NULL;
+    int dummy, any = 0;
+    memset(w, 0, sizeof *w);
+    for (int v = 0; v < g->n_values && !any; v++) any = g->values[v].t.dtype == PTQ_F16;
+    for (int i = 0; i < g->n_nodes && !any; i++) {
+        const ptq_node *n = &g->nodes[i];
+        any = !strcmp(n->op_type, "Cast") && ptq_attr_int(n, "to", 0) == PTQ_F16;
+        for (int a = 0; a < n->n_attrs && !any; a++) any = n->attrs[a].type == PTQ_ATTR_TENSOR && n->attrs[a].tensor.dtype == PTQ_F16;
+    }
+    if (!any) return PTQ_OK; /* a float32 model is left as it is */
+    TRY(ptq_graph_constants_to_initializers(g, &dummy));
+    /* what computes in float16: activations typed float16, Casts to it, float16 initializers
+     * read by other nodes than Cast */
+    for (int v = 0; v < g->n_values; v++) {
+        const ptq_value *val = &g->values[v];
+        if (val->t.dtype != PTQ_F16) continue;
+        if (val->kind != PTQ_VALUE_INITIALIZER) w->computes_half = 1;
+        else
+            for (int i = 0; i < g->n_nodes; i++)
+                for (int j = 0; j < g->nodes[i].n_inputs; j++)
+                    if (g->nodes[i].inputs[j] == v && strcmp(g->nodes[i].op_type, "Cast")) w->computes_half = 1;
+    }
+    w->io = calloc((size_t)g->n_inputs + (size_t)g->n_outputs + 1, sizeof *w->io);
+    CHECK_ALLOC(w->io);
+    for (int k = 0; k < g->n_inputs + g->n_outputs; k++) {
+        int v = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+        if (g->values[v].kind == PTQ_VALUE_INITIALIZER || g->values[v].t.dtype != PTQ_F16) continue;
+        CHECK_ALLOC(w->io[w->n_io] = ptq_strdup(g->values[v].name));
+        w->n_io++;
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        ptq_value *val = &g->values[v];
+        if (val->t.dtype != PTQ_F16) continue;
+        if (val->kind == PTQ_VALUE_INITIALIZER && val->t.data) {
+            TRY(widen_tensor(&val->t));
+            w->n_initializers++;
+        } else {
+            val->t.dtype = PTQ_F32;
+            w->n_values++;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        ptq_node *n = &g->nodes[i];
+        if (n->domain[0] && strcmp(n->domain, "ai.onnx")) continue;
+        for (int a = 0; a < n->n_attrs; a++) {
+            ptq_attr *at = &n->attrs[a];
+            if (at->type == PTQ_ATTR_TENSOR && at->tensor.dtype == PTQ_F16 && at->tensor.data) TRY(widen_tensor(&at->tensor));
+            if (at->type == PTQ_ATTR_INT && at->i == PTQ_F16 &&
+                ((!strcmp(n->op_type, "Cast") && !strcmp(at->name, "to")) || !strcmp(at->name, "dtype")))
+                at->i = PTQ_F32;
+        }
+    }
+    /* Casts to float32 of float32 values (a float16 weight's Cast, the model's own Casts
+     * between float16 and float32) are identities now: their readers read the input */
+    TRY(facts_make(g, &f));
+    CHECK_ALLOC(drop = calloc((size_t)g->n_nodes + 1, 1));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ptq_node *n = &g->nodes[i];
+        if (strcmp(n->op_type, "Cast") || n->domain[0] || ptq_attr_int(n, "to", 0) != PTQ_F32 || n->n_inputs != 1 ||
+            n->n_outputs != 1 || n->inputs[0] < 0 || n->outputs[0] < 0 || f.dt[n->inputs[0]] != PTQ_F32)
+            continue;
+        int out = n->outputs[0];
+        if (g->values[out].is_output || ptq_graph_count_uses(g, out) != node_reads(g, out)) continue;
+        redirect(g, out, n->inputs[0]);
+        drop[i] = 1;
+        w->n_casts++;
+    }
+    if (w->n_casts) {
+        int k = 0; /* the dropped outputs leave value_info */
+        for (int i = 0; i < g->n_value_infos; i++) {
+            int v = g->value_infos[i], p = g->values[v].producer;
+            if (p >= 0 && drop[p]) g->values[v].in_value_info = 0;
+            else g->value_infos[k++] = v;
+        }
+        g->n_value_infos = k;
+        TRY(drop_nodes(g, drop));
+    }
+done:
+    facts_free(&f);
+    free(drop);
+    if (st != PTQ_OK) quant_fp16_widened_free(w);
+    return st;
+}
+
+ptq_status quant_fp16_restore_io(ptq_graph *g, const quant_fp16_widened *w, int *n_casts)
+{
+    ptq_status st = PTQ_OK;
+    unsigned char *drop = NULL;
+    int n0 = g->n_nodes;
+    *n_casts = 0;
+    if (!w->n_io) return PTQ_OK;
+    CHECK_ALLOC(drop = calloc((size_t)n0 + (size_t)w->n_io + 1, 1)); /* each name adds at most one Cast */
+    for (int k = 0; k < w->n_io; k++) {
+        int v = ptq_graph_find_value(g, w->io[k]);
+        if (v < 0) continue;
+        int is_in = g->values[v].kind == PTQ_VALUE_INPUT;
+        if (is_in) {
+            /* readers that want float16 (the float part's Cast) read the input; the others a
+             * Cast(float) of it */
+            int f32 = -1;
+            for (int i = 0; i < n0; i++) {
+                ptq_node *n = &g->nodes[i];
+                if (drop[i]) continue;
+                for (int j = 0; j < n->n_inputs; j++) {
+                    if (n->inputs[j] != v) continue;
+                    if (!strcmp(n->op_type, "Cast") && ptq_attr_int(n, "to", 0) == PTQ_F16 && n->n_outputs == 1 &&
+                        n->outputs[0] >= 0 && !g->values[n->outputs[0]].is_output &&
+                        ptq_graph_count_uses(g, n->outputs[0]) == node_reads(g, n->outputs[0])) {
+                        drop[i] = 2; /* its readers read v once every reader of v is seen */
+                        (*n_casts)--;
+                        break;
+                    }
+                    if (f32 < 0) {
+                        char base[NAME_CAP];
+                        snprintf(base, sizeof base, "%s_fp32", g->values[v].name);
+                        TRY(add_cast(g, v, base, PTQ_F32, &f32, n_casts));
+                        n = &g->nodes[i]; /* add_cast may move the nodes */
+                    }
+                    n->inputs[j] = f32;
+                }
+            }
+            for (int i = 0; i < n0; i++)
+                if (drop[i] == 2) {
+                    redirect(g, g->nodes[i].outputs[0], v);
+                    drop[i] = 1;
+                }
+            g->values[v].t.dtype = PTQ_F16;
+            continue;
+        }
+        int p = g->values[v].producer;
+        if (p < 0) continue;
+        const ptq_node *pn = &g->nodes[p];
+        int h = pn->n_inputs == 1 ? pn->inputs[0] : -1;
+        if (!strcmp(pn->op_type, "Cast") && ptq_attr_int(pn, "to", 0) == PTQ_F32 && h >= 0 && g->values[h].t.dtype == PTQ_F16 &&
+            g->values[h].producer >= 0 && !g->values[h].is_output &&
+            ptq_graph_count_uses(g, h) == node_reads(g, h)) {
+            /* the float part's Cast(float) in front of the output: its input's producer writes it */
+            ptq_node *hp = &g->nodes[g->values[h].producer];
+            for (int o = 0; o < hp->n_outputs; o++)
+                if (hp->outputs[o] == h) hp->outputs[o] = v;
+            redirect(g, h, v);
+            drop[p] = 1;
+            (*n_casts)--;
+        } else {
+            char base[NAME_CAP];
+            int fresh;
+            snprintf(base, sizeof base, "%s_fp32", g->values[v].name);
+            TRY(cast_after(g, v, base, PTQ_F16, &fresh, n_casts));
+            g->values[fresh].t.dtype = PTQ_F32;
+        }
+        g->values[v].t.dtype = PTQ_F16;
+    }
+    TRY(drop_nodes(g, drop));
+    TRY(ptq_graph_sort_nodes(g));
+done:
+    free(drop);
+    return st;
+}
+
+ptq_status quant_fp16_float_inputs(ptq_graph *g, int *n_changed)
+{
+    ptq_status st = PTQ_OK;
+    *n_changed = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        int v = g->inputs[k], h, casts = 0;
+        if (g->values[v].kind != PTQ_VALUE_INPUT || g->values[v].t.dtype != PTQ_F16) continue;
+        char base[NAME_CAP];
+        snprintf(base, sizeof base, "%s_fp16", g->values[v].name);
+        int n0 = g->n_nodes;
+        TRY(add_cast(g, v, base, PTQ_F16, &h, &casts));
+        g->values[h].t = g->values[v].t;
+        g->values[h].t.data = NULL;
+        for (int i = 0; i < n0; i++)
+            for (int j = 0; j < g->nodes[i].n_inputs; j++)
+                if (g->nodes[i].inputs[j] == v) g->nodes[i].inputs[j] = h;
+        g->values[v].t.dtype = PTQ_F32;
+        (*n_changed)++;
+    }
+    if (*n_changed) TRY(ptq_graph_sort_nodes(g));
+done:
     return st;
 }

@@ -56,5 +56,33 @@ ptq_status quant_fp16_convert(ptq_graph *g, quant_fp16_report *rep);
  * Cast(float16) turns into its float16 output. The float16 values keep their names and types.
  * *n_changed: nodes changed (0: g is unchanged). */
 ptq_status quant_fp16_upcast(ptq_graph *g, int *n_changed);
+/* Each float16 graph input takes float32 data (preprocessed images) that a Cast(float16) rounds
+ * for its readers, as a caller converting its float32 data to float16 would; *n_changed: inputs
+ * changed. */
+ptq_status quant_fp16_float_inputs(ptq_graph *g, int *n_changed);
+
+/* A model that stores or computes in float16, made into its float32 twin for calibration,
+ * quantization and comparison: float16 initializers and Constant tensors widened (exact),
+ * float16 types and Casts to float16 made float32, and the Casts to float32 of float32 values
+ * that result (a float16 weight's Cast(to=float) in front of its Conv) removed, their readers
+ * reading the value itself. The names of the graph inputs and outputs declared float16 are kept
+ * for quant_fp16_restore_io. A model without float16 is left unchanged. */
+typedef struct {
+    int n_initializers;   /* float16 initializers widened */
+    int n_values;         /* activations typed float16 made float32 */
+    int n_casts;          /* Cast nodes removed */
+    int computes_half;    /* 1: float16 activations (not only weights stored in float16) */
+    char **io;            /* names of the graph inputs and outputs declared float16 (owned) */
+    int n_io;
+} quant_fp16_widened;
+
+ptq_status quant_fp16_widen(ptq_graph *g, quant_fp16_widened *w);
+void quant_fp16_widened_free(quant_fp16_widened *w); /* NULL-safe fields; zeroes *w */
+/* The graph inputs and outputs w names declared float16 again in g (a QDQ model made from the
+ * twin, its float part written by quant_fp16_convert or not): an input's float16 Cast (from
+ * quant_fp16_convert) is removed, its float32 readers read a Cast(float) of it; an output
+ * written by a Cast(float) of a float16 value is written by that value's producer, any other
+ * through a Cast(float16). *n_casts: Casts added minus Casts removed. */
+ptq_status quant_fp16_restore_io(ptq_graph *g, const quant_fp16_widened *w, int *n_casts);
 
 #endif

@@ -384,6 +384,136 @@ TEST(post_processing_stays_float32)
     ptq_graph_destroy(g);
 }
 
+/* One float32 run of g on x (n floats, input [n]) into y; the output's dtype in *dt, halves
+ * widened. 0 on success. */
+static int run1(const ptq_graph *g, const void *x, ptq_dtype xdt, int n, float *y, ptq_dtype *dt)
+{
+    ptq_plan *p = NULL;
+    ptq_plan_options o = ptq_plan_defaults();
+    ptq_tensor in = {.dtype = xdt, .rank = 1, .dims = {n}, .data = (void *)x};
+    if (ptq_plan_create(g, NULL, 0, &o, &p) != PTQ_OK || ptq_plan_run(p, &in, 1) != PTQ_OK) {
+        printf("  %s\n", ptq_last_error());
+        ptq_plan_destroy(p);
+        return -1;
+    }
+    const ptq_tensor *out = ptq_plan_output(p, 0, NULL);
+    *dt = out->dtype;
+    for (int i = 0; i < n; i++)
+        y[i] = out->dtype == PTQ_F16 ? ptq_f16_to_f32(((const uint16_t *)out->data)[i]) : ((const float *)out->data)[i];
+    ptq_plan_destroy(p);
+    return 0;
+}
+
+/* x [N] -> Mul(x, Cast(c16 -> float)) -> y: the weight's Cast goes, c becomes float32 with the
+ * same values, bit for bit; nothing of the interface is float16. A float32 graph is untouched. */
+TEST(widen_folds_float16_weights_behind_casts)
+{
+    enum { N = 64 };
+    ptq_graph *g = new_graph();
+    int64_t d[1] = {N};
+    uint16_t c16[N];
+    float x[N], y0[N], y1[N];
+    for (int i = 0; i < N; i++) {
+        c16[i] = ptq_f32_to_f16(0.37f * (float)i - 9.1f);
+        x[i] = (float)sin(0.7 * i);
+    }
+    input(g, "x", 1, d);
+    init(g, "c16", PTQ_F16, 1, d, c16);
+    set_attr_int(g, node(g, "cast", "Cast", "c16", NULL, "c"), "to", PTQ_F32);
+    node(g, "mul", "Mul", "x", "c", "y");
+    output(g, "y");
+    ptq_dtype dt;
+    EXPECT_EQ_INT(run1(g, x, PTQ_F32, N, y0, &dt), 0);
+    quant_fp16_widened w;
+    EXPECT_EQ_INT(quant_fp16_widen(g, &w), PTQ_OK);
+    EXPECT_EQ_INT(w.n_initializers, 1);
+    EXPECT_EQ_INT(w.n_casts, 1);
+    EXPECT_EQ_INT(w.computes_half, 0);
+    EXPECT_EQ_INT(w.n_io, 0);
+    EXPECT_EQ_INT(g->n_nodes, 1);
+    int c = ptq_graph_find_value(g, "c16");
+    EXPECT(c >= 0 && g->values[c].t.dtype == PTQ_F32 && g->nodes[0].inputs[1] == c);
+    int bad = 0;
+    for (int i = 0; c >= 0 && i < N; i++) bad += f_bits(((const float *)g->values[c].t.data)[i]) != f_bits(ptq_f16_to_f32(c16[i]));
+    EXPECT_EQ_INT(bad, 0);
+    EXPECT_EQ_INT(run1(g, x, PTQ_F32, N, y1, &dt), 0);
+    for (int i = 0; i < N; i++) bad += f_bits(y0[i]) != f_bits(y1[i]);
+    EXPECT_EQ_INT(bad, 0);
+    quant_fp16_widened_free(&w);
+    int n_nodes = g->n_nodes; /* now float32: widening again changes nothing */
+    EXPECT_EQ_INT(quant_fp16_widen(g, &w), PTQ_OK);
+    EXPECT_EQ_INT(g->n_nodes, n_nodes);
+    EXPECT_EQ_INT(w.n_initializers + w.n_casts + w.n_values + w.n_io, 0);
+    ptq_graph_destroy(g);
+}
+
+/* A float16 graph x16 -> Mul(x, c16) -> Relu -> y16: its twin computes in float32 (input, types,
+ * c widened); the twin with its float part converted (quant_fp16_convert) and its interface
+ * restored (quant_fp16_restore_io) is float16 in and out again with no Cast left: run through
+ * the upcast, it gives the original's outputs bit for bit. Restored without the conversion,
+ * Casts carry the float16 interface to the float32 nodes. */
+TEST(widen_then_restore_keeps_the_float16_interface)
+{
+    enum { N = 256 };
+    int64_t d[1] = {N};
+    uint16_t c16[N], x16[N];
+    float y0[N], y1[N], y2[N];
+    for (int i = 0; i < N; i++) {
+        c16[i] = ptq_f32_to_f16(1.0f + 0.01f * (float)(i % 17) - 0.3f * (float)(i % 3));
+        x16[i] = ptq_f32_to_f16((float)sin(0.37 * i) * 30.0f);
+    }
+    ptq_graph *gs[3];
+    for (int k = 0; k < 3; k++) {
+        ptq_graph *g = gs[k] = new_graph();
+        input(g, "x", 1, d);
+        g->values[ptq_graph_find_value(g, "x")].t.dtype = PTQ_F16;
+        init(g, "c", PTQ_F16, 1, d, c16);
+        node(g, "mul", "Mul", "x", "c", "m");
+        node(g, "relu", "Relu", "m", NULL, "y");
+        output(g, "y");
+        int y = ptq_graph_find_value(g, "y");
+        g->values[y].t.dtype = PTQ_F16;
+        g->values[y].t.rank = 1;
+        g->values[y].t.dims[0] = N;
+        g->values[y].has_type = 1;
+    }
+    int changed = 0, casts = 0;
+    ptq_dtype dt = PTQ_UNDEFINED;
+    EXPECT_EQ_INT(quant_fp16_upcast(gs[0], &changed), PTQ_OK);
+    EXPECT_EQ_INT(run1(gs[0], x16, PTQ_F16, N, y0, &dt), 0);
+    EXPECT_EQ_INT(dt, PTQ_F16);
+    quant_fp16_widened w[2];
+    for (int k = 1; k < 3; k++) {
+        EXPECT_EQ_INT(quant_fp16_widen(gs[k], &w[k - 1]), PTQ_OK);
+        EXPECT_EQ_INT(w[k - 1].computes_half, 1);
+        EXPECT_EQ_INT(w[k - 1].n_io, 2);
+        EXPECT_EQ_INT(gs[k]->values[ptq_graph_find_value(gs[k], "x")].t.dtype, PTQ_F32);
+        EXPECT_EQ_INT(gs[k]->values[ptq_graph_find_value(gs[k], "c")].t.dtype, PTQ_F32);
+    }
+    quant_fp16_report r;
+    EXPECT_EQ_INT(quant_fp16_convert(gs[1], &r), PTQ_OK);
+    EXPECT_EQ_INT(quant_fp16_restore_io(gs[1], &w[0], &casts), PTQ_OK);
+    EXPECT_EQ_INT(count_op(gs[1], "Cast"), 0);
+
+    EXPECT_EQ_INT(quant_fp16_restore_io(gs[2], &w[1], &casts), PTQ_OK);
+    EXPECT_EQ_INT(casts, 2);
+    EXPECT_EQ_INT(count_op(gs[2], "Cast"), 2);
+    for (int k = 1; k < 3; k++) {
+        EXPECT_EQ_INT(gs[k]->values[ptq_graph_find_value(gs[k], "x")].t.dtype, PTQ_F16);
+        EXPECT_EQ_INT(gs[k]->values[ptq_graph_find_value(gs[k], "y")].t.dtype, PTQ_F16);
+        EXPECT_EQ_INT(quant_fp16_upcast(gs[k], &changed), PTQ_OK);
+    }
+    EXPECT_EQ_INT(run1(gs[1], x16, PTQ_F16, N, y1, &dt), 0);
+    EXPECT_EQ_INT(dt, PTQ_F16);
+    EXPECT_EQ_INT(run1(gs[2], x16, PTQ_F16, N, y2, &dt), 0);
+    EXPECT_EQ_INT(dt, PTQ_F16);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += f_bits(y0[i]) != f_bits(y1[i]) || f_bits(y0[i]) != f_bits(y2[i]);
+    EXPECT_EQ_INT(bad, 0);
+    for (int k = 0; k < 2; k++) quant_fp16_widened_free(&w[k]);
+    for (int k = 0; k < 3; k++) ptq_graph_destroy(gs[k]);
+}
+
 int main(void)
 {
     RUN(every_half_round_trips);
@@ -395,5 +525,7 @@ int main(void)
     RUN(cast_float16_paths_at_any_thread_count);
     RUN(simulated_float_part_equals_the_written_float16_model);
     RUN(post_processing_stays_float32);
+    RUN(widen_folds_float16_weights_behind_casts);
+    RUN(widen_then_restore_keeps_the_float16_interface);
     return test_summary();
 }
