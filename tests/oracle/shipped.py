@@ -1,0 +1,160 @@
+"""shipped.py: models as users ship them, and what their preprocessing means (test oracle only).
+
+  shipped.py variant IN.onnx OUT.onnx uint8-nhwc|gray|size:HxW|ultralytics-meta|int64|rgba|rank3
+  shipped.py ref torchvision|torchvision-gray PHOTOS OUT.npy --shorter S --size N [--limit K] [--nhwc] [--scale V]
+  shipped.py ref cv-gray PHOTOS OUT.npy --size WxH [--limit K]     cv2.cvtColor(BGR2GRAY) + cv2.resize linear, x1
+  shipped.py ref pil-gray PHOTOS OUT.npy --size WxH [--limit K]    PIL convert("L") + resize(BILINEAR), x1
+  shipped.py cosine OUT_A_DIR OUT_B_DIR NAME MIN                   cosine of NAME.npy (flattened) >= MIN
+
+Variants (python3-onnx edits of a zoo model; the input is the first graph input):
+  uint8-nhwc   input uint8 [N, H, W, 3] -> Cast -> Transpose -> x/255 -> (x - mean)/std (ImageNet) -> the model
+  gray         input [N, 1, H, W]; the first Conv's weights summed over its input channels
+  size:HxW     the input's H and W set (every other declared shape inside and at the outputs cleared)
+  ultralytics-meta  metadata_props imgsz "[H, W]", stride "32", task "detect", author "Ultralytics"
+  int64, rgba, rank3  an input ptq cannot feed: int64 pixels, 4 channels, [?, ?, ?]"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def first_input(m):
+    inits = {i.name for i in m.graph.initializer}
+    return next(i for i in m.graph.input if i.name not in inits)
+
+
+def dims(vi):
+    return [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+
+
+def clear_shapes(m, keep):
+    del m.graph.value_info[:]
+    for o in m.graph.output:
+        for k, d in enumerate(o.type.tensor_type.shape.dim):
+            if k > 0 or not keep:
+                d.Clear()
+                d.dim_param = "d%d" % k
+
+
+def variant(src, dst, v):
+    m = onnx.load(src)
+    x = first_input(m)
+    n, c, h, w = dims(x)
+    if v == "uint8-nhwc":
+        raw = "images_u8"
+        pre = [
+            helper.make_node("Cast", [raw], ["pp_f"], to=TensorProto.FLOAT),
+            helper.make_node("Transpose", ["pp_f"], ["pp_t"], perm=[0, 3, 1, 2]),
+            helper.make_node("Div", ["pp_t", "pp_255"], ["pp_s"]),
+            helper.make_node("Sub", ["pp_s", "pp_mean"], ["pp_c"]),
+            helper.make_node("Div", ["pp_c", "pp_std"], [x.name]),
+        ]
+        m.graph.initializer.extend([
+            numpy_helper.from_array(np.array(255.0, np.float32), "pp_255"),
+            numpy_helper.from_array(np.array(MEAN, np.float32).reshape(1, 3, 1, 1), "pp_mean"),
+            numpy_helper.from_array(np.array(STD, np.float32).reshape(1, 3, 1, 1), "pp_std"),
+        ])
+        nodes = pre + list(m.graph.node)
+        del m.graph.node[:]
+        m.graph.node.extend(nodes)
+        new = helper.make_tensor_value_info(raw, TensorProto.UINT8, [n, h, w, c])
+        ins = [new] + [i for i in m.graph.input if i.name != x.name]
+        del m.graph.input[:]
+        m.graph.input.extend(ins)
+    elif v == "gray":
+        conv = next(nd for nd in m.graph.node if nd.op_type == "Conv" and nd.input[0] == x.name)
+        init = next(i for i in m.graph.initializer if i.name == conv.input[1])
+        wt = numpy_helper.to_array(init).sum(axis=1, keepdims=True).astype(np.float32)
+        init.CopyFrom(numpy_helper.from_array(wt, init.name))
+        x.type.tensor_type.shape.dim[1].dim_value = 1
+        clear_shapes(m, True)
+    elif v.startswith("size:"):
+        hh, ww = (int(t) for t in v[5:].split("x"))
+        x.type.tensor_type.shape.dim[2].dim_value = hh
+        x.type.tensor_type.shape.dim[3].dim_value = ww
+        clear_shapes(m, True)
+    elif v == "ultralytics-meta":
+        for k, val in (("author", "Ultralytics"), ("task", "detect"), ("stride", "32"), ("imgsz", "[%d, %d]" % (h, w))):
+            p = m.metadata_props.add()
+            p.key, p.value = k, val
+    elif v in ("int64", "rgba", "rank3"):  # a tiny conv model with an input ptq cannot feed
+        cin = 4 if v == "rgba" else 3
+        shape = {"int64": [1, 3, 32, 32], "rgba": [1, 4, 32, 32], "rank3": ["a", "b", "c"]}[v]
+        dt = TensorProto.INT64 if v == "int64" else TensorProto.FLOAT
+        nodes = [helper.make_node("Conv", ["xf" if v == "int64" else "x", "w"], ["y"])]
+        if v == "int64":
+            nodes.insert(0, helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT))
+        g = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", dt, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.ones((2, cin, 3, 3), np.float32), "w")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    else:
+        sys.exit("unknown variant " + v)
+    onnx.save(m, dst)
+
+
+def photos(root, limit):
+    import preprocess_ref
+    fs = [p for p in preprocess_ref.files(root) if preprocess_ref.decodes(p)]
+    return fs[:limit] if limit else fs
+
+
+def arg(args, name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+
+def ref(kind, root, out, args):
+    from PIL import Image
+    import cv2
+    limit = int(arg(args, "--limit", "0"))
+    xs = []
+    for p in photos(root, limit):
+        if kind.startswith("torchvision"):
+            shorter, size = int(arg(args, "--shorter")), int(arg(args, "--size"))
+            scale = float(arg(args, "--scale", str(1 / 255)))
+            gray = kind.endswith("gray")
+            im = Image.open(p).convert("L" if gray else "RGB")
+            w, h = im.size
+            nw, nh = (shorter, int(shorter * h / w)) if w <= h else (int(shorter * w / h), shorter)
+            im = im.resize((nw, nh), Image.BILINEAR)
+            top, left = int(round((nh - size) / 2.0)), int(round((nw - size) / 2.0))
+            a = np.asarray(im)[top:top + size, left:left + size]
+            a = a.reshape(size, size, -1).astype(np.float32) * np.float32(scale)
+            if scale != 1:
+                mean = np.float32(np.mean(np.float32(MEAN))) if gray else np.array(MEAN, np.float32)
+                std = np.float32(np.mean(np.float32(STD))) if gray else np.array(STD, np.float32)
+                a = (a - mean) / std
+            xs.append(a if "--nhwc" in args else a.transpose(2, 0, 1))
+        else:
+            W, H = (int(t) for t in arg(args, "--size").split("x"))
+            if kind == "cv-gray":
+                g = cv2.cvtColor(cv2.imread(p, cv2.IMREAD_COLOR), cv2.COLOR_BGR2GRAY)
+                g = cv2.resize(g, (W, H), interpolation=cv2.INTER_NEAREST if "--nearest" in args else cv2.INTER_LINEAR)
+            else:
+                g = np.asarray(Image.open(p).convert("L").resize((W, H), Image.BILINEAR))
+            xs.append(g.astype(np.float32)[None])
+    np.save(out, np.stack(xs))
+
+
+def cosine(a_dir, b_dir, name, lo):
+    a = np.load(os.path.join(a_dir, name + ".npy")).astype(np.float64).ravel()
+    b = np.load(os.path.join(b_dir, name + ".npy")).astype(np.float64).ravel()
+    c = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    print("cosine %.4f (at least %s)" % (c, lo))
+    sys.exit(0 if c >= float(lo) else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "variant":
+        variant(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "ref":
+        ref(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif sys.argv[1] == "cosine":
+        cosine(*sys.argv[2:6])
+    else:
+        sys.exit(__doc__)
