@@ -146,7 +146,7 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
         }
         no_preset = 0;
         if (say)
-            pp_log_message(log, PP_LOG_INFO, "%s: no --preset: the model's metadata (imgsz [%d, %d]) names an Ultralytics export: "
+            pp_log_message(log, PP_LOG_WARNING, "%s: no --preset: the model's metadata (imgsz [%d, %d]) names an Ultralytics export: "
                            "preset yolo-letterbox-640 at %dx%d", m, uh, uw, cfg->width, cfg->height);
     }
     if (v->t.rank != 4 && v->t.rank != 3) return PTQ_OK; /* eng_check_input_dims says why */
@@ -178,13 +178,14 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
         cfg->mean[0] = cfg->mean[1] = cfg->mean[2] = mean;
         cfg->std[0] = cfg->std[1] = cfg->std[2] = std;
         if (say)
-            pp_log_message(log, PP_LOG_INFO, "%s: input '%s' has one channel: fed the image's luma (%s), normalised with mean %g, "
+            pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' has one channel: fed the image's luma (%s), normalised with mean %g, "
                            "std %g%s", m, v->name, cfg->gray == PP_GRAY_CV ? "GRAY_CV: OpenCV's" : "GRAY_PIL: PIL's",
                            (double)mean, (double)std, averaged ? " (the preset's three averaged)" : "");
     }
     int hd = cfg->nhwc ? 0 : 1, wd = cfg->nhwc ? 1 : 2;
     int fixed = d[hd] > 0 && d[wd] > 0 && d[hd] <= 16384 && d[wd] <= 16384;
-    if (!pp_dynamic(cfg) && fixed && (d[hd] != cfg->height || d[wd] != cfg->width)) {
+    int scalable = cfg->mode == PP_MODE_STRETCH || cfg->mode == PP_MODE_LETTERBOX || cfg->mode == PP_MODE_SHORTER_CROP;
+    if (!pp_dynamic(cfg) && fixed && (d[hd] != cfg->height || d[wd] != cfg->width) && (scalable || no_preset)) {
         int oh = cfg->height, ow = cfg->width, os = cfg->shorter;
         int size_free = !eng_preprocessing_given(ENG_PP_SIZE);
         if (size_free) {
@@ -199,20 +200,17 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
         }
         if (say && !no_preset && size_free) {
             if (cfg->mode == PP_MODE_SHORTER_CROP)
-                pp_log_message(log, PP_LOG_INFO, "%s: input '%s' is %s: %s's %dx%d crop of shorter side %d scaled to it: shorter "
+                pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %dx%d crop of shorter side %d scaled to it: shorter "
                                "side %d, crop %dx%d", m, v->name, dims, eng_preprocessing_origin(), ow, oh, os,
                                cfg->shorter, cfg->width, cfg->height);
             else
-                pp_log_message(log, PP_LOG_INFO, "%s: input '%s' is %s: %s's %s to %dx%d scaled to it: %s to %dx%d", m, v->name,
+                pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %s to %dx%d scaled to it: %s to %dx%d", m, v->name,
                                dims, eng_preprocessing_origin(), pp_mode_name(cfg->mode), ow, oh,
                                pp_mode_name(cfg->mode), cfg->width, cfg->height);
         } else if (say && cfg->mode == PP_MODE_SHORTER_CROP && cfg->shorter != os)
-            pp_log_message(log, PP_LOG_INFO, "%s: --size %dx%d with the crop of %s: shorter side %d (scaled from %d for %dx%d) so "
+            pp_log_message(log, PP_LOG_WARNING, "%s: --size %dx%d with the crop of %s: shorter side %d (scaled from %d for %dx%d) so "
                            "the crop is not padded; give --shorter or --mode to choose otherwise",
                            m, cfg->width, cfg->height, eng_preprocessing_origin(), cfg->shorter, os, ow, oh);
-    } else if (say && !pp_dynamic(cfg) && !fixed && (d[hd] < 0 || d[wd] < 0)) {
-        pp_log_message(log, PP_LOG_INFO, "%s: input '%s' is %s (dynamic H/W): calibrated at %dx%d, the size of %s", m, v->name,
-                       dims, cfg->width, cfg->height, eng_preprocessing_origin());
     }
     if (u8 || cfg->gray) {
         int identity = cfg->scale == 1.0f, nc = pp_channels(cfg);
@@ -230,7 +228,7 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
             }
         }
         if (u8 && say)
-            pp_log_message(log, PP_LOG_INFO, "%s: input '%s' is uint8 %s: fed the %s geometry as uint8 %s pixels, without its "
+            pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is uint8 %s: fed the %s geometry as uint8 %s pixels, without its "
                            "scale/mean/std (the graph normalises)", m, v->name, dims,
                            no_preset ? "default" : "preset's", cfg->nhwc ? "NHWC" : "NCHW");
     }
@@ -251,12 +249,14 @@ int eng_preset_fits(const ptq_graph *g, const pp_config *c)
     if (in < 0) return 0;
     const ptq_value *v = &g->values[in];
     if (v->t.rank != 4 && v->t.rank != 3) return 0;
+    if (v->t.dtype != PTQ_F32 && v->t.dtype != PTQ_F16 && v->t.dtype != PTQ_U8) return 0;
     const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
-    int cd = c->nhwc ? 2 : 0, hd = c->nhwc ? 0 : 1, wd = c->nhwc ? 1 : 2, dyn = pp_dynamic(c);
-    if (d[cd] >= 0 && d[cd] != 3) return 0;
-    if (d[hd] >= 0 && (dyn & PP_DYN_HEIGHT || d[hd] != c->height)) return 0;
-    if (d[wd] >= 0 && (dyn & PP_DYN_WIDTH || d[wd] != c->width)) return 0;
-    return 1;
+    int cdim = channel_dim(d, 0, c->nhwc);
+    if (cdim < 0 || (d[cdim] >= 0 && d[cdim] != 1 && d[cdim] != 3)) return 0;
+    int nhwc = cdim == 2, hd = nhwc ? 0 : 1, wd = nhwc ? 1 : 2, dyn = pp_dynamic(c);
+    if ((d[hd] >= 0 && dyn & PP_DYN_HEIGHT) || (d[wd] >= 0 && dyn & PP_DYN_WIDTH)) return 0;
+    if (dyn) return 2;
+    return (d[hd] < 0 || d[hd] == c->height) && (d[wd] < 0 || d[wd] == c->width) ? 2 : 1;
 }
 
 ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)

@@ -81,8 +81,10 @@ ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *da
  * a dtype other than float32/float16/uint8, channels other than 1 or 3, a rank-3 input whose
  * channel dim cannot be told, and --scale/--mean/--std for a uint8 input. */
 ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_config *cfg, const pp_log *log);
-/* 1 when preprocessing c gives tensors the model's data input takes (layout, 3 channels, and
- * the size where the model fixes it; dims that follow the image need dynamic dims). */
+/* 2 when preprocessing c gives tensors of the size the model's data input fixes (or a size the
+ * input leaves dynamic), 1 when its geometry is scaled to the model's size (eng_fit_preprocessing),
+ * 0 when it cannot apply (dims that follow the image need dynamic dims; 1 or 3 channels; the
+ * layout follows the model). */
 int eng_preset_fits(const ptq_graph *g, const pp_config *c);
 /* Refuses (before anything runs) preprocessing whose tensor contradicts a fixed dim of the
  * model's data input: "model: preset paddleocr-det gives x 1x3x640x640 but the model declares

@@ -4,12 +4,14 @@
   shipped.py ref torchvision|torchvision-gray PHOTOS OUT.npy --shorter S --size N [--limit K] [--nhwc] [--scale V]
   shipped.py ref cv-gray PHOTOS OUT.npy --size WxH [--limit K]     cv2.cvtColor(BGR2GRAY) + cv2.resize linear, x1
   shipped.py ref pil-gray PHOTOS OUT.npy --size WxH [--limit K]    PIL convert("L") + resize(BILINEAR), x1
-  shipped.py cosine OUT_A_DIR OUT_B_DIR NAME MIN                   cosine of NAME.npy (flattened) >= MIN
+  shipped.py same A.npy B.npy                                       the same shape and values, exactly
+  shipped.py ortcos FP32.onnx QDQ.onnx X.npy MIN [--uint8]          ONNX Runtime (tests/oracle/ort.js) runs both
+        models on X (cast to uint8 with --uint8) image by image; every output's cosine over all images >= MIN
 
 Variants (python3-onnx edits of a zoo model; the input is the first graph input):
   uint8-nhwc   input uint8 [N, H, W, 3] -> Cast -> Transpose -> x/255 -> (x - mean)/std (ImageNet) -> the model
   gray         input [N, 1, H, W]; the first Conv's weights summed over its input channels
-  size:HxW     the input's H and W set (every other declared shape inside and at the outputs cleared)
+  size:HxW     the input's H and W set, a Resize's baked-in output size scaled with it (other declared shapes cleared)
   ultralytics-meta  metadata_props imgsz "[H, W]", stride "32", task "detect", author "Ultralytics"
   int64, rgba, rank3  an input ptq cannot feed: int64 pixels, 4 channels, [?, ?, ?]"""
 import os
@@ -77,6 +79,18 @@ def variant(src, dst, v):
         hh, ww = (int(t) for t in v[5:].split("x"))
         x.type.tensor_type.shape.dim[2].dim_value = hh
         x.type.tensor_type.shape.dim[3].dim_value = ww
+        # sizes the exporter baked in (a Resize's sizes: Concat(Shape[:2], Constant [h/k, w/k])) follow
+        made = {o: nd for nd in m.graph.node for o in nd.output}
+        for rs in (nd for nd in m.graph.node if nd.op_type == "Resize" and len(nd.input) == 4):
+            cat = made.get(rs.input[3])
+            for i in (cat.input if cat is not None and cat.op_type == "Concat" else []):
+                k = made.get(i)
+                if k is None or k.op_type != "Constant":
+                    continue
+                t = k.attribute[0].t
+                v = numpy_helper.to_array(t)
+                if v.shape == (2,) and (v[0] * hh) % h == 0 and (v[1] * ww) % w == 0:
+                    t.CopyFrom(numpy_helper.from_array((v * np.array([hh // 1, ww]) // np.array([h, w])).astype(v.dtype)))
         clear_shapes(m, True)
     elif v == "ultralytics-meta":
         for k, val in (("author", "Ultralytics"), ("task", "detect"), ("stride", "32"), ("imgsz", "[%d, %d]" % (h, w))):
@@ -141,12 +155,44 @@ def ref(kind, root, out, args):
     np.save(out, np.stack(xs))
 
 
-def cosine(a_dir, b_dir, name, lo):
-    a = np.load(os.path.join(a_dir, name + ".npy")).astype(np.float64).ravel()
-    b = np.load(os.path.join(b_dir, name + ".npy")).astype(np.float64).ravel()
-    c = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
-    print("cosine %.4f (at least %s)" % (c, lo))
-    sys.exit(0 if c >= float(lo) else 1)
+def same(a_path, b_path):
+    a, b = np.load(a_path), np.load(b_path)
+    if a.shape != b.shape:
+        sys.exit("shape %s, the reference %s" % (a.shape, b.shape))
+    bad = int((a != b).sum())
+    print("%s: %d values, %d differ (max %g)" % (a.shape, a.size, bad, float(np.abs(a - b).max()) if a.size else 0))
+    sys.exit(0 if bad == 0 else 1)
+
+
+def ortcos(fp32, qdq, x_path, lo, u8):
+    import subprocess
+    import tempfile
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    x = np.load(x_path)
+    if u8:
+        assert np.all(x == np.round(x)) and x.min() >= 0 and x.max() <= 255, "not uint8 pixels"
+        x = x.astype(np.uint8)
+    name = first_input(onnx.load(fp32)).name
+    outs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(len(x)):
+            np.save(os.path.join(tmp, "x.npy"), x[i:i + 1])
+            for tag, model in (("a", fp32), ("b", qdq)):
+                d = os.path.join(tmp, tag)
+                subprocess.run(["node", os.path.join(root, "tests/oracle/ort.js"), model, "--input",
+                                "%s=%s" % (name, os.path.join(tmp, "x.npy")), "--out-dir", d], check=True,
+                               stdout=subprocess.DEVNULL)
+                for f in sorted(os.listdir(d)):
+                    outs.setdefault((tag, f), []).append(np.load(os.path.join(d, f)).astype(np.float64).ravel())
+    worst = 1.0
+    for (tag, f), a in outs.items():
+        if tag != "a":
+            continue
+        a, b = np.concatenate(a), np.concatenate(outs[("b", f)])
+        c = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        print("%s: cosine %.4f over %d images (at least %s)" % (f, c, len(x), lo))
+        worst = min(worst, c)
+    sys.exit(0 if worst >= float(lo) else 1)
 
 
 if __name__ == "__main__":
@@ -154,7 +200,9 @@ if __name__ == "__main__":
         variant(sys.argv[2], sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "ref":
         ref(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
-    elif sys.argv[1] == "cosine":
-        cosine(*sys.argv[2:6])
+    elif sys.argv[1] == "same":
+        same(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "ortcos":
+        ortcos(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], "--uint8" in sys.argv[6:])
     else:
         sys.exit(__doc__)
