@@ -131,6 +131,7 @@ int cmd_preprocess(int argc, char **argv)
     if (!o.images) return cli_usage_error("preprocess", "--images is required");
     if (!dump && !dump_png) return cli_usage_error("preprocess", "--dump OUT.npy or --dump-png DIR is required");
     if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
+    if (!model) eng_preprocessing_say(NULL);
     if (model) { /* what quantize would feed this model */
         if ((st = onnx_model_load(model, &g)) != PTQ_OK ||
             (st = eng_fit_preprocessing(g, model, &cfg, NULL)) != PTQ_OK ||

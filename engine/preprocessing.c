@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/preset.h"
+#include "preprocess/dataset.h"
 
 static _Thread_local char pp_origin[512] = "the default preprocessing";
 static _Thread_local int pp_given; /* ENG_PP_* bits the last call's overrides set */
@@ -14,6 +15,7 @@ static _Thread_local int pp_said;  /* the default's line was said since the last
 enum { PP_KEEP = 32 };
 static _Thread_local char pp_keys[PP_KEEP][32], pp_vals[PP_KEEP][96];
 static _Thread_local int pp_n;
+static _Thread_local char pp_note[320]; /* a choice eng_preprocessing made that is said later */
 
 static int given_bit(const char *key)
 {
@@ -53,6 +55,8 @@ ptq_status eng_preprocessing(const char *preset, const char *const *keys, const 
         if ((st = io_preset_find(preset, path, sizeof path)) != PTQ_OK || (st = io_preset_load(path, cfg)) != PTQ_OK)
             return st;
     }
+    int ow = cfg->width, oh = cfg->height, os = cfg->shorter;
+    pp_note[0] = 0;
     for (int i = 0; i < n; i++) {
         char key[64], what[96];
         snprintf(key, sizeof key, "%s", keys[i]);
@@ -60,6 +64,15 @@ ptq_status eng_preprocessing(const char *preset, const char *const *keys, const 
             if (*q == '-') *q = '_';
         snprintf(what, sizeof what, "--%s", keys[i]);
         if ((st = io_preset_set(cfg, key, vals[i], what)) != PTQ_OK) return st;
+    }
+    if (preset && cfg->mode == PP_MODE_SHORTER_CROP && (pp_given & ENG_PP_SIZE) && !(pp_given & (ENG_PP_MODE | ENG_PP_SHORTER)) &&
+        (cfg->width != ow || cfg->height != oh)) {
+        /* --size alone: the crop keeps its ratio to the shorter side (else a larger crop is padded black) */
+        int side = cfg->width < cfg->height ? cfg->width : cfg->height, oside = ow < oh ? ow : oh;
+        cfg->shorter = (int)((double)side * os / oside + 0.5);
+        snprintf(pp_note, sizeof pp_note, "--size %dx%d with the crop of preset %s: shorter side %d (scaled from %d for "
+                 "%dx%d) so the crop is not padded; give --shorter or --mode to choose otherwise",
+                 cfg->width, cfg->height, preset, cfg->shorter, os, ow, oh);
     }
     if (cfg->gray) { /* one channel: one mean and std (a preset's three averaged) */
         float m = (cfg->mean[0] + cfg->mean[1] + cfg->mean[2]) / 3.0f, s = (cfg->std[0] + cfg->std[1] + cfg->std[2]) / 3.0f;
@@ -94,6 +107,12 @@ ptq_status eng_preprocessing_again(const char *preset, pp_config *cfg)
     ptq_status st = eng_preprocessing(preset, keys, vals, n, cfg);
     pp_said = said;
     return st;
+}
+
+void eng_preprocessing_say(const pp_log *log)
+{
+    if (pp_note[0]) pp_log_message(log, PP_LOG_WARNING, "%s", pp_note);
+    pp_note[0] = 0;
 }
 
 int eng_preprocessing_say_once(void)

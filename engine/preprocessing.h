@@ -9,6 +9,7 @@
 #ifndef PTQ_ENGINE_PREPROCESSING_H
 #define PTQ_ENGINE_PREPROCESSING_H
 
+#include "preprocess/dataset.h"
 #include "preprocess/preprocess.h"
 #include "runtime/status.h"
 
@@ -31,6 +32,9 @@ int eng_preprocessing_free(int what);
 int eng_preprocessing_given(int what);
 /* *cfg = preset (one the model names) under the last call's overrides, as eng_preprocessing. */
 ptq_status eng_preprocessing_again(const char *preset, pp_config *cfg);
+/* Says (once) what the last eng_preprocessing() chose itself: --size alone with a crop preset
+ * scales the shorter side with it (round(size * 256/224) for imagenet). */
+void eng_preprocessing_say(const pp_log *log);
 /* 1 the first time it is called after an eng_preprocessing() of this thread: a line about the
  * preprocessing is said once per command, not once per pass over the images. */
 int eng_preprocessing_say_once(void);

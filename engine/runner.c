@@ -127,6 +127,7 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
     const ptq_value *v = in >= 0 ? &g->values[in] : NULL;
     const char *m = model ? model : "model";
     int say = eng_preprocessing_say_once(), no_preset = !eng_preprocessing_given(ENG_PP_PRESET);
+    if (say) eng_preprocessing_say(log);
     char text[320], dims[160];
     if (!v) return PTQ_OK;
     declared_dims(v, dims, sizeof dims);
@@ -185,20 +186,18 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
     int hd = cfg->nhwc ? 0 : 1, wd = cfg->nhwc ? 1 : 2;
     int fixed = d[hd] > 0 && d[wd] > 0 && d[hd] <= 16384 && d[wd] <= 16384;
     int scalable = cfg->mode == PP_MODE_STRETCH || cfg->mode == PP_MODE_LETTERBOX || cfg->mode == PP_MODE_SHORTER_CROP;
-    if (!pp_dynamic(cfg) && fixed && (d[hd] != cfg->height || d[wd] != cfg->width) && (scalable || no_preset)) {
+    /* a size the user gave (--size) is kept: a contradiction is refused by eng_check_input_dims */
+    if (!pp_dynamic(cfg) && fixed && (d[hd] != cfg->height || d[wd] != cfg->width) && (scalable || no_preset) &&
+        !eng_preprocessing_given(ENG_PP_SIZE)) {
         int oh = cfg->height, ow = cfg->width, os = cfg->shorter;
-        int size_free = !eng_preprocessing_given(ENG_PP_SIZE);
-        if (size_free) {
-            cfg->height = (int)d[hd];
-            cfg->width = (int)d[wd];
-        }
-        if (cfg->mode == PP_MODE_SHORTER_CROP && !eng_preprocessing_given(ENG_PP_SHORTER) &&
-            (size_free || !eng_preprocessing_given(ENG_PP_MODE))) {
+        cfg->height = (int)d[hd];
+        cfg->width = (int)d[wd];
+        if (cfg->mode == PP_MODE_SHORTER_CROP && !eng_preprocessing_given(ENG_PP_SHORTER)) {
             /* the crop keeps its ratio to the shorter side (imagenet: 224/256) */
             int side = cfg->width < cfg->height ? cfg->width : cfg->height, oside = ow < oh ? ow : oh;
             cfg->shorter = (int)((double)side * os / oside + 0.5);
         }
-        if (say && !no_preset && size_free) {
+        if (say && !no_preset) {
             if (cfg->mode == PP_MODE_SHORTER_CROP)
                 pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %dx%d crop of shorter side %d scaled to it: shorter "
                                "side %d, crop %dx%d", m, v->name, dims, eng_preprocessing_origin(), ow, oh, os,
@@ -207,10 +206,7 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
                 pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %s to %dx%d scaled to it: %s to %dx%d", m, v->name,
                                dims, eng_preprocessing_origin(), pp_mode_name(cfg->mode), ow, oh,
                                pp_mode_name(cfg->mode), cfg->width, cfg->height);
-        } else if (say && cfg->mode == PP_MODE_SHORTER_CROP && cfg->shorter != os)
-            pp_log_message(log, PP_LOG_WARNING, "%s: --size %dx%d with the crop of %s: shorter side %d (scaled from %d for %dx%d) so "
-                           "the crop is not padded; give --shorter or --mode to choose otherwise",
-                           m, cfg->width, cfg->height, eng_preprocessing_origin(), cfg->shorter, os, ow, oh);
+        }
     }
     if (u8 || cfg->gray) {
         int identity = cfg->scale == 1.0f, nc = pp_channels(cfg);
@@ -255,8 +251,8 @@ int eng_preset_fits(const ptq_graph *g, const pp_config *c)
     if (cdim < 0 || (d[cdim] >= 0 && d[cdim] != 1 && d[cdim] != 3)) return 0;
     int nhwc = cdim == 2, hd = nhwc ? 0 : 1, wd = nhwc ? 1 : 2, dyn = pp_dynamic(c);
     if ((d[hd] >= 0 && dyn & PP_DYN_HEIGHT) || (d[wd] >= 0 && dyn & PP_DYN_WIDTH)) return 0;
-    if (dyn) return 2;
-    return (d[hd] < 0 || d[hd] == c->height) && (d[wd] < 0 || d[wd] == c->width) ? 2 : 1;
+    if (dyn || ((d[hd] < 0 || d[hd] == c->height) && (d[wd] < 0 || d[wd] == c->width))) return 2;
+    return c->mode == PP_MODE_STRETCH || c->mode == PP_MODE_LETTERBOX || c->mode == PP_MODE_SHORTER_CROP;
 }
 
 ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)

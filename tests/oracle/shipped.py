@@ -1,6 +1,6 @@
 """shipped.py: models as users ship them, and what their preprocessing means (test oracle only).
 
-  shipped.py variant IN.onnx OUT.onnx uint8-nhwc|gray|size:HxW|ultralytics-meta|int64|rgba|rank3
+  shipped.py variant IN.onnx OUT.onnx size:HxW|int64|rgba|rank3
   shipped.py ref torchvision|torchvision-gray PHOTOS OUT.npy --shorter S --size N [--limit K] [--nhwc] [--scale V]
   shipped.py ref cv-gray PHOTOS OUT.npy --size WxH [--limit K]     cv2.cvtColor(BGR2GRAY) + cv2.resize linear, x1
   shipped.py ref pil-gray PHOTOS OUT.npy --size WxH [--limit K]    PIL convert("L") + resize(BILINEAR), x1
@@ -8,11 +8,8 @@
   shipped.py ortcos FP32.onnx QDQ.onnx X.npy MIN [--uint8]          ONNX Runtime (tests/oracle/ort.js) runs both
         models on X (cast to uint8 with --uint8) image by image; every output's cosine over all images >= MIN
 
-Variants (python3-onnx edits of a zoo model; the input is the first graph input):
-  uint8-nhwc   input uint8 [N, H, W, 3] -> Cast -> Transpose -> x/255 -> (x - mean)/std (ImageNet) -> the model
-  gray         input [N, 1, H, W]; the first Conv's weights summed over its input channels
+Variants (python3-onnx; uint8-nhwc, gray, ultralytics-meta: scripts/variants.py):
   size:HxW     the input's H and W set, a Resize's baked-in output size scaled with it (other declared shapes cleared)
-  ultralytics-meta  metadata_props imgsz "[H, W]", stride "32", task "detect", author "Ultralytics"
   int64, rgba, rank3  an input ptq cannot feed: int64 pixels, 4 channels, [?, ?, ?]"""
 import os
 import sys
@@ -47,35 +44,7 @@ def variant(src, dst, v):
     m = onnx.load(src)
     x = first_input(m)
     n, c, h, w = dims(x)
-    if v == "uint8-nhwc":
-        raw = "images_u8"
-        pre = [
-            helper.make_node("Cast", [raw], ["pp_f"], to=TensorProto.FLOAT),
-            helper.make_node("Transpose", ["pp_f"], ["pp_t"], perm=[0, 3, 1, 2]),
-            helper.make_node("Div", ["pp_t", "pp_255"], ["pp_s"]),
-            helper.make_node("Sub", ["pp_s", "pp_mean"], ["pp_c"]),
-            helper.make_node("Div", ["pp_c", "pp_std"], [x.name]),
-        ]
-        m.graph.initializer.extend([
-            numpy_helper.from_array(np.array(255.0, np.float32), "pp_255"),
-            numpy_helper.from_array(np.array(MEAN, np.float32).reshape(1, 3, 1, 1), "pp_mean"),
-            numpy_helper.from_array(np.array(STD, np.float32).reshape(1, 3, 1, 1), "pp_std"),
-        ])
-        nodes = pre + list(m.graph.node)
-        del m.graph.node[:]
-        m.graph.node.extend(nodes)
-        new = helper.make_tensor_value_info(raw, TensorProto.UINT8, [n, h, w, c])
-        ins = [new] + [i for i in m.graph.input if i.name != x.name]
-        del m.graph.input[:]
-        m.graph.input.extend(ins)
-    elif v == "gray":
-        conv = next(nd for nd in m.graph.node if nd.op_type == "Conv" and nd.input[0] == x.name)
-        init = next(i for i in m.graph.initializer if i.name == conv.input[1])
-        wt = numpy_helper.to_array(init).sum(axis=1, keepdims=True).astype(np.float32)
-        init.CopyFrom(numpy_helper.from_array(wt, init.name))
-        x.type.tensor_type.shape.dim[1].dim_value = 1
-        clear_shapes(m, True)
-    elif v.startswith("size:"):
+    if v.startswith("size:"):
         hh, ww = (int(t) for t in v[5:].split("x"))
         x.type.tensor_type.shape.dim[2].dim_value = hh
         x.type.tensor_type.shape.dim[3].dim_value = ww
@@ -90,12 +59,8 @@ def variant(src, dst, v):
                 t = k.attribute[0].t
                 v = numpy_helper.to_array(t)
                 if v.shape == (2,) and (v[0] * hh) % h == 0 and (v[1] * ww) % w == 0:
-                    t.CopyFrom(numpy_helper.from_array((v * np.array([hh // 1, ww]) // np.array([h, w])).astype(v.dtype)))
+                    t.CopyFrom(numpy_helper.from_array((v * np.array([hh, ww]) // np.array([h, w])).astype(v.dtype)))
         clear_shapes(m, True)
-    elif v == "ultralytics-meta":
-        for k, val in (("author", "Ultralytics"), ("task", "detect"), ("stride", "32"), ("imgsz", "[%d, %d]" % (h, w))):
-            p = m.metadata_props.add()
-            p.key, p.value = k, val
     elif v in ("int64", "rgba", "rank3"):  # a tiny conv model with an input ptq cannot feed
         cin = 4 if v == "rgba" else 3
         shape = {"int64": [1, 3, 32, 32], "rgba": [1, 4, 32, 32], "rank3": ["a", "b", "c"]}[v]
