@@ -89,9 +89,11 @@ check "--size 320x320 without --mode scales the crop the same way (shorter side 
   '$PTQ' preprocess --images '$PHOTOS' --limit 4 --preset imagenet-torchvision --size 320x320 --model '$SEG' --dump '$TMP/seg_size.npy' 2> '$TMP/seg_size.err' &&
   grep -F 'shorter side 366 (scaled from 256 for 224x224) so the crop is not padded' '$TMP/seg_size.err' &&
   cmp '$TMP/seg_size.npy' '$TMP/seg.npy'"
-# the cosine of the 320 crop measured as bench/variants.sh does for the segmenter (0.97)
-check "320x320 segmenter: ONNX Runtime's QDQ outputs against FP32, cosine >= 0.85" \
-  $PY "$SH" ortcos "$SEG" "$TMP/seg.qdq.onnx" "$TMP/seg.npy" 0.85
+# the zoo's segmenter has untrained weights (BatchNorm statistics from the photos): its 21 logits
+# quantize to a cosine of 0.93 whatever the preprocessing (the 256 export with its own stretch
+# preset: 0.93 on the same photos; ptq compare of this one: 0.92 percentile, 0.94 mse)
+check "320x320 segmenter: ONNX Runtime's QDQ outputs against FP32, cosine >= 0.88" \
+  $PY "$SH" ortcos "$SEG" "$TMP/seg.qdq.onnx" "$TMP/seg.npy" 0.88
 
 check "YOLO with Ultralytics metadata, no --preset: yolo-letterbox-640 at its imgsz, said" bash -c "
   $(declare -f quantize said); PTQ='$PTQ' PHOTOS='$PHOTOS' TMP='$TMP'
