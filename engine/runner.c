@@ -108,17 +108,19 @@ static int ultralytics_size(const ptq_graph *g, int *h, int *w)
     return *h > 0 && *w > 0 && *h <= 16384 && *w <= 16384;
 }
 
-/* The tensor's channel dim of v's last three dims (0: first, 2: last, -1: cannot tell). */
+/* The channel dim of an image input's last three dims d: 0 (first), 2 (last), -1 (cannot tell).
+ * An end of 1 or 3 is the channels; otherwise a small known end (2, 4) is a channel count and a
+ * larger one a spatial dim. */
 static int channel_dim(const int64_t *d, int nhwc_given, int nhwc)
 {
-    int first = d[0] == 1 || d[0] == 3, last = d[2] == 1 || d[2] == 3;
     if (nhwc_given) return nhwc ? 2 : 0;
-    if (first && !last) return 0;
-    if (last && !first) return 2;
-    if (first && last) return nhwc ? 2 : 0; /* [3, H, 3]: the preset's */
-    if (d[0] > 0 && d[2] < 0) return 0;     /* [4, ?, ?] */
-    if (d[2] > 0 && d[0] < 0) return 2;
-    return d[0] < 0 && d[2] < 0 ? -1 : 0;
+    int first = d[0] == 1 || d[0] == 3, last = d[2] == 1 || d[2] == 3;
+    if (first != last) return first ? 0 : 2;
+    if (first) return nhwc ? 2 : 0; /* [3, H, 3]: the preset's */
+    int cf = d[0] > 0 && d[0] <= 4, cl = d[2] > 0 && d[2] <= 4, sf = d[0] > 4, sl = d[2] > 4;
+    if (cf != cl) return cf ? 0 : 2;
+    if (sf != sl) return sf ? 2 : 0;
+    return -1;
 }
 
 ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_config *cfg, const pp_log *log)
@@ -153,6 +155,7 @@ ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_confi
     if (v->t.rank != 4 && v->t.rank != 3) return PTQ_OK; /* eng_check_input_dims says why */
     const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
     int cd = channel_dim(d, eng_preprocessing_given(ENG_PP_LAYOUT), cfg->nhwc);
+    if (cd < 0 && v->t.rank == 4) cd = cfg->nhwc ? 2 : 0; /* [?, ?, ?, ?]: the preset's layout */
     if (cd < 0) {
         ptq_error("%s: input '%s' is %s %s: ptq cannot tell which dim holds the channels; give --layout NCHW or NHWC",
                   m, v->name, ptq_dtype_name(v->t.dtype), dims);
@@ -248,6 +251,7 @@ int eng_preset_fits(const ptq_graph *g, const pp_config *c)
     if (v->t.dtype != PTQ_F32 && v->t.dtype != PTQ_F16 && v->t.dtype != PTQ_U8) return 0;
     const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
     int cdim = channel_dim(d, 0, c->nhwc);
+    if (cdim < 0 && v->t.rank == 4) cdim = c->nhwc ? 2 : 0;
     if (cdim < 0 || (d[cdim] >= 0 && d[cdim] != 1 && d[cdim] != 3)) return 0;
     int nhwc = cdim == 2, hd = nhwc ? 0 : 1, wd = nhwc ? 1 : 2, dyn = pp_dynamic(c);
     if ((d[hd] >= 0 && dyn & PP_DYN_HEIGHT) || (d[wd] >= 0 && dyn & PP_DYN_WIDTH)) return 0;

@@ -119,6 +119,16 @@ TEST(fit_uint8_nhwc_and_sizes)
     EXPECT(c.width == 192 && c.height == 256 && c.shorter == 219); /* round(192 * 256 / 224) */
     ptq_graph_destroy(g);
 
+    g = input_graph(PTQ_F32, 4, (const int64_t[]){-1, -1, 224, 224}); /* C dynamic: W is no channel count */
+    EXPECT(fit(g, "imagenet-torchvision", NULL, NULL, &c) == PTQ_OK && c.nhwc == 0);
+    ptq_graph_destroy(g);
+    g = input_graph(PTQ_F32, 4, (const int64_t[]){-1, 224, 224, -1});
+    EXPECT(fit(g, "imagenet-torchvision", NULL, NULL, &c) == PTQ_OK && c.nhwc == 1);
+    ptq_graph_destroy(g);
+    g = input_graph(PTQ_F32, 4, (const int64_t[]){-1, -1, -1, -1}); /* nothing known: the preset's layout */
+    EXPECT(fit(g, "imagenet-torchvision", NULL, NULL, &c) == PTQ_OK && c.nhwc == 0);
+    ptq_graph_destroy(g);
+
     g = input_graph(PTQ_F32, 4, (const int64_t[]){-1, 3, -1, -1}); /* dynamic H/W: the preset's size */
     EXPECT(fit(g, "imagenet-torchvision", NULL, NULL, &c) == PTQ_OK);
     EXPECT(c.width == 224 && c.height == 224 && c.shorter == 256);
