@@ -13,7 +13,7 @@ static _Thread_local int pp_said;  /* the default's line was said since the last
 /* The last call's overrides, kept so that a preset the model names (Ultralytics metadata) can be
  * loaded under them later (eng_preprocessing_again). */
 enum { PP_KEEP = 32 };
-static _Thread_local char pp_keys[PP_KEEP][32], pp_vals[PP_KEEP][96];
+static _Thread_local char pp_keys[PP_KEEP][32], pp_vals[PP_KEEP][256];
 static _Thread_local int pp_n;
 static _Thread_local char pp_note[320]; /* a choice eng_preprocessing made that is said later */
 
