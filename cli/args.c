@@ -233,8 +233,11 @@ int cli_list_options(int argc, char **argv, const struct option *opts)
 void cli_help_overrides(FILE *fp)
 {
     fprintf(fp, "  preprocessing overrides of the preset (ptq preprocess --help; docs/preprocessing.md):\n"
-                "    --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
-                "    --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
+                "    --mode M --size WxH --resize I --shorter N --pad-value V\n"
+                "    --channel-order RGB|BGR|GRAY|GRAY_PIL|GRAY_CV (GRAY: PIL's luma after RGB, OpenCV's after BGR)\n"
+                "    --scale V --mean a,b,c --std a,b,c (one value: all channels) --layout NCHW|NHWC\n"
+                "  without --preset: an Ultralytics export's metadata (imgsz) names yolo-letterbox-640; otherwise\n"
+                "  the default (stretch to the model's size, RGB, x/255), said in one line\n"
                 "    --max-width N --limit-side N --limit-type max|min --multiple N --max-side N\n");
 }
 

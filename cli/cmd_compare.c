@@ -228,11 +228,12 @@ int cmd_compare(int argc, char **argv)
     pp_config eval_cfg = pp_defaults();
     if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
     if ((st = eng_model_load(model, &g, NULL)) != PTQ_OK) goto fail;
-    eng_fit_preprocessing(g, &src.cfg);
+    if ((st = eng_fit_preprocessing(g, model, &src.cfg, NULL)) != PTQ_OK) goto fail;
     if (eval_preset) { /* checked before the calibration pass; then messages name --preset's again */
         pp_config again = pp_defaults();
         if ((st = eng_preprocessing(eval_preset, set_keys, set_vals, n_set, &eval_cfg)) != PTQ_OK ||
-            (eng_fit_preprocessing(g, &eval_cfg), st = eng_check_input_dims(g, model, &eval_cfg)) != PTQ_OK ||
+            (st = eng_fit_preprocessing(g, model, &eval_cfg, NULL)) != PTQ_OK ||
+            (st = eng_check_input_dims(g, model, &eval_cfg)) != PTQ_OK ||
             (st = eng_preprocessing(preset, set_keys, set_vals, n_set, &again)) != PTQ_OK)
             goto fail;
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/preprocessing.h"
 #include "engine/runner.h"
 #include "io/onnx.h"
 #include "io/preset.h"
@@ -13,23 +14,55 @@
 
 #define MAX_SHAPES 64
 
-/* "presets that fit: a, b" for the model's data input (ptq preprocess --preset NAME). */
+/* "presets that fit: a, b; scaled to its size: c" for the model's data input. */
 static void print_fitting_presets(const ptq_graph *g)
 {
-    char **names = NULL;
-    int n = io_preset_names(&names), shown = 0;
+    char **names = NULL, scaled[1024] = "";
+    int n = io_preset_names(&names), shown = 0, n_scaled = 0;
+    size_t k = 0;
     if (eng_graph_input(g) < 0) n = 0;
     printf("presets that fit:");
     for (int i = 0; i < n; i++) {
         char path[4096];
         pp_config c = pp_defaults();
-        if (io_preset_find(names[i], path, sizeof path) == PTQ_OK && io_preset_load(path, &c) == PTQ_OK &&
-            eng_preset_fits(g, &c))
-            printf("%s %s", shown++ ? "," : "", names[i]);
+        int fit = io_preset_find(names[i], path, sizeof path) == PTQ_OK && io_preset_load(path, &c) == PTQ_OK
+                      ? eng_preset_fits(g, &c) : 0;
+        if (fit == 2) printf("%s %s", shown++ ? "," : "", names[i]);
+        if (fit == 1 && k < sizeof scaled)
+            k += (size_t)snprintf(scaled + k, sizeof scaled - k, "%s %s", n_scaled++ ? "," : "", names[i]);
         free(names[i]);
     }
     free(names);
-    printf("%s\n", shown ? "" : " none (--size, --layout or a preset of your own: docs/preprocessing.md)");
+    printf("%s\n", shown ? "" : " none at their own size");
+    if (n_scaled) printf("presets whose geometry is scaled to its size:%s\n", scaled);
+}
+
+/* Keeps the last line eng_fit_preprocessing says about the model (printed by inspect). */
+static void keep_line(int level, const char *text, void *user)
+{
+    (void)level;
+    snprintf(user, 512, "%s", text);
+}
+
+/* The data input's layout and channels, and what a quantize without --preset feeds it. */
+static void print_default_preprocessing(const ptq_graph *g, const char *model)
+{
+    int in = eng_graph_input(g);
+    char said[512] = "", text[320];
+    pp_log log = {.message = keep_line, .user = said};
+    pp_config c = pp_defaults();
+    if (in < 0) return;
+    const ptq_value *v = &g->values[in];
+    if (eng_preprocessing(NULL, NULL, NULL, 0, &c) != PTQ_OK || eng_fit_preprocessing(g, model, &c, &log) != PTQ_OK) {
+        printf("data input %s: ptq cannot feed it images: %s\n", v->name, ptq_last_error());
+        return;
+    }
+    printf("data input %s: %s, %s, %d channel%s%s\n", v->name, ptq_dtype_name(v->t.dtype), c.nhwc ? "NHWC" : "NCHW",
+           pp_channels(&c), pp_channels(&c) == 1 ? "" : "s",
+           v->t.dtype == PTQ_U8 ? " (pixels 0..255: the graph normalises)" : "");
+    eng_preprocessing_text(&c, text, sizeof text);
+    printf("without --preset: %s%s%s\n", eng_preprocessing_given(ENG_PP_PRESET) ? eng_preprocessing_origin() : "",
+           eng_preprocessing_given(ENG_PP_PRESET) ? " (the model's metadata): " : "", text);
 }
 
 static void print_value(const ptq_graph *g, int v)
@@ -118,6 +151,7 @@ int cmd_inspect(int argc, char **argv)
     printf("\ninputs:\n");
     for (int i = 0; i < g->n_inputs; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) print_value(g, g->inputs[i]);
+    print_default_preprocessing(g, model);
     print_fitting_presets(g);
     printf("outputs:\n");
     for (int i = 0; i < g->n_outputs; i++) print_value(g, g->outputs[i]);

@@ -8,6 +8,9 @@
 
 #include "cli/cli.h"
 #include "engine/preprocessing.h"
+#include "engine/runner.h"
+#include "engine/source.h"
+#include "io/onnx.h"
 #include "io/image.h"
 #include "io/npy.h"
 #include "io/preset.h"
@@ -16,10 +19,13 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: ptq preprocess --images DIR|LIST [--preset NAME|FILE] --dump OUT.npy [options]\n"
+            "usage: ptq preprocess --images DIR|LIST [--preset NAME|FILE] [--model M.onnx] --dump OUT.npy [options]\n"
+            "  --model M.onnx   fit the preprocessing to the model's input as quantize does (its size, layout,\n"
+            "                   channels; a uint8 input: pixels without scale/mean/std), saying each choice\n"
             "  --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N\n"
             "  --shard I/N      only images k of the sorted (or shuffled) list with k mod N = I (I from 0)\n"
-            "  overrides: --mode M --size WxH --resize I --shorter N --pad-value V --channel-order RGB|BGR\n"
+            "  overrides: --mode M --size WxH --resize I --shorter N --pad-value V\n"
+            "             --channel-order RGB|BGR|GRAY|GRAY_PIL|GRAY_CV\n"
             "             --scale V --mean a,b,c --std a,b,c --layout NCHW|NHWC\n"
             "             --max-width N --limit-side N --limit-type max|min --multiple N --max-side N\n"
             "  --dump-png DIR   also write each tensor back as an 8-bit PNG (undoing mean, std and scale)\n"
@@ -50,10 +56,11 @@ static ptq_status write_png(const char *dir, int i, const float *x, const pp_con
     for (int y = 0; y < H; y++)
         for (int xx = 0; xx < W; xx++)
             for (int k = 0; k < 3; k++) {
-                size_t idx = c->nhwc ? ((size_t)y * (size_t)W + (size_t)xx) * 3 + (size_t)k
-                                     : ((size_t)k * (size_t)H + (size_t)y) * (size_t)W + (size_t)xx;
-                float v = (x[idx] * c->std[k] + c->mean[k]) / c->scale;
-                int ch = c->bgr ? 2 - k : k;
+                int nc = pp_channels(c), kc = nc == 1 ? 0 : k; /* gray: the luma in all three */
+                size_t idx = c->nhwc ? ((size_t)y * (size_t)W + (size_t)xx) * (size_t)nc + (size_t)kc
+                                     : ((size_t)kc * (size_t)H + (size_t)y) * (size_t)W + (size_t)xx;
+                float v = (x[idx] * c->std[kc] + c->mean[kc]) / c->scale;
+                int ch = c->bgr && nc == 3 ? 2 - k : k;
                 long r = lrintf(v);
                 rgb[((size_t)y * (size_t)W + (size_t)xx) * 3 + (size_t)ch] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
             }
@@ -66,20 +73,22 @@ static ptq_status write_png(const char *dir, int i, const float *x, const pp_con
 
 int cmd_preprocess(int argc, char **argv)
 {
-    enum { O_IMAGES = 256, O_PRESET, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_EXIF, O_THREADS, O_DUMP, O_DUMP_PNG, O_SET, O_SHARD };
+    enum { O_IMAGES = 256, O_PRESET, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_EXIF, O_THREADS, O_DUMP, O_DUMP_PNG, O_SET, O_SHARD,
+           O_MODEL };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
         {"seed", required_argument, 0, O_SEED},     {"strict", no_argument, 0, O_STRICT},
         {"exif", required_argument, 0, O_EXIF},     {"threads", required_argument, 0, O_THREADS},
         {"dump", required_argument, 0, O_DUMP},     {"dump-png", required_argument, 0, O_DUMP_PNG},
-        {"shard", required_argument, 0, O_SHARD},
+        {"shard", required_argument, 0, O_SHARD},   {"model", required_argument, 0, O_MODEL},
         CLI_PP_LONGOPTS(O_SET),
         {"list-presets", no_argument, 0, 'L'},      {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     pp_dataset_options o = pp_dataset_defaults();
     pp_config cfg = pp_defaults();
-    const char *preset = NULL, *dump = NULL, *dump_png = NULL;
+    const char *preset = NULL, *dump = NULL, *dump_png = NULL, *model = NULL;
+    ptq_graph *g = NULL;
     const char *set_keys[CLI_PP_MAX], *set_vals[CLI_PP_MAX];
     int n_set = 0, c, idx = 0, rc = CLI_EXIT_OK;
     ptq_status st = PTQ_OK;
@@ -98,6 +107,7 @@ int cmd_preprocess(int argc, char **argv)
         case O_PRESET: preset = optarg; break;
         case O_DUMP: dump = optarg; break;
         case O_DUMP_PNG: dump_png = optarg; break;
+        case O_MODEL: model = optarg; break;
         case O_SET:
             if (n_set == CLI_PP_MAX) return cli_usage_error("preprocess", "too many overrides");
             set_keys[n_set] = longopts[idx].name;
@@ -121,6 +131,13 @@ int cmd_preprocess(int argc, char **argv)
     if (!o.images) return cli_usage_error("preprocess", "--images is required");
     if (!dump && !dump_png) return cli_usage_error("preprocess", "--dump OUT.npy or --dump-png DIR is required");
     if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &cfg)) != PTQ_OK) goto fail;
+    if (!model) eng_preprocessing_say(NULL);
+    if (model) { /* what quantize would feed this model */
+        if ((st = onnx_model_load(model, &g)) != PTQ_OK ||
+            (st = eng_fit_preprocessing(g, model, &cfg, NULL)) != PTQ_OK ||
+            (st = eng_check_input_dims(g, model, &cfg)) != PTQ_OK)
+            goto fail;
+    }
     if ((st = pp_dataset_open(&o, &cfg, &d)) != PTQ_OK) goto fail;
     if (dump_png) mkdir(dump_png, 0777);
     int dynamic = pp_dynamic(&cfg) != 0;
@@ -134,16 +151,9 @@ int cmd_preprocess(int argc, char **argv)
         if (n == 0) break;
         pp_config shaped = cfg; /* this batch's size */
         pp_dataset_batch_shape(d, &shaped.width, &shaped.height);
-        per = (size_t)3 * (size_t)shaped.width * (size_t)shaped.height;
+        per = (size_t)pp_channels(&cfg) * (size_t)shaped.width * (size_t)shaped.height;
         for (int i = 0; dump && dynamic && i < n; i++) {
-            ptq_tensor t = {0};
-            t.dtype = PTQ_F32;
-            t.rank = 4;
-            t.dims[0] = 1;
-            t.dims[1] = shaped.nhwc ? shaped.height : 3;
-            t.dims[2] = shaped.nhwc ? shaped.width : shaped.height;
-            t.dims[3] = shaped.nhwc ? 3 : shaped.width;
-            t.data = (void *)(x + per * (size_t)i);
+            ptq_tensor t = eng_batch_tensor(&shaped, x + per * (size_t)i, 1);
             char path[4200];
             snprintf(path, sizeof path, "%.4000s/%06d.npy", dump, total + i);
             if ((st = npy_save(path, &t)) != PTQ_OK) goto fail;
@@ -173,14 +183,7 @@ int cmd_preprocess(int argc, char **argv)
         goto fail;
     }
     if (dump && !dynamic) {
-        ptq_tensor t = {0};
-        t.dtype = PTQ_F32;
-        t.rank = 4;
-        t.dims[0] = total;
-        t.dims[1] = cfg.nhwc ? cfg.height : 3;
-        t.dims[2] = cfg.nhwc ? cfg.width : cfg.height;
-        t.dims[3] = cfg.nhwc ? 3 : cfg.width;
-        t.data = all;
+        ptq_tensor t = eng_batch_tensor(&cfg, all, total);
         if ((st = npy_save(dump, &t)) != PTQ_OK) goto fail;
     }
     fprintf(stderr, "ptq preprocess: %d images used, %d skipped%s%s\n", used, skipped, dump ? "; wrote " : "",
@@ -191,5 +194,6 @@ fail:
 out:
     pp_dataset_close(d);
     free(all);
+    ptq_graph_destroy(g);
     return rc;
 }

@@ -397,7 +397,13 @@ int cmd_quantize(int argc, char **argv)
     else if (from_stats)
         snprintf(from, sizeof from, "statistics of %llu images from %s; method %s", (unsigned long long)res.stats_images,
                  from_stats, res.tag);
-    else snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, res.tag);
+    else if (src.input_npy) snprintf(from, sizeof from, "%d images used, %d skipped; method %s", src.images, src.skipped, res.tag);
+    else { /* the shape the images were calibrated at (the model's fitted preprocessing) */
+        ptq_tensor x = eng_batch_tensor(&src.cfg, NULL, 1);
+        snprintf(from, sizeof from, "%d images used, %d skipped; fed as %lldx%lldx%lld%s; method %s", src.images,
+                 src.skipped, (long long)x.dims[1], (long long)x.dims[2], (long long)x.dims[3],
+                 pp_dynamic(&src.cfg) ? " (H/W following each image)" : "", res.tag);
+    }
     fprintf(stderr,
             "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
             "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",

@@ -358,7 +358,7 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
     TRY(eng_fit_batch(g, model, &o));
     srcp->o.batch = o.batch; /* later passes over the same images (refinement, equalization) take it too */
     if (!input) { /* decoding starts now, while the placement rules and the plan are worked out */
-        eng_fit_preprocessing(g, &cfg);
+        TRY(eng_fit_preprocessing(g, model, &cfg, &o.log));
         srcp->cfg = cfg; /* later passes over the same images take it too */
         TRY(eng_check_input_dims(g, model, &cfg));
         TRY(pp_dataset_open(&o, &cfg, &d));

@@ -88,20 +88,158 @@ static void dims_text(const int64_t *dims, int rank, char *buf, size_t cap)
     for (int d = 0; d < rank && k < cap; d++) k += (size_t)snprintf(buf + k, cap - k, d ? "x%lld" : "%lld", (long long)dims[d]);
 }
 
-void eng_fit_preprocessing(const ptq_graph *g, pp_config *cfg)
+/* The Ultralytics export's metadata: imgsz "[640, 640]" (H, W) and task; 1 when the model has it. */
+static int ultralytics_size(const ptq_graph *g, int *h, int *w)
+{
+    const char *imgsz = NULL;
+    int yolo = 0;
+    for (int i = 0; i < g->n_metadata; i++) {
+        const ptq_kv *kv = &g->metadata[i];
+        if (!kv->key || !kv->value) continue;
+        if (!strcmp(kv->key, "imgsz")) imgsz = kv->value;
+        if (!strcmp(kv->key, "stride") || !strcmp(kv->key, "task")) yolo = 1;
+        if (!strcmp(kv->key, "author") && strstr(kv->value, "Ultralytics")) yolo = 1;
+    }
+    if (!imgsz || !yolo) return 0;
+    if (sscanf(imgsz, " [ %d , %d ]", h, w) != 2) {
+        if (sscanf(imgsz, " [ %d ]", h) != 1 && sscanf(imgsz, " %d", h) != 1) return 0;
+        *w = *h;
+    }
+    return *h > 0 && *w > 0 && *h <= 16384 && *w <= 16384;
+}
+
+/* The channel dim of an image input's last three dims d: 0 (first), 2 (last), -1 (cannot tell).
+ * An end of 1 or 3 is the channels; otherwise a small known end (2, 4) is a channel count and a
+ * larger one a spatial dim. */
+static int channel_dim(const int64_t *d, int nhwc_given, int nhwc)
+{
+    if (nhwc_given) return nhwc ? 2 : 0;
+    int first = d[0] == 1 || d[0] == 3, last = d[2] == 1 || d[2] == 3;
+    if (first != last) return first ? 0 : 2;
+    if (first) return nhwc ? 2 : 0; /* [3, H, 3]: the preset's */
+    int cf = d[0] > 0 && d[0] <= 4, cl = d[2] > 0 && d[2] <= 4, sf = d[0] > 4, sl = d[2] > 4;
+    if (cf != cl) return cf ? 0 : 2;
+    if (sf != sl) return sf ? 2 : 0;
+    return -1;
+}
+
+ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_config *cfg, const pp_log *log)
 {
     int in = eng_graph_input(g);
     const ptq_value *v = in >= 0 ? &g->values[in] : NULL;
-    if (v && (v->t.rank == 4 || v->t.rank == 3) && !pp_dynamic(cfg)) {
-        const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
-        if (eng_preprocessing_free(ENG_PP_LAYOUT) && d[2] == 3 && d[0] != 3 && d[0] != 1) cfg->nhwc = 1;
-        int hd = cfg->nhwc ? 0 : 1, wd = cfg->nhwc ? 1 : 2;
-        if (eng_preprocessing_free(ENG_PP_SIZE) && d[hd] > 0 && d[wd] > 0 && d[hd] <= 16384 && d[wd] <= 16384) {
-            cfg->height = (int)d[hd];
-            cfg->width = (int)d[wd];
+    const char *m = model ? model : "model";
+    int say = eng_preprocessing_say_once(), no_preset = !eng_preprocessing_given(ENG_PP_PRESET);
+    if (say) eng_preprocessing_say(log);
+    char text[320], dims[160];
+    if (!v) return PTQ_OK;
+    declared_dims(v, dims, sizeof dims);
+    if (v->t.dtype != PTQ_F32 && v->t.dtype != PTQ_U8 && v->t.dtype != PTQ_F16) {
+        ptq_error("%s: input '%s' is %s %s: ptq feeds images as float32 or uint8 pixels; export the model with a "
+                  "float32 (or uint8) image input, or feed it with --input",
+                  m, v->name, ptq_dtype_name(v->t.dtype), dims);
+        return PTQ_ERR_UNSUPPORTED;
+    }
+    int u8 = v->t.dtype == PTQ_U8, uh = 0, uw = 0;
+    if (no_preset && ultralytics_size(g, &uh, &uw)) { /* an Ultralytics export says how it was trained */
+        ptq_status st = eng_preprocessing_again("yolo-letterbox-640", cfg);
+        if (st != PTQ_OK) return st;
+        if (!eng_preprocessing_given(ENG_PP_SIZE)) {
+            cfg->width = uw;
+            cfg->height = uh;
+        }
+        no_preset = 0;
+        if (say)
+            pp_log_message(log, PP_LOG_WARNING, "%s: no --preset: the model's metadata (imgsz [%d, %d]) names an Ultralytics export: "
+                           "preset yolo-letterbox-640 at %dx%d", m, uh, uw, cfg->width, cfg->height);
+    }
+    if (v->t.rank != 4 && v->t.rank != 3) return PTQ_OK; /* eng_check_input_dims says why */
+    const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
+    int cd = channel_dim(d, eng_preprocessing_given(ENG_PP_LAYOUT), cfg->nhwc);
+    if (cd < 0 && v->t.rank == 4) cd = cfg->nhwc ? 2 : 0; /* [?, ?, ?, ?]: the preset's layout */
+    if (cd < 0) {
+        ptq_error("%s: input '%s' is %s %s: ptq cannot tell which dim holds the channels; give --layout NCHW or NHWC",
+                  m, v->name, ptq_dtype_name(v->t.dtype), dims);
+        return PTQ_ERR_ARG;
+    }
+    cfg->nhwc = cd == 2;
+    int64_t C = d[cd];
+    if (C > 0 && C != 1 && C != 3) {
+        ptq_error("%s: input '%s' is %s %s: %lld channels; ptq feeds 3 (--channel-order RGB or BGR) or 1 (GRAY, "
+                  "GRAY_PIL, GRAY_CV): export the model with one of those (for RGBA, drop the alpha channel)",
+                  m, v->name, ptq_dtype_name(v->t.dtype), dims, (long long)C);
+        return PTQ_ERR_UNSUPPORTED;
+    }
+    if (C == 1 && !cfg->gray) { /* a gray model: the image's luma, one mean/std */
+        if (eng_preprocessing_given(ENG_PP_ORDER)) {
+            ptq_error("%s: input '%s' is %s %s: one channel, but --channel-order gives three; use --channel-order "
+                      "GRAY (or GRAY_PIL, GRAY_CV)", m, v->name, ptq_dtype_name(v->t.dtype), dims);
+            return PTQ_ERR_ARG;
+        }
+        cfg->gray = cfg->bgr ? PP_GRAY_CV : PP_GRAY_PIL;
+        float mean = (cfg->mean[0] + cfg->mean[1] + cfg->mean[2]) / 3.0f, std = (cfg->std[0] + cfg->std[1] + cfg->std[2]) / 3.0f;
+        int averaged = cfg->mean[0] != cfg->mean[1] || cfg->mean[1] != cfg->mean[2] || cfg->std[0] != cfg->std[1] ||
+                       cfg->std[1] != cfg->std[2];
+        cfg->mean[0] = cfg->mean[1] = cfg->mean[2] = mean;
+        cfg->std[0] = cfg->std[1] = cfg->std[2] = std;
+        if (say)
+            pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' has one channel: fed the image's luma (%s), normalised with mean %g, "
+                           "std %g%s", m, v->name, cfg->gray == PP_GRAY_CV ? "GRAY_CV: OpenCV's" : "GRAY_PIL: PIL's",
+                           (double)mean, (double)std, averaged ? " (the preset's three averaged)" : "");
+    }
+    int hd = cfg->nhwc ? 0 : 1, wd = cfg->nhwc ? 1 : 2;
+    int fixed = d[hd] > 0 && d[wd] > 0 && d[hd] <= 16384 && d[wd] <= 16384;
+    int scalable = cfg->mode == PP_MODE_STRETCH || cfg->mode == PP_MODE_LETTERBOX || cfg->mode == PP_MODE_SHORTER_CROP;
+    /* a size the user gave (--size) is kept: a contradiction is refused by eng_check_input_dims */
+    if (!pp_dynamic(cfg) && fixed && (d[hd] != cfg->height || d[wd] != cfg->width) && (scalable || no_preset) &&
+        !eng_preprocessing_given(ENG_PP_SIZE)) {
+        int oh = cfg->height, ow = cfg->width, os = cfg->shorter;
+        cfg->height = (int)d[hd];
+        cfg->width = (int)d[wd];
+        if (cfg->mode == PP_MODE_SHORTER_CROP && !eng_preprocessing_given(ENG_PP_SHORTER)) {
+            /* the crop keeps its ratio to the shorter side (imagenet: 224/256) */
+            int side = cfg->width < cfg->height ? cfg->width : cfg->height, oside = ow < oh ? ow : oh;
+            cfg->shorter = (int)((double)side * os / oside + 0.5);
+        }
+        if (say && !no_preset) {
+            if (cfg->mode == PP_MODE_SHORTER_CROP)
+                pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %dx%d crop of shorter side %d scaled to it: shorter "
+                               "side %d, crop %dx%d", m, v->name, dims, eng_preprocessing_origin(), ow, oh, os,
+                               cfg->shorter, cfg->width, cfg->height);
+            else
+                pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is %s: %s's %s to %dx%d scaled to it: %s to %dx%d", m, v->name,
+                               dims, eng_preprocessing_origin(), pp_mode_name(cfg->mode), ow, oh,
+                               pp_mode_name(cfg->mode), cfg->width, cfg->height);
         }
     }
-    eng_preprocessing_describe_default(cfg);
+    if (u8 || cfg->gray) {
+        int identity = cfg->scale == 1.0f, nc = pp_channels(cfg);
+        for (int k = 0; k < nc; k++) identity &= cfg->mean[k] == 0.0f && cfg->std[k] == 1.0f;
+        if (u8 && !identity) {
+            if (eng_preprocessing_given(ENG_PP_NORM)) {
+                ptq_error("%s: input '%s' is uint8 %s: it takes pixels as they are, so --scale/--mean/--std cannot "
+                          "apply (the graph normalises); leave them out", m, v->name, dims);
+                return PTQ_ERR_ARG;
+            }
+            cfg->scale = 1.0f;
+            for (int k = 0; k < 3; k++) {
+                cfg->mean[k] = 0.0f;
+                cfg->std[k] = 1.0f;
+            }
+        }
+        if (u8 && say)
+            pp_log_message(log, PP_LOG_WARNING, "%s: input '%s' is uint8 %s: fed the %s geometry as uint8 %s pixels, without its "
+                           "scale/mean/std (the graph normalises)", m, v->name, dims,
+                           no_preset ? "default" : "preset's", cfg->nhwc ? "NHWC" : "NCHW");
+    }
+    if (no_preset) {
+        eng_preprocessing_describe_default(cfg);
+        if (say) {
+            eng_preprocessing_text(cfg, text, sizeof text);
+            pp_log_message(log, PP_LOG_WARNING, "%s: no --preset: assuming %s; give --preset (ptq preprocess --list-presets) if the "
+                           "model was trained otherwise", m, text);
+        }
+    }
+    return pp_validate(cfg);
 }
 
 int eng_preset_fits(const ptq_graph *g, const pp_config *c)
@@ -110,12 +248,15 @@ int eng_preset_fits(const ptq_graph *g, const pp_config *c)
     if (in < 0) return 0;
     const ptq_value *v = &g->values[in];
     if (v->t.rank != 4 && v->t.rank != 3) return 0;
+    if (v->t.dtype != PTQ_F32 && v->t.dtype != PTQ_F16 && v->t.dtype != PTQ_U8) return 0;
     const int64_t *d = v->t.dims + (v->t.rank - 3); /* C, H, W or H, W, C */
-    int cd = c->nhwc ? 2 : 0, hd = c->nhwc ? 0 : 1, wd = c->nhwc ? 1 : 2, dyn = pp_dynamic(c);
-    if (d[cd] >= 0 && d[cd] != 3) return 0;
-    if (d[hd] >= 0 && (dyn & PP_DYN_HEIGHT || d[hd] != c->height)) return 0;
-    if (d[wd] >= 0 && (dyn & PP_DYN_WIDTH || d[wd] != c->width)) return 0;
-    return 1;
+    int cdim = channel_dim(d, 0, c->nhwc);
+    if (cdim < 0 && v->t.rank == 4) cdim = c->nhwc ? 2 : 0;
+    if (cdim < 0 || (d[cdim] >= 0 && d[cdim] != 1 && d[cdim] != 3)) return 0;
+    int nhwc = cdim == 2, hd = nhwc ? 0 : 1, wd = nhwc ? 1 : 2, dyn = pp_dynamic(c);
+    if ((d[hd] >= 0 && dyn & PP_DYN_HEIGHT) || (d[wd] >= 0 && dyn & PP_DYN_WIDTH)) return 0;
+    if (dyn || ((d[hd] < 0 || d[hd] == c->height) && (d[wd] < 0 || d[wd] == c->width))) return 2;
+    return c->mode == PP_MODE_STRETCH || c->mode == PP_MODE_LETTERBOX || c->mode == PP_MODE_SHORTER_CROP;
 }
 
 ptq_status eng_check_input_dims(const ptq_graph *g, const char *model, const pp_config *cfg)
@@ -268,7 +409,7 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     r.popt.nthreads = o->threads;
     r.popt.fuse = fuse;
     pp_config cf = *cfg;
-    eng_fit_preprocessing(g, &cf);
+    TRY(eng_fit_preprocessing(g, model, &cf, &o->log));
     cfg = &cf;
     TRY(eng_check_input_dims(g, model, cfg));
     pp_dataset_options of = *o;

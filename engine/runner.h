@@ -71,11 +71,20 @@ ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_optio
 /* A batch of n preprocessed images of w x h (a dataset batch: pp_dataset_batch_shape) as the
  * model's input tensor (NCHW or NHWC float32; data borrowed). eng_batch_tensor (source.h): cfg's size. */
 ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);
-/* Fits the default preprocessing to the model: without a preset, its size (no --size) and
- * layout (no --layout) follow the model's data input where it fixes them. */
-void eng_fit_preprocessing(const ptq_graph *g, pp_config *cfg);
-/* 1 when preprocessing c gives tensors the model's data input takes (layout, 3 channels, and
- * the size where the model fixes it; dims that follow the image need dynamic dims). */
+/* Fits the preprocessing to the model's data input, saying each choice in one line through log
+ * (once per eng_preprocessing()): the layout from the input's shape (the dim of 1 or 3
+ * channels; --layout wins); one channel: the image's luma (GRAY) with the mean/std averaged; a
+ * fixed size other than the preset's: the preset's geometry scaled to it (a crop keeps its ratio
+ * to the shorter side), also for --size without --mode or --shorter; a uint8 input: pixels
+ * without scale/mean/std. Without a preset: an Ultralytics export's metadata (imgsz) gives
+ * yolo-letterbox-640 at its size; else the default, said every time. Refuses, naming the input,
+ * a dtype other than float32/float16/uint8, channels other than 1 or 3, a rank-3 input whose
+ * channel dim cannot be told, and --scale/--mean/--std for a uint8 input. */
+ptq_status eng_fit_preprocessing(const ptq_graph *g, const char *model, pp_config *cfg, const pp_log *log);
+/* 2 when preprocessing c gives tensors of the size the model's data input fixes (or a size the
+ * input leaves dynamic), 1 when its geometry is scaled to the model's size (eng_fit_preprocessing),
+ * 0 when it cannot apply (dims that follow the image need dynamic dims; 1 or 3 channels; the
+ * layout follows the model). */
 int eng_preset_fits(const ptq_graph *g, const pp_config *c);
 /* Refuses (before anything runs) preprocessing whose tensor contradicts a fixed dim of the
  * model's data input: "model: preset paddleocr-det gives x 1x3x640x640 but the model declares

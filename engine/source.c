@@ -8,9 +8,9 @@ ptq_tensor eng_batch_tensor(const pp_config *cfg, const float *data, int n)
 {
     ptq_tensor t = {.dtype = PTQ_F32, .rank = 4, .data = (void *)data};
     t.dims[0] = n;
-    t.dims[1] = cfg->nhwc ? cfg->height : 3;
+    t.dims[1] = cfg->nhwc ? cfg->height : pp_channels(cfg);
     t.dims[2] = cfg->nhwc ? cfg->width : cfg->height;
-    t.dims[3] = cfg->nhwc ? 3 : cfg->width;
+    t.dims[3] = cfg->nhwc ? pp_channels(cfg) : cfg->width;
     return t;
 }
 

@@ -75,8 +75,12 @@ ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const
     else if (!strcmp(key, "stride")) ok = parse_int(value, 0, 1024, &c->stride) == 0;
     else if (!strcmp(key, "scaleup")) ok = parse_bool(value, &c->scaleup) == 0;
     else if (!strcmp(key, "channel_order")) {
-        ok = !strcmp(value, "RGB") || !strcmp(value, "BGR");
-        c->bgr = !strcmp(value, "BGR");
+        /* GRAY: PIL's luma after an RGB order, OpenCV's after a BGR one (the preset's family) */
+        int gray = !strcmp(value, "GRAY_PIL") ? PP_GRAY_PIL : !strcmp(value, "GRAY_CV") ? PP_GRAY_CV
+                   : !strcmp(value, "GRAY")   ? (c->bgr ? PP_GRAY_CV : PP_GRAY_PIL) : 0;
+        ok = gray || !strcmp(value, "RGB") || !strcmp(value, "BGR");
+        if (ok && !gray) c->bgr = !strcmp(value, "BGR");
+        if (ok) c->gray = gray;
     } else if (!strcmp(key, "layout")) {
         ok = !strcmp(value, "NCHW") || !strcmp(value, "NHWC");
         c->nhwc = !strcmp(value, "NHWC");
@@ -167,8 +171,9 @@ void io_preset_describe(const pp_config *c, char *buf, size_t cap)
      * of a fixed-size preset (kept in statistics files) is what it always was */
     char dyn[160] = "";
     if (c->mode == PP_MODE_HEIGHT_PAD && c->max_width > 0) snprintf(dyn, sizeof dyn, " max_width=%d", c->max_width);
+    if (c->gray) snprintf(dyn, sizeof dyn, " gray=%s", c->gray == PP_GRAY_CV ? "cv" : "pil");
     if (c->mode == PP_MODE_LIMIT_SIDE)
-        snprintf(dyn, sizeof dyn, " limit_side=%d limit_type=%s multiple=%d max_side=%d", c->limit_side,
+        snprintf(dyn + strlen(dyn), sizeof dyn - strlen(dyn), " limit_side=%d limit_type=%s multiple=%d max_side=%d", c->limit_side,
                  c->limit_min ? "min" : "max", c->multiple, c->max_side);
     int k = snprintf(buf, cap,
              "mode=%s size=%dx%d resize=%s shorter=%d pad=%d pad_float=%g scaleup=%d order=%s scale=%.9g "

@@ -235,7 +235,7 @@ static void *worker(void *arg)
         c->st = io_image_load(d->files[i], &io, &img);
         if (c->st == PTQ_OK) {
             c->st = pp_tensor_shape(&d->cfg, img.width, img.height, &c->w, &c->h);
-            size_t need = (size_t)3 * (size_t)c->w * (size_t)c->h;
+            size_t need = (size_t)pp_channels(&d->cfg) * (size_t)c->w * (size_t)c->h;
             if (c->st == PTQ_OK && need > c->cap) {
                 float *p = realloc(c->data, sizeof(float) * need);
                 if (p) {
@@ -427,7 +427,7 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
         if (good && k == 0) {
             d->out_w = c->w;
             d->out_h = c->h;
-            per = (size_t)3 * (size_t)c->w * (size_t)c->h;
+            per = (size_t)pp_channels(&d->cfg) * (size_t)c->w * (size_t)c->h;
             if (per * (size_t)d->o.batch > d->out_cap) {
                 float *p = realloc(d->out, sizeof(float) * per * (size_t)d->o.batch);
                 if (!p) {

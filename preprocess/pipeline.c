@@ -28,6 +28,20 @@ pp_config pp_defaults(void)
     return c;
 }
 
+int pp_channels(const pp_config *c)
+{
+    return c->gray ? 1 : 3;
+}
+
+void pp_rgb_to_gray(const uint8_t *rgb, size_t n, int convention, uint8_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = rgb[3 * i], g = rgb[3 * i + 1], b = rgb[3 * i + 2];
+        out[i] = convention == PP_GRAY_CV ? (uint8_t)((r * 9798u + g * 19235u + b * 3735u + (1u << 14)) >> 15)
+                                          : (uint8_t)((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
+    }
+}
+
 /* Python's round(): to nearest, ties to even. */
 static int py_round(double v)
 {
@@ -56,7 +70,7 @@ size_t pp_tensor_floats(const pp_config *c)
         int m = c->limit_min ? c->max_side : round_multiple(c->limit_side, c->multiple);
         w = h = (size_t)(m < c->max_side ? m : c->max_side);
     }
-    return (size_t)3 * w * h;
+    return (size_t)pp_channels(c) * w * h;
 }
 
 ptq_status pp_tensor_shape(const pp_config *c, int src_w, int src_h, int *w, int *h)
@@ -168,21 +182,21 @@ ptq_status pp_validate(const pp_config *c)
     return PTQ_OK;
 }
 
-/* Writes canvas pixels (ch 3, width cw) into the float tensor at (x0, y0), normalised. */
+/* Writes canvas pixels (pp_channels(c) interleaved, width cw) into the float tensor at (x0, y0), normalised. */
 static void emit(const uint8_t *canvas, int cw, int chh, int x0, int y0, const pp_config *c, float *out)
 {
-    int W = c->width, H = c->height;
+    int W = c->width, H = c->height, nc = pp_channels(c);
     for (int y = 0; y < chh; y++) {
         int ty = y + y0;
         if (ty < 0 || ty >= H) continue;
         for (int x = 0; x < cw; x++) {
             int tx = x + x0;
             if (tx < 0 || tx >= W) continue;
-            const uint8_t *px = canvas + ((size_t)y * (size_t)cw + (size_t)x) * 3;
-            for (int k = 0; k < 3; k++) {
-                int src = c->bgr ? 2 - k : k;
+            const uint8_t *px = canvas + ((size_t)y * (size_t)cw + (size_t)x) * (size_t)nc;
+            for (int k = 0; k < nc; k++) {
+                int src = c->bgr && nc == 3 ? 2 - k : k;
                 float v = ((float)px[src] * c->scale - c->mean[k]) / c->std[k];
-                if (c->nhwc) out[((size_t)ty * (size_t)W + (size_t)tx) * 3 + (size_t)k] = v;
+                if (c->nhwc) out[((size_t)ty * (size_t)W + (size_t)tx) * (size_t)nc + (size_t)k] = v;
                 else out[((size_t)k * (size_t)H + (size_t)ty) * (size_t)W + (size_t)tx] = v;
             }
         }
@@ -191,9 +205,9 @@ static void emit(const uint8_t *canvas, int cw, int chh, int x0, int y0, const p
 
 static void fill(const pp_config *c, float *out, int k, float v)
 {
-    size_t plane = (size_t)c->width * (size_t)c->height;
+    size_t plane = (size_t)c->width * (size_t)c->height, nc = (size_t)pp_channels(c);
     if (c->nhwc)
-        for (size_t i = 0; i < plane; i++) out[i * 3 + (size_t)k] = v;
+        for (size_t i = 0; i < plane; i++) out[i * nc + (size_t)k] = v;
     else
         for (size_t i = 0; i < plane; i++) out[(size_t)k * plane + i] = v;
 }
@@ -201,10 +215,10 @@ static void fill(const pp_config *c, float *out, int k, float v)
 /* Fills columns x0..width-1 of every row of channel k with v (the right padding). */
 static void fill_right(const pp_config *c, float *out, int k, int x0, float v)
 {
-    size_t W = (size_t)c->width, H = (size_t)c->height;
+    size_t W = (size_t)c->width, H = (size_t)c->height, nc = (size_t)pp_channels(c);
     for (size_t y = 0; y < H; y++)
         for (size_t x = (size_t)x0; x < W; x++) {
-            if (c->nhwc) out[(y * W + x) * 3 + (size_t)k] = v;
+            if (c->nhwc) out[(y * W + x) * nc + (size_t)k] = v;
             else out[((size_t)k * H + y) * W + x] = v;
         }
 }
@@ -212,8 +226,9 @@ static void fill_right(const pp_config *c, float *out, int k, int x0, float v)
 ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *out, pp_meta *meta)
 {
     ptq_status st = PTQ_OK;
-    uint8_t *canvas = NULL;
-    int w = img->width, h = img->height, W, H;
+    uint8_t *canvas = NULL, *luma = NULL;
+    int w = img->width, h = img->height, W, H, nc = pp_channels(c);
+    const uint8_t *src;
     pp_config shaped;
     pp_meta m;
     memset(&m, 0, sizeof m);
@@ -222,6 +237,13 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
     TRY(pp_validate(c));
     if (w < 1 || h < 1 || !img->data) FAIL(PTQ_ERR_ARG, "preprocessing: empty image");
     TRY(pp_tensor_shape(c, w, h, &W, &H));
+    src = img->data;
+    if (c->gray) { /* converted first, as cv2.cvtColor / PIL convert("L") before the resize */
+        luma = malloc((size_t)w * (size_t)h);
+        CHECK_ALLOC(luma);
+        pp_rgb_to_gray(img->data, (size_t)w * (size_t)h, c->gray, luma);
+        src = luma;
+    }
     shaped = *c; /* the helpers below read the tensor's size from the config */
     shaped.width = W;
     shaped.height = H;
@@ -229,9 +251,9 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
     switch (c->mode) {
     case PP_MODE_STRETCH:
     case PP_MODE_LIMIT_SIDE: /* the size came from pp_tensor_shape; cv2.resize stretches to it */
-        canvas = malloc((size_t)W * (size_t)H * 3);
+        canvas = malloc((size_t)W * (size_t)H * (size_t)nc);
         CHECK_ALLOC(canvas);
-        TRY(pp_resize_u8(img->data, w, h, canvas, W, H, 3, c->interp));
+        TRY(pp_resize_u8(src, w, h, canvas, W, H, nc, c->interp));
         m.resized_w = W;
         m.resized_h = H;
         emit(canvas, W, H, 0, 0, c, out);
@@ -244,10 +266,10 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
         if (nh < 1) nh = 1;
         double dw = (W - nw) / 2.0, dh = (H - nh) / 2.0;
         int top = py_round(dh - 0.1), left = py_round(dw - 0.1);
-        canvas = malloc((size_t)nw * (size_t)nh * 3);
+        canvas = malloc((size_t)nw * (size_t)nh * (size_t)nc);
         CHECK_ALLOC(canvas);
-        TRY(pp_resize_u8(img->data, w, h, canvas, nw, nh, 3, c->interp));
-        for (int k = 0; k < 3; k++) fill(c, out, k, ((float)c->pad_value * c->scale - c->mean[k]) / c->std[k]);
+        TRY(pp_resize_u8(src, w, h, canvas, nw, nh, nc, c->interp));
+        for (int k = 0; k < nc; k++) fill(c, out, k, ((float)c->pad_value * c->scale - c->mean[k]) / c->std[k]);
         emit(canvas, nw, nh, left, top, c, out);
         m.resized_w = nw;
         m.resized_h = nh;
@@ -266,12 +288,12 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
         }
         if (nw < 1) nw = 1;
         if (nh < 1) nh = 1;
-        canvas = malloc((size_t)nw * (size_t)nh * 3);
+        canvas = malloc((size_t)nw * (size_t)nh * (size_t)nc);
         CHECK_ALLOC(canvas);
-        TRY(pp_resize_u8(img->data, w, h, canvas, nw, nh, 3, c->interp));
+        TRY(pp_resize_u8(src, w, h, canvas, nw, nh, nc, c->interp));
         int top = py_round((nh - H) / 2.0), left = py_round((nw - W) / 2.0);
         /* torchvision pads a crop larger than the image with zeros */
-        for (int k = 0; k < 3; k++) fill(c, out, k, (0.0f - c->mean[k]) / c->std[k]);
+        for (int k = 0; k < nc; k++) fill(c, out, k, (0.0f - c->mean[k]) / c->std[k]);
         emit(canvas, nw, nh, -left, -top, c, out);
         m.resized_w = nw;
         m.resized_h = nh;
@@ -284,10 +306,10 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
         int rw = (int)ceil(H * ratio);
         if (rw > W) rw = W;
         if (rw < 1) rw = 1;
-        canvas = malloc((size_t)rw * (size_t)H * 3);
+        canvas = malloc((size_t)rw * (size_t)H * (size_t)nc);
         CHECK_ALLOC(canvas);
-        TRY(pp_resize_u8(img->data, w, h, canvas, rw, H, 3, c->interp));
-        for (int k = 0; k < 3; k++) fill_right(c, out, k, rw, c->pad_float); /* emit writes the rest */
+        TRY(pp_resize_u8(src, w, h, canvas, rw, H, nc, c->interp));
+        for (int k = 0; k < nc; k++) fill_right(c, out, k, rw, c->pad_float); /* emit writes the rest */
         emit(canvas, rw, H, 0, 0, c, out);
         m.resized_w = rw;
         m.resized_h = H;
@@ -301,5 +323,6 @@ ptq_status pp_image_to_tensor(const io_image *img, const pp_config *c, float *ou
     if (meta) *meta = m;
 done:
     free(canvas);
+    free(luma);
     return st;
 }

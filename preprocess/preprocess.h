@@ -42,6 +42,8 @@ typedef struct {
     int scaleup;            /* LETTERBOX: allow enlarging (1) */
     float pad_float;        /* HEIGHT_PAD: value of the right padding, in normalised units (0) */
     int bgr;                /* channel order of the tensor: 1 = BGR (OpenCV), 0 = RGB */
+    int gray;               /* 0: three channels; PP_GRAY_PIL, PP_GRAY_CV: one, the image's luma, converted
+                             * before the geometry; normalised with mean[0], std[0] */
     float scale;            /* the 0-255 value is multiplied by scale first (1/255) */
     float mean[3], std[3];  /* then (v - mean[c]) / std[c], c in the tensor's channel order */
     int nhwc;               /* layout: 0 = CHW, 1 = HWC */
@@ -60,7 +62,15 @@ typedef struct {
     float scale_x, scale_y;
 } pp_meta;
 
+/* Luma conventions: PIL convert("L"), (r*19595 + g*38470 + b*7471 + 0x8000) >> 16;
+ * OpenCV 4 COLOR_RGB2GRAY, (r*9798 + g*19235 + b*3735 + (1 << 14)) >> 15 (its 8-bit path). */
+enum { PP_GRAY_PIL = 1, PP_GRAY_CV = 2 };
+
 pp_config pp_defaults(void);
+/* Channels of the tensor: 1 (gray) or 3. */
+int pp_channels(const pp_config *c);
+/* An interleaved RGB image (n pixels) to one luma byte per pixel by convention PP_GRAY_*. */
+void pp_rgb_to_gray(const uint8_t *rgb, size_t n, int convention, uint8_t *out);
 /* Floats of one image's tensor; with dims that follow the image, the most any image gives. */
 size_t pp_tensor_floats(const pp_config *c);
 /* Which tensor dims follow the image: PP_DYN_WIDTH | PP_DYN_HEIGHT, 0 for a fixed size. */

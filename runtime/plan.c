@@ -98,6 +98,8 @@ struct ptq_plan {
     void **dyn_free;          /* heap buffers of dynamic values that died in this run, for the */
     size_t *dyn_free_cap;     /* dynamic outputs still to come (and the next runs) */
     int n_dyn_free;
+    uint8_t **in_u8;          /* per input: float32 pixels converted for a uint8 input (ptq_plan_begin) */
+    size_t *in_u8_cap;
 };
 
 /* Values a step reads: its inputs, then (control ops) the outer values its subgraphs read. */
@@ -311,6 +313,9 @@ void ptq_plan_destroy(ptq_plan *p)
     free(p->is_const);
     free(p->owned);
     free(p->last_use);
+    for (int i = 0; p->in_u8 && i < p->n_inputs; i++) free(p->in_u8[i]);
+    free(p->in_u8);
+    free(p->in_u8_cap);
     free(p->input_vals);
     free(p->output_vals);
     free(p->offsets);
@@ -1387,6 +1392,35 @@ static ptq_status observe(ptq_plan *p, int v)
     return p->opt.observer(p->g->values[v].name, p->g->values[v].producer, t, p->opt.observer_user);
 }
 
+/* A uint8 input fed float32 pixels (preprocessing with scale 1, mean 0, std 1: whole numbers
+ * 0..255, as a model that normalises inside its graph takes them): converted exactly into a
+ * buffer the plan keeps; any other value is refused, never rounded. */
+static ptq_status pixels_to_u8(ptq_plan *p, int i, const ptq_tensor *x, const char *name, const void **out)
+{
+    ptq_status st = PTQ_OK;
+    size_t n = ptq_tensor_numel(x);
+    const float *f = x->data;
+    if (!p->in_u8) {
+        CHECK_ALLOC(p->in_u8 = calloc((size_t)p->n_inputs, sizeof *p->in_u8));
+        CHECK_ALLOC(p->in_u8_cap = calloc((size_t)p->n_inputs, sizeof *p->in_u8_cap));
+    }
+    if (p->in_u8_cap[i] < n) {
+        free(p->in_u8[i]);
+        p->in_u8_cap[i] = 0;
+        CHECK_ALLOC(p->in_u8[i] = malloc(n ? n : 1));
+        p->in_u8_cap[i] = n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!(f[k] >= 0.0f && f[k] <= 255.0f && f[k] == (float)(int)f[k]))
+            FAIL(PTQ_ERR_ARG, "input '%s' is uint8 but element %zu of the float32 tensor fed to it is %g, not a whole "
+                 "number in 0..255; feed it pixels with scale 1, mean 0, std 1", name, k, (double)f[k]);
+        p->in_u8[i][k] = (uint8_t)f[k];
+    }
+    *out = p->in_u8[i];
+done:
+    return st;
+}
+
 ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
 {
     ptq_status st = PTQ_OK;
@@ -1397,14 +1431,17 @@ ptq_status ptq_plan_begin(ptq_plan *p, const ptq_tensor *inputs, int n_inputs)
         ptq_tensor *t = &p->vals[p->input_vals[i]];
         const char *name = p->g->values[p->input_vals[i]].name;
         char a[96], b[96];
-        if (inputs[i].dtype != t->dtype)
+        const void *data = inputs[i].data;
+        if (inputs[i].dtype == PTQ_F32 && t->dtype == PTQ_U8 && !p->g->parent && ptq_shape_equal(&inputs[i], t))
+            TRY(pixels_to_u8(p, i, &inputs[i], name, &data));
+        else if (inputs[i].dtype != t->dtype)
             FAIL(PTQ_ERR_SHAPE, "input '%s': dtype %s, the model expects %s", name, ptq_dtype_name(inputs[i].dtype),
                  ptq_dtype_name(t->dtype));
         if (!ptq_shape_equal(&inputs[i], t))
             FAIL(PTQ_ERR_SHAPE, "input '%s': shape %s, the plan expects %s", name, ptq_shape_str(&inputs[i], a, sizeof a),
                  ptq_shape_str(t, b, sizeof b));
-        if (!inputs[i].data && ptq_tensor_numel(t)) FAIL(PTQ_ERR_ARG, "input '%s' has no data", name);
-        t->data = inputs[i].data;
+        if (!data && ptq_tensor_numel(t)) FAIL(PTQ_ERR_ARG, "input '%s' has no data", name);
+        t->data = (void *)data;
     }
     if (p->opt.observer) /* (a subgraph's outer values were seen in their own graph) */
         for (int i = 0; i < n_inputs; i++)
