@@ -272,9 +272,12 @@ int cmd_run(int argc, char **argv)
             free(in_vals);
             goto fail;
         }
-        /* the values reach the model as they are: the file's dtype must be the input's */
+        /* the values reach the model as they are: the file's dtype must be the input's, except
+         * float32 whole pixels for a uint8 input (what `ptq preprocess --model` dumps for it),
+         * which the plan converts exactly or refuses */
         const ptq_value *iv = &g->values[in_vals[slot]];
-        if (iv->t.dtype != PTQ_UNDEFINED && inputs[slot].dtype != iv->t.dtype) {
+        if (iv->t.dtype != PTQ_UNDEFINED && inputs[slot].dtype != iv->t.dtype &&
+            !(iv->t.dtype == PTQ_U8 && inputs[slot].dtype == PTQ_F32)) {
             ptq_error("%s: --input %s holds %s, model input '%s' takes %s", model, path, ptq_dtype_name(inputs[slot].dtype),
                       iv->name, ptq_dtype_name(iv->t.dtype));
             st = PTQ_ERR_ARG;

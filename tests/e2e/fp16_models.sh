@@ -126,6 +126,7 @@ for name, dt in (('u8', T.UINT8), ('f16', T.FLOAT16)):
 np.save(f'{d}/x_u8.npy', r.randint(0, 256, (1, 3, 8, 8)).astype(np.uint8))
 np.save(f'{d}/x_f16.npy', (r.randn(1, 3, 8, 8) * 100).astype(np.float16))
 np.save(f'{d}/x_f32.npy', r.randn(1, 3, 8, 8).astype(np.float32))
+np.save(f'{d}/x_i32.npy', np.zeros((1, 3, 8, 8), np.int32))
 PYEOF
 for t in u8 f16; do
   check "ptq run --input x_$t.npy (a $t input) == ONNX Runtime (max-abs <= 1e-4 x max)" bash -c "
@@ -133,8 +134,10 @@ for t in u8 f16; do
     $ORT '$TMP/$t.onnx' --input x='$TMP/x_$t.npy' --out-dir '$TMP/ortrun_$t' > /dev/null &&
     $PY -c \"import numpy as np; a, b = np.load('$TMP/run_$t/y.npy'), np.load('$TMP/ortrun_$t/y.npy'); d = np.abs(a - b).max(); print('max-abs', d); assert d <= 1e-4 * np.abs(b).max()\""
 done
-check "ptq run refuses a float32 .npy for a uint8 input (one line: input, both dtypes)" \
-  refused "x_f32.npy holds float32, model input 'x' takes uint8" "$PTQ" run "$TMP/u8.onnx" --input x="$TMP/x_f32.npy"
+check "ptq run refuses a float32 .npy of non-whole values for a uint8 input (one line: input, the value)" \
+  refused "input 'x' is uint8 but element 0 of the float32 tensor fed to it is" "$PTQ" run "$TMP/u8.onnx" --input x="$TMP/x_f32.npy"
+check "ptq run refuses an int32 .npy for a uint8 input (one line: input, both dtypes)" \
+  refused "x_i32.npy holds int32, model input 'x' takes uint8" "$PTQ" run "$TMP/u8.onnx" --input x="$TMP/x_i32.npy"
 check "ptq run refuses a uint8 .npy for a float16 input" \
   refused "holds uint8, model input 'x' takes float16" "$PTQ" run "$TMP/f16.onnx" --input x="$TMP/x_u8.npy"
 check "ptq run --random-seed fills a uint8 input (not all zeros)" bash -c "
