@@ -50,7 +50,7 @@ int cli_fail(ptq_status st)
 {
     const char *msg = ptq_last_error();
     /* what stands on disk, unless the message says it already */
-    int say = cmd_set && (io_outset_pending(cmd_set) > 0 || st == PTQ_ERR_IO) && !strstr(msg, "output written") &&
+    int say = cmd_set && io_outset_pending(cmd_set) > 0 && !strstr(msg, "output written") &&
               !strstr(msg, "; written: ");
     fprintf(stderr, "ptq: %s%s\n", msg, say ? "; no output written (the previous files are unchanged)" : "");
     return st == PTQ_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;

@@ -8,7 +8,8 @@
 #  - SIGINT, SIGTERM, SIGHUP and SIGKILL at random points of a quantize leave the previous set or
 #    the whole new one and no temporary file, and the message says which; a signal sent while the
 #    set is being renamed (PTQ_COMMIT_PAUSE_MS, a test hook, pauses between renames) waits until
-#    the set is complete;
+#    the set is complete; named temporary files (PTQ_TMPFILE=named, a test hook: the path of file
+#    systems without O_TMPFILE) are removed by the signal handler;
 #  - two runs on the same outputs at once end with one run's whole set; a run waits (and says so)
 #    while another holds the folder's lock; temporary files of a killed run are removed by the next.
 # The tmpfs checks need root (mount); they are skipped with the reason otherwise.
@@ -125,7 +126,7 @@ if [ "$(id -u)" != 0 ] || ! can_mount; then skip "--json on a read-only file sys
 else check "--json on a read-only file system: exit 1, the model and cache stay the previous set" read_only; fi
 
 # --- signals --------------------------------------------------------------------------------
-# signals N: N runs of B over set A, each sent SIG at a random time in [0, 1.2 s) (a run takes
+# signals N: N runs of B over set A, each sent SIG at a random time in [0, 1.5 s) (a run takes
 # about 0.8 s here); after each the folder holds A or B whole, no temporary file, and the exit
 # status and message agree with what is there.
 signals() {
@@ -135,7 +136,7 @@ signals() {
     sig=$(echo INT TERM HUP KILL | cut -d' ' -f$((i % 4 + 1)))
     fresh "$TMP/S"
     qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
-    sleep "0.$(printf %03d $((RANDOM % 1000)))"; [ $((RANDOM % 5)) = 0 ] && sleep 0.2
+    sleep "0.$(printf %03d $((RANDOM % 1000)))"; [ $((RANDOM % 2)) = 0 ] && sleep 0.5
     kill -s "$sig" $pid 2>/dev/null; wait $pid; rc=$?
     got=$(which_set "$TMP/S"); out=$(cat "$TMP/sig.err")
     case "$rc:$got" in
@@ -151,6 +152,22 @@ signals() {
   [ $bad = 0 ] && echo "$n runs:$seen" | cut -c1-300
 }
 check "SIGINT/TERM/HUP/KILL at random points of 32 quantize runs: the previous set or the new one, no temporary file" signals 32
+# where the file system has no O_TMPFILE: the signal comes once the named temporary file of
+# --stats exists (written after the calibration pass, long before the set is renamed)
+named_signal() {
+  local sig=$1 rc out
+  fresh "$TMP/S"
+  PTQ_TMPFILE=named qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
+  for _ in $(seq 500); do [ -n "$(temps "$TMP/S")" ] && break; sleep 0.01; done
+  local seen; seen=$(temps "$TMP/S")
+  kill -s "$sig" $pid; wait $pid; rc=$?; out=$(cat "$TMP/sig.err")
+  [ -n "$seen" ] && [ "$(which_set "$TMP/S")" = A ] && [ -z "$(temps "$TMP/S")" ] && echo "$out" | grep -q 'interrupted; no output written' ||
+    { echo "rc $rc, seen '$seen', $(which_set "$TMP/S"), left '$(temps "$TMP/S")': $out"; return 1; }
+  echo "exit $rc, $(echo $seen) removed"
+}
+for s in INT TERM HUP; do
+  check "PTQ_TMPFILE=named: SIG$s while a named temporary file exists: the previous set, the file removed" named_signal $s
+done
 in_commit() { # SIG sent while the set is being renamed (500 ms between renames): the set completes
   local sig=$1 rc out
   fresh "$TMP/S"
