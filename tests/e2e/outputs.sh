@@ -7,7 +7,8 @@
 #  - a failing later output (a folder in the way, a read-only file system) leaves the previous set;
 #  - SIGINT, SIGTERM, SIGHUP and SIGKILL at random points of a quantize leave the previous set or
 #    the whole new one and no temporary file, and the message says which; a signal sent while the
-#    set is being renamed (PTQ_COMMIT_PAUSE_MS, a test hook, pauses between renames) waits until
+#    set is being renamed (PTQ_COMMIT_PAUSE_MS, a test hook, pauses between renames; the model is
+#    still the previous one when the first file is new: it is renamed last) waits until
 #    the set is complete; named temporary files (PTQ_TMPFILE=named, a test hook: the path of file
 #    systems without O_TMPFILE) are removed by the signal handler;
 #  - two runs on the same outputs at once end with one run's whole set; a run waits (and says so)
@@ -175,9 +176,11 @@ in_commit() { # SIG sent while the set is being renamed (500 ms between renames)
   for _ in $(seq 200); do # the first rename done: the cache is B's
     cmp -s "$TMP/S/m.cache" "$TMP/B/m.cache" && break; sleep 0.02
   done
+  local model_then=A; cmp -s "$TMP/S/m.onnx" "$TMP/A/m.onnx" || model_then=new # the model is renamed last
   kill -s "$sig" $pid; wait $pid; rc=$?; out=$(cat "$TMP/sig.err")
-  [ "$(which_set "$TMP/S")" = B ] && [ -z "$(temps "$TMP/S")" ] && echo "$out" | grep -q 'interrupted after every output was written' ||
-    { echo "rc $rc, $(which_set "$TMP/S"): $out"; return 1; }
+  [ $model_then = A ] && [ "$(which_set "$TMP/S")" = B ] && [ -z "$(temps "$TMP/S")" ] &&
+    echo "$out" | grep -q 'interrupted after every output was written' ||
+    { echo "rc $rc, the model $model_then when the cache was new, $(which_set "$TMP/S"): $out"; return 1; }
   echo "exit $rc: $(echo "$out" | tail -n 1)"
 }
 for s in INT TERM HUP; do
