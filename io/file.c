@@ -292,6 +292,11 @@ ptq_status io_outset_begin(io_outset **set, void (*note)(const char *msg))
     return PTQ_OK;
 }
 
+io_outset *io_outset_current(void)
+{
+    return current;
+}
+
 int io_outset_pending(const io_outset *set)
 {
     return set ? set->begun : 0;

@@ -51,6 +51,7 @@ ptq_status io_outset_begin(io_outset **set, void (*note)(const char *msg));
  * rename failed after others (a disk error), which outputs were written. */
 ptq_status io_outset_commit(io_outset *set, const char *primary);
 int io_outset_pending(const io_outset *set); /* files begun (written or failed) and not committed */
+io_outset *io_outset_current(void);          /* this thread's current set, or NULL */
 void io_outset_free(io_outset *set);         /* NULL-safe; discards what was not committed */
 /* For signal handlers (async-signal-safe): 1 while a commit is renaming (the signal is kept and
  * raised again when the set is in place: return from the handler), 2 once a set was committed,
