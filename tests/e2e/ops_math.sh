@@ -8,9 +8,11 @@
 # The integer ops (MatMulInteger, ConvInteger, QLinearConv, QLinearMatMul) are checked against
 # exact numpy references written here instead (int64 accumulation, then QLinear*'s requantization
 # as ONNX specifies it: float32 multiplier a_scale*b_scale/y_scale, round half to even, + zero
-# point, saturate): ONNX Runtime's u8s8 kernels on a CPU without AVX512-VNNI (AVX2: vpmaddubsw)
-# add two adjacent u8*s8 products into an int16 with saturation (255*127 + 255*127 = 64770 becomes
-# 32767), so their results differ per CPU; numpy's are the same everywhere. Checked: on an AVX-512
+# point, saturate): ONNX Runtime's u8s8 kernels (MLAS) on a CPU without VNNI (AVX2, or AVX-512
+# without VNNI as on Skylake) multiply with vpmaddubsw, which adds each two adjacent u8*s8 products
+# into an int16 with signed saturation (255*127 + 255*127 = 64770 becomes 32767) before widening to
+# int32, so their results differ per CPU (VNNI's vpdpbusd sums into int32 directly); numpy's are the
+# same everywhere. Checked: on an AVX-512
 # VNNI Xeon (vpdpbusd sums into int32: no saturation) ONNX Runtime's outputs equal these references
 # bit for bit, and ptq gives them with PTQ_ISA=avx512, avx2 and generic.
 . "$(dirname "$0")/lib.sh"

@@ -135,9 +135,10 @@ check "the report gives the table's reasons for Softmax, LayerNorm and the GELU 
 # ONNX Runtime runs the QDQ models with session.disable_quant_qdq=1: its Q/DQ fusions (QGemm,
 # QLinearMatMul, MatMulIntegerToFloat) stay off, so QuantizeLinear/DequantizeLinear and the float
 # kernels compute what the QDQ graph says on every CPU (checked with --save-optimized: no integer
-# op left; --opt basic keeps Q/DQ float too). Its int8 kernels do not: without AVX512-VNNI (AVX2,
-# e.g. AMD EPYC before Zen 4) MLAS's u8s8 GEMM sums pairs of u8*s8 products with vpmaddubsw, which
-# saturates at int16 (255*127 + 255*127 = 64770 -> 32767); ptq vs those kernels measured cosine
+# op left; --opt basic keeps Q/DQ float too). Its int8 kernels do not: without VNNI (AVX2, e.g. AMD
+# EPYC before Zen 4, or AVX-512 without VNNI) MLAS's u8s8 GEMM adds each two adjacent u8*s8 products
+# with vpmaddubsw into an int16 with signed saturation (255*127 + 255*127 = 64770 -> 32767) before
+# widening to int32; ptq vs those kernels measured cosine
 # 0.9923 (vit) and 0.9988 (block) there, 1.0000 here (VNNI's vpdpbusd sums into int32).
 for m in vit block; do
   check "$m: ONNX Runtime runs the QDQ model (Q/DQ in float) close to FP32, and ptq run agrees with it" bash -c "
