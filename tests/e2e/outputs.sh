@@ -24,7 +24,7 @@ qA() { $Q --limit 4 --method max -o "$1/m.onnx" --cache "$1/m.cache" --json "$1/
 qB() { $Q --limit 3 --method percentile:99.99 --exclude-nodes p2o.Conv.0 -o "$1/m.onnx" --cache "$1/m.cache" --json "$1/m.json" \
          --stats "$1/m.ptqstats" --report "$1/m.report"; }
 qBx() { exec $Q --limit 3 --method percentile:99.99 --exclude-nodes p2o.Conv.0 -o "$1/m.onnx" --cache "$1/m.cache" --json "$1/m.json" \
-          --stats "$1/m.ptqstats" --report "$1/m.report"; } # in the background: $! is ptq itself
+          --stats "$1/m.ptqstats" --report "$1/m.report" "${@:2}"; } # in the background: $! is ptq itself
 rm -rf "$TMP/A" "$TMP/B"; mkdir -p "$TMP/A" "$TMP/B"
 ref_sets() {
   qA "$TMP/A" 2>/dev/null && qB "$TMP/B" 2>/dev/null || return 1
@@ -154,13 +154,18 @@ signals() {
 }
 check "SIGINT/TERM/HUP/KILL at random points of 32 quantize runs: the previous set or the new one, no temporary file" signals 32
 # where the file system has no O_TMPFILE: the signal comes once the named temporary file of
-# --stats exists (written after the calibration pass, long before the set is renamed)
+# --stats exists (written after the calibration pass; bias correction then runs before the set
+# is renamed); a run that ends before the poll sees the file is tried again, up to 5 times
 named_signal() {
-  local sig=$1 rc out
-  fresh "$TMP/S"
-  PTQ_TMPFILE=named qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
-  for _ in $(seq 500); do [ -n "$(temps "$TMP/S")" ] && break; sleep 0.01; done
-  local seen; seen=$(temps "$TMP/S")
+  local sig=$1 rc out pid seen=
+  for _ in 1 2 3 4 5; do
+    fresh "$TMP/S"
+    PTQ_TMPFILE=named qBx "$TMP/S" --bias-correction 2>"$TMP/sig.err" & pid=$!
+    while kill -0 $pid 2>/dev/null && [ -z "$(temps "$TMP/S")" ]; do sleep 0.01; done
+    seen=$(temps "$TMP/S")
+    [ -n "$seen" ] && break
+    wait $pid
+  done
   kill -s "$sig" $pid; wait $pid; rc=$?; out=$(cat "$TMP/sig.err")
   [ -n "$seen" ] && [ "$(which_set "$TMP/S")" = A ] && [ -z "$(temps "$TMP/S")" ] && echo "$out" | grep -q 'interrupted; no output written' ||
     { echo "rc $rc, seen '$seen', $(which_set "$TMP/S"), left '$(temps "$TMP/S")': $out"; return 1; }
@@ -173,9 +178,7 @@ in_commit() { # SIG sent while the set is being renamed (500 ms between renames)
   local sig=$1 rc out
   fresh "$TMP/S"
   PTQ_COMMIT_PAUSE_MS=500 qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
-  for _ in $(seq 200); do # the first rename done: the cache is B's
-    cmp -s "$TMP/S/m.cache" "$TMP/B/m.cache" && break; sleep 0.02
-  done
+  while kill -0 $pid 2>/dev/null && ! cmp -s "$TMP/S/m.cache" "$TMP/B/m.cache"; do sleep 0.02; done # the first rename done
   local model_then=A; cmp -s "$TMP/S/m.onnx" "$TMP/A/m.onnx" || model_then=new # the model is renamed last
   kill -s "$sig" $pid; wait $pid; rc=$?; out=$(cat "$TMP/sig.err")
   [ $model_then = A ] && [ "$(which_set "$TMP/S")" = B ] && [ -z "$(temps "$TMP/S")" ] &&
@@ -203,13 +206,16 @@ concurrent() {
   [ $bad = 0 ]
 }
 check "two runs on the same outputs at once, 4 times: each time one run's whole set" concurrent
-lock_wait() { # another process holds the folder's lock for 2 s: ptq waits, says so, then writes
-  fresh "$TMP/L"
-  flock "$TMP/L" sleep 2 & local holder=$!
-  sleep 0.3
-  local out rc
-  out=$(qB "$TMP/L" 2>&1 >/dev/null); rc=$?
-  wait $holder
+lock_wait() { # another process holds the folder's lock until ptq says it waits: then ptq writes
+  fresh "$TMP/L"; rm -f "$TMP/release"
+  flock "$TMP/L" sh -c "while [ ! -e '$TMP/release' ]; do sleep 0.05; done" & local holder=$!
+  while flock -n "$TMP/L" true; do sleep 0.05; done # until the holder has it
+  qBx "$TMP/L" 2>"$TMP/lock.err" >/dev/null & local pid=$!
+  while kill -0 $pid 2>/dev/null && ! grep -q waiting "$TMP/lock.err"; do sleep 0.05; done
+  local held=0; kill -0 $pid 2>/dev/null && held=1 # still running: waiting for the lock
+  touch "$TMP/release"; wait $holder
+  wait $pid; local rc=$? out; out=$(cat "$TMP/lock.err")
+  [ $held = 1 ] || { echo "ptq did not wait: $out"; return 1; }
   [ $rc = 0 ] && [ "$(which_set "$TMP/L")" = B ] && echo "$out" | grep -q "ptq: waiting for another ptq writing into $TMP/L" ||
     { echo "rc $rc, $(which_set "$TMP/L"): $out"; return 1; }
   echo "$out" | grep waiting
