@@ -112,7 +112,8 @@ typedef struct {
 struct io_outset {
     out_entry *e;
     int n, cap;
-    int begun; /* files opened since the set began or was last committed, written or not */
+    int begun;   /* files opened since the set began or was last committed, written or not */
+    int command; /* begun by io_outset_begin: its commit is what io_outset_signal reports (not a set of one) */
     void (*note)(const char *msg);
 };
 
@@ -287,6 +288,7 @@ ptq_status io_outset_begin(io_outset **set, void (*note)(const char *msg))
         return PTQ_ERR_NOMEM;
     }
     (*set)->note = note;
+    (*set)->command = 1;
     current = *set;
     commit_state = 0;
     return PTQ_OK;
@@ -349,6 +351,7 @@ ptq_status io_outset_commit(io_outset *set, const char *primary)
     locked_dir *dirs = NULL;
     int n_dirs = 0, n = set->n, *order = NULL, renamed = 0, blocked = 0;
     sigset_t block, old;
+    int state_before = commit_state;
     const char *pause = getenv("PTQ_COMMIT_PAUSE_MS");
     long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
     if (!n) return PTQ_OK;
@@ -446,7 +449,7 @@ done:
             for (int i = 0; i < n; i++) entry_drop(&set->e[i]);
             set->n = 0;
         }
-        commit_state = st == PTQ_OK ? 2 : 0;
+        commit_state = st == PTQ_OK && set->command ? 2 : set->command ? 0 : state_before;
         pthread_sigmask(SIG_SETMASK, &old, NULL); /* a signal that came meanwhile is delivered now */
         int sig = pending_sig; /* or, if another thread's handler kept it, raised again */
         pending_sig = 0;
