@@ -81,7 +81,8 @@ else
     opt=${o%%:*} f=${o#*:}
     args=(-o "$D/m.onnx" --cache "$D/m.cache" --json "$D/m.json" --stats "$D/m.ptqstats" --report "$D/m.report")
     for i in "${!args[@]}"; do [ "${args[$i]}" = "$D/$f" ] && args[$i]=$FULL/$f; done
-    check "quantize, --$opt on a full disk: ENOSPC named, the previous set unchanged" \
+    lbl=--$opt; [ "$opt" = o ] && lbl=-o
+    check "quantize, $lbl on a full disk: ENOSPC named, the previous set unchanged" \
       full_disk "$f" "$TMP/A/$f" $Q --limit 3 --method percentile:99.99 "${args[@]}"
   done
   for o in cache:c.cache json:c.json stats:c.ptqstats; do
