@@ -175,10 +175,10 @@ named_signal() {
 for s in INT TERM HUP; do
   check "PTQ_TMPFILE=named: SIG$s while a named temporary file exists: the previous set, the file removed" named_signal $s
 done
-in_commit() { # SIG sent while the set is being renamed (500 ms between renames): the set completes
+in_commit() { # SIG sent while the set is being renamed (1 s between renames): the set completes
   local sig=$1 rc out
   fresh "$TMP/S"
-  PTQ_COMMIT_PAUSE_MS=500 qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
+  PTQ_COMMIT_PAUSE_MS=1000 qBx "$TMP/S" 2>"$TMP/sig.err" & local pid=$!
   while kill -0 $pid 2>/dev/null && ! cmp -s "$TMP/S/m.cache" "$TMP/B/m.cache"; do sleep 0.02; done # the first rename done
   local model_then=A; cmp -s "$TMP/S/m.onnx" "$TMP/A/m.onnx" || model_then=new # the model is renamed last
   kill -s "$sig" $pid; wait $pid; rc=$?; out=$(cat "$TMP/sig.err")
