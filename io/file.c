@@ -377,6 +377,10 @@ ptq_status io_outset_commit(io_outset *set, const char *primary)
         CHECK_ALLOC(name);
         int fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct stat sb;
+        if (fd < 0 && errno == EACCES) { /* a folder one may write but not read: renamed into unlocked */
+            free(name);
+            continue;
+        }
         if (fd < 0 || fstat(fd, &sb) != 0) {
             int err = errno;
             if (fd >= 0) close(fd);
