@@ -17,9 +17,42 @@
 #include <omp.h>
 #include "runtime/graph.h"
 
+/* The command's outputs: one set, committed by cli_outputs_commit() or, for a command that
+ * succeeded without committing, by cli_outputs_end(). */
+static io_outset *cmd_set;
+
+static void note_waiting(const char *msg)
+{
+    fprintf(stderr, "ptq: %s\n", msg);
+}
+
+int cli_outputs_begin(void)
+{
+    if (io_outset_begin(&cmd_set, note_waiting) != PTQ_OK) return cli_fail(PTQ_ERR_NOMEM);
+    return CLI_EXIT_OK;
+}
+
+int cli_outputs_commit(const char *primary)
+{
+    ptq_status st = io_outset_commit(cmd_set, primary);
+    return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
+}
+
+int cli_outputs_end(int rc)
+{
+    if (rc == CLI_EXIT_OK) rc = cli_outputs_commit(NULL);
+    io_outset_free(cmd_set); /* a failed command's files are discarded */
+    cmd_set = NULL;
+    return rc;
+}
+
 int cli_fail(ptq_status st)
 {
-    fprintf(stderr, "ptq: %s\n", ptq_last_error());
+    const char *msg = ptq_last_error();
+    /* what stands on disk, unless the message says it already */
+    int say = cmd_set && io_outset_pending(cmd_set) > 0 && !strstr(msg, "output written") &&
+              !strstr(msg, "; written: ");
+    fprintf(stderr, "ptq: %s%s\n", msg, say ? "; no output written (the previous files are unchanged)" : "");
     return st == PTQ_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 }
 
@@ -99,11 +132,15 @@ int cli_parse_shape(const char *arg, ptq_input_shape *out, char **name_storage)
     return 0;
 }
 
+/* SIGINT, SIGTERM, SIGHUP: the output set is discarded, or, if the signal came while it was being
+ * renamed, completed first (io/file.h); the message says which. */
 static void on_signal(int sig)
 {
-    io_atomic_abort_all();
-    static const char msg[] = "ptq: interrupted; no output written\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    int state = io_outset_signal(sig);
+    if (state == 1) return; /* kept: raised again once the outputs are in place */
+    static const char none[] = "ptq: interrupted; no output written (the previous files are unchanged)\n";
+    static const char all[] = "ptq: interrupted after every output was written\n";
+    ssize_t w = state == 2 ? write(STDERR_FILENO, all, sizeof all - 1) : write(STDERR_FILENO, none, sizeof none - 1);
     (void)w;
     _exit(sig == SIGINT ? CLI_EXIT_INTERRUPTED : 128 + sig);
 }
@@ -114,8 +151,12 @@ void cli_install_signal_handlers(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *op)

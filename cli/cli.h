@@ -22,7 +22,15 @@ int cmd_stats(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 
-/* Prints "ptq: <last error>" and returns the exit code for st. */
+/* The command's outputs as one set (io/file.h): begun by main() before the command runs; a command
+ * commits it (its primary output, the model, renamed last) before printing what it wrote;
+ * cli_outputs_end() commits what a successful command left and discards a failed one's. */
+int cli_outputs_begin(void);
+int cli_outputs_commit(const char *primary); /* CLI_EXIT_OK, or the error printed and its exit code */
+int cli_outputs_end(int rc);
+
+/* Prints "ptq: <last error>" (saying that no output was written when outputs were pending) and
+ * returns the exit code for st. */
 int cli_fail(ptq_status st);
 /* Prints "ptq <cmd>: <message>" for a usage problem; returns CLI_EXIT_USAGE. */
 #if defined(__GNUC__)

@@ -159,6 +159,7 @@ int cmd_calibrate(int argc, char **argv)
     int warned = 0;
     if ((st = eng_calibrate_write(&col, methods, n_methods, cache, json, trt_version, trt_algo, NULL, &warned)) != PTQ_OK)
         goto fail;
+    if ((rc = cli_outputs_commit(cache)) != CLI_EXIT_OK) goto out;
     if (from_stats)
         fprintf(stderr, "ptq calibrate: statistics of %llu images from %s, %d tensors calibrated, %d method%s, %d warning%s\n",
                 (unsigned long long)stats_images, from_stats, col.n, n_methods, n_methods > 1 ? "s" : "", warned,

@@ -346,6 +346,7 @@ int cmd_compare(int argc, char **argv)
 
     /* reports */
     if ((st = eng_compare_write(&job, &res, excl_out, json, html)) != PTQ_OK) goto fail;
+    if ((rc = cli_outputs_commit(NULL)) != CLI_EXIT_OK) goto done;
     fprintf(stderr, "ptq compare: %d calibration images, %d evaluation images, %d methods, %d layers; %.1f s, peak RSS %.0f MB\n",
             src.images, metrics[0].images, n_methods, res.n_layers, since(&t0), cli_peak_rss_mb());
     goto done;

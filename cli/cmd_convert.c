@@ -27,6 +27,7 @@ int cmd_convert(int argc, char **argv)
     if (!out) return cli_usage_error("convert", "-o OUT.onnx is required");
     if ((st = onnx_model_load(argv[optind], &g)) != PTQ_OK || (st = onnx_model_save(g, out)) != PTQ_OK)
         rc = cli_fail(st);
+    else rc = cli_outputs_commit(out);
     ptq_graph_destroy(g);
     return rc;
 }

@@ -186,6 +186,7 @@ int cmd_preprocess(int argc, char **argv)
         ptq_tensor t = eng_batch_tensor(&cfg, all, total);
         if ((st = npy_save(dump, &t)) != PTQ_OK) goto fail;
     }
+    if ((rc = cli_outputs_commit(dump)) != CLI_EXIT_OK) goto out;
     fprintf(stderr, "ptq preprocess: %d images used, %d skipped%s%s\n", used, skipped, dump ? "; wrote " : "",
             dump ? dump : "");
     goto out;

@@ -389,6 +389,7 @@ int cmd_quantize(int argc, char **argv)
     eng_quantize_outputs outs = {.model = out, .cache = cache, .json = json, .report = report,
                                  .trt_version = trt_version_given ? trt_version : 0, .trt_algorithm = trt_algo};
     if ((st = eng_quantize_write(&job, &res, &outs)) != PTQ_OK) goto fail;
+    if ((rc = cli_outputs_commit(out)) != CLI_EXIT_OK) goto done; /* the model renamed last */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     int quantized = 0;
     for (int i = 0; i < res.rep.n_nodes; i++) quantized += res.rep.nodes[i].state == QUANT_NODE_QUANTIZED;

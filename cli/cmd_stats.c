@@ -47,11 +47,12 @@ static int cmd_merge(int argc, char **argv)
     io_stats_init(&s);
     ptq_status st = io_stats_merge((const char *const *)argv + optind, argc - optind, &s);
     if (st == PTQ_OK) st = io_stats_write(out, &s);
-    if (st == PTQ_OK)
+    int rc = st == PTQ_OK ? cli_outputs_commit(out) : cli_fail(st);
+    if (rc == CLI_EXIT_OK)
         fprintf(stderr, "ptq stats merge: %d files, %llu images, %d tensors; wrote %s\n", argc - optind,
                 (unsigned long long)s.n_images, s.n_tensors, out);
     io_stats_free(&s);
-    return st == PTQ_OK ? CLI_EXIT_OK : cli_fail(st);
+    return rc;
 }
 
 /* The analysis histograms of every tensor, float64 [n_tensors, CALIB_ANALYSIS_BINS]. */

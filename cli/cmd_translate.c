@@ -81,6 +81,7 @@ int cmd_translate(int argc, char **argv)
     if (!prefix_arg && ml > 5 && !strcmp(prefix + ml - 5, ".onnx")) prefix[ml - 5] = 0;
 
     if ((st = eng_translate(model, prefix, &o, trt_version, algorithm, &tr)) != PTQ_OK) goto fail;
+    if ((rc = cli_outputs_commit(NULL)) != CLI_EXIT_OK) goto done;
     fprintf(stderr,
             "ptq translate: %d activation Q/DQ pairs and %d weight DequantizeLinear removed, %d BatchNormalization folded, "
             "%d INT8 tensors (%d by propagation%s), %d node%s left in float; wrote %s_noqdq.onnx, "

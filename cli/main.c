@@ -59,7 +59,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
             cli_install_signal_handlers();
-            return commands[i].fn(argc - 1, argv + 1);
+            if (cli_outputs_begin() != CLI_EXIT_OK) return CLI_EXIT_ERROR;
+            return cli_outputs_end(commands[i].fn(argc - 1, argv + 1));
         }
     fprintf(stderr, "ptq: unknown command '%s' (see 'ptq --help')\n", argv[1]);
     return CLI_EXIT_USAGE;

@@ -302,6 +302,8 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     double thr[N_HISTS][ENG_COMPARE_MAX_METHODS];
     int n_hists = 0, n_methods = res->n_methods, n_layers = res->n_layers;
     const eng_collector *col = &res->col;
+    io_outset *own = NULL; /* a library caller's files as one set (ptq's CLI has its command's set current) */
+    if (!io_outset_current()) TRY(io_outset_begin(&own, NULL));
     if (res->want_target && excl_out) {
         io_atomic_file f;
         TRY(io_atomic_open(&f, excl_out));
@@ -371,6 +373,8 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     if (json) TRY(io_report_write_json(json, &r));
     if (html) TRY(io_report_write_html(html, &r));
 done:
+    if (own && st == PTQ_OK) st = io_outset_commit(own, NULL);
+    io_outset_free(own);
     free(rl);
     free(hist_bins);
     return st;

@@ -77,6 +77,7 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
                                const char *json, long trt_version, const char *trt_algorithm, const pp_log *log, int *warned)
 {
     ptq_status st = PTQ_OK;
+    io_outset *own = NULL; /* a library caller's files as one set (ptq's CLI has its command's set current) */
     io_range *ranges[CALIB_MAX_METHODS] = {0};
     io_cache_entry *entries[CALIB_MAX_METHODS] = {0};
     int *warn = calloc((size_t)col->n + 1, sizeof(int));
@@ -95,6 +96,7 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
             pp_log_message(log, PP_LOG_WARNING, "tensor '%s' was all zeros or never finite: amax 1.0", col->t[i].name);
         }
     for (int m = 0; m < n_methods; m++) *warned += eng_warn_clipping(col, ranges[m], &methods[m], log);
+    if (!io_outset_current()) TRY(io_outset_begin(&own, NULL));
     for (int m = 0; m < n_methods; m++) {
         char tag[64], path[4200];
         calib_method_name(&methods[m], tag, sizeof tag);
@@ -109,7 +111,9 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
             TRY(io_ranges_write_json(path, tag, ranges[m], col->n));
         }
     }
+    if (own) TRY(io_outset_commit(own, NULL));
 done:
+    io_outset_free(own);
     for (int m = 0; m < CALIB_MAX_METHODS; m++) {
         free(ranges[m]);
         free(entries[m]);
@@ -736,6 +740,7 @@ done:
 ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_result *res, const eng_quantize_outputs *out)
 {
     ptq_status st = PTQ_OK;
+    io_outset *own = NULL; /* a library caller's files as one set (ptq's CLI has its command's set current) */
     long version = out->trt_version ? out->trt_version : job->from_cache ? res->cache_version : 8601;
     if (job->equalize && out->cache) /* its scales describe the equalized tensors, which the FP32 file lacks */
         FAIL(PTQ_ERR_ARG, "an equalized model's cache fits only the model `ptq translate` writes from its QDQ model, not %s",
@@ -750,6 +755,7 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
         int casts;
         TRY(quant_fp16_restore_io(res->g, &res->half, &casts));
     }
+    if (!io_outset_current()) TRY(io_outset_begin(&own, NULL));
     if (out->model) TRY(onnx_model_save(res->g, out->model));
     if (out->cache) TRY(io_cache_write(out->cache, version, io_cache_algorithm(out->trt_algorithm), res->entries, res->n_ranges));
     if (out->json) TRY(io_ranges_write_json(out->json, res->tag, res->ranges, res->n_ranges));
@@ -762,7 +768,9 @@ ptq_status eng_quantize_write(const eng_quantize_job *job, const eng_quantize_re
                     states[res->rep.nodes[i].state], res->rep.nodes[i].reason);
         TRY(io_atomic_commit(&f));
     }
+    if (own) TRY(io_outset_commit(own, out->model));
 done:
+    io_outset_free(own);
     return st;
 }
 

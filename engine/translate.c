@@ -19,6 +19,7 @@ ptq_status eng_translate(const char *model, const char *prefix, const quant_tran
     const char **names = NULL;
     float *scales = NULL;
     io_cache_entry *entries = NULL;
+    io_outset *own = NULL; /* a library caller's files as one set (ptq's CLI has its command's set current) */
     CHECK_ALLOC(path);
     TRY(onnx_model_load(model, &g));
     if ((st = quant_translate(g, o, tr)) != PTQ_OK) {
@@ -41,15 +42,19 @@ ptq_status eng_translate(const char *model, const char *prefix, const quant_tran
     for (int i = 0; i < tr->n_fp16; i++) k += (size_t)sprintf(arg + k, "%s%s:fp16", i ? "," : "", tr->fp16_nodes[i]);
     arg[k++] = '\n';
 
-    sprintf(path, "%s_noqdq.onnx", prefix);
-    TRY(onnx_model_save(g, path));
+    /* one set of files, the model last */
+    if (!io_outset_current()) TRY(io_outset_begin(&own, NULL));
     sprintf(path, "%s_precision_config.json", prefix);
     TRY(io_precision_config_write(path, names, scales, tr->n_scales, (const char *const *)tr->fp16_nodes, tr->n_fp16));
     sprintf(path, "%s_precision_config_calib.cache", prefix);
     TRY(io_cache_write(path, trt_version, io_cache_algorithm(trt_algorithm), entries, tr->n_scales));
     sprintf(path, "%s_precision_config_layer_arg.txt", prefix);
     TRY(io_write_atomic(path, arg, k));
+    sprintf(path, "%s_noqdq.onnx", prefix);
+    TRY(onnx_model_save(g, path));
+    if (own) TRY(io_outset_commit(own, NULL));
 done:
+    io_outset_free(own);
     ptq_graph_destroy(g);
     free(path);
     free(arg);

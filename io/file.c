@@ -1,9 +1,15 @@
 #include "file.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/graph.h"
@@ -57,68 +63,160 @@ done:
     return st;
 }
 
-/* Temporary files currently open, so a signal handler can remove them. */
-#define MAX_OPEN_TMP 64
-static char *open_tmp[MAX_OPEN_TMP];
+/* The write side: every output goes to an unnamed temporary file (O_TMPFILE in the output's
+ * folder: nothing is left behind by any exit, SIGKILL included) or, where the file system lacks
+ * O_TMPFILE, to "<output>.ptq.tmp.<pid>" (removed on errors and signals, and by a later commit
+ * into that folder once the pid is gone). Committing a set: every folder locked (flock), the
+ * signals blocked, each temporary file given its name, then renamed onto its output, the primary
+ * output (the model) last; folders synced. */
+
+#define TMP_TAG ".ptq.tmp."
+
+/* Named temporary files that exist now, for the signal handler (async-signal-safe unlink). */
+#define MAX_NAMED_TMP 1024
+static char *volatile named_tmp[MAX_NAMED_TMP];
+static volatile sig_atomic_t commit_state; /* 0 idle, 1 renaming, 2 a set was committed */
+static volatile sig_atomic_t pending_sig;
 
 static void track(char *tmp, int add)
 {
-    for (int i = 0; i < MAX_OPEN_TMP; i++) {
-        if (add && !open_tmp[i]) {
-            open_tmp[i] = tmp;
+    for (int i = 0; i < MAX_NAMED_TMP; i++) {
+        if (add && !named_tmp[i]) {
+            named_tmp[i] = tmp;
             return;
         }
-        if (!add && open_tmp[i] == tmp) {
-            open_tmp[i] = NULL;
+        if (!add && named_tmp[i] == tmp) {
+            named_tmp[i] = NULL;
             return;
         }
     }
 }
 
-void io_atomic_abort_all(void)
+int io_outset_signal(int sig)
 {
-    for (int i = 0; i < MAX_OPEN_TMP; i++)
-        if (open_tmp[i]) unlink(open_tmp[i]);
+    if (commit_state == 1) { /* another thread is renaming with the signals blocked: it raises this one after */
+        pending_sig = sig;
+        return 1;
+    }
+    if (commit_state == 2) return 2;
+    for (int i = 0; i < MAX_NAMED_TMP; i++)
+        if (named_tmp[i]) unlink(named_tmp[i]);
+    return 0;
 }
+
+typedef struct {
+    char *path, *tmp; /* tmp: the named temporary file, once it has a name (else NULL) */
+    int fd;           /* an unnamed O_TMPFILE file still open, or -1 */
+} out_entry;
+
+struct io_outset {
+    out_entry *e;
+    int n, cap;
+    int begun;   /* files opened since the set began or was last committed, written or not */
+    int command; /* begun by io_outset_begin: its commit is what io_outset_signal reports (not a set of one) */
+    void (*note)(const char *msg);
+};
+
+static _Thread_local io_outset *current;
+
+static char *tmp_name(const char *path)
+{
+    size_t n = strlen(path) + sizeof TMP_TAG + 24;
+    char *t = malloc(n);
+    if (t) snprintf(t, n, "%s" TMP_TAG "%ld", path, (long)getpid());
+    return t;
+}
+
+/* The folder of path ("." when it has none), malloc'ed. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ptq_strdup(".");
+    if (slash == path) return ptq_strdup("/");
+    char *d = malloc((size_t)(slash - path) + 1);
+    if (d) {
+        memcpy(d, path, (size_t)(slash - path));
+        d[slash - path] = 0;
+    }
+    return d;
+}
+
+static void entry_drop(out_entry *e)
+{
+    if (e->fd >= 0) close(e->fd);
+    if (e->tmp) {
+        unlink(e->tmp);
+        track(e->tmp, 0);
+    }
+    free(e->tmp);
+    free(e->path);
+    memset(e, 0, sizeof *e);
+    e->fd = -1;
+}
+
+/* Gives an unnamed file its temporary name "<path>.ptq.tmp.<pid>" (linkat of /proc/self/fd). */
+static ptq_status name_entry(out_entry *e)
+{
+    ptq_status st = PTQ_OK;
+    char proc[64];
+    e->tmp = tmp_name(e->path);
+    CHECK_ALLOC(e->tmp);
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", e->fd);
+    unlink(e->tmp);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, e->tmp, AT_SYMLINK_FOLLOW) != 0 && linkat(e->fd, "", AT_FDCWD, e->tmp, AT_EMPTY_PATH) != 0) {
+        int err = errno;
+        free(e->tmp);
+        e->tmp = NULL;
+        FAIL(PTQ_ERR_IO, "%s: cannot name its temporary file: %s; no output written (the previous files are unchanged)", e->path,
+             strerror(err));
+    }
+    track(e->tmp, 1);
+    close(e->fd);
+    e->fd = -1;
+done:
+    return st;
+}
+
+/* A set holds at most this many files unnamed (open descriptors); later ones get their names at once. */
+#define MAX_UNNAMED 128
 
 ptq_status io_atomic_open(io_atomic_file *f, const char *path)
 {
     ptq_status st = PTQ_OK;
+    char *dir = NULL;
+    int fd = -1;
     memset(f, 0, sizeof *f);
-    size_t n = strlen(path) + 32;
+    f->fd = -1;
+    if (current) current->begun++;
     f->path = ptq_strdup(path);
-    f->tmp = malloc(n);
+    dir = dir_of(path);
     CHECK_ALLOC(f->path);
-    CHECK_ALLOC(f->tmp);
-    snprintf(f->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    f->fp = fopen(f->tmp, "wb");
-    if (!f->fp) FAIL(PTQ_ERR_IO, "%s: cannot create: %s", f->tmp, strerror(errno));
-    track(f->tmp, 1);
-done:
-    if (st != PTQ_OK) {
-        free(f->path);
-        free(f->tmp);
-        memset(f, 0, sizeof *f);
+    CHECK_ALLOC(dir);
+    const char *mode = getenv("PTQ_TMPFILE"); /* "named": a test hook, the path of file systems without O_TMPFILE */
+    if (mode && !strcmp(mode, "named")) fd = -1, errno = EOPNOTSUPP;
+    else fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) { /* no O_TMPFILE here: a named file */
+        f->tmp = tmp_name(path);
+        CHECK_ALLOC(f->tmp);
+        fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0) FAIL(PTQ_ERR_IO, "%s: cannot create %s: %s", path, f->tmp, strerror(errno));
+        track(f->tmp, 1);
+    } else if (fd < 0) {
+        FAIL(PTQ_ERR_IO, "%s: cannot create a file in %s: %s", path, dir, strerror(errno));
     }
-    return st;
-}
-
-ptq_status io_atomic_commit(io_atomic_file *f)
-{
-    ptq_status st = PTQ_OK;
-    int bad = ferror(f->fp);
-    if (fflush(f->fp) != 0) bad = 1;
-    if (!bad && fsync(fileno(f->fp)) != 0 && errno != EINVAL) bad = 1;
-    if (fclose(f->fp) != 0) bad = 1;
-    f->fp = NULL;
-    if (bad) FAIL(PTQ_ERR_IO, "%s: write failed: %s", f->path, strerror(errno));
-    if (rename(f->tmp, f->path) != 0) FAIL(PTQ_ERR_IO, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
-    track(f->tmp, 0);
-    free(f->tmp);
-    free(f->path);
-    memset(f, 0, sizeof *f);
+    f->fp = fdopen(fd, "wb");
+    if (!f->fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!f->tmp) f->fd = dup(fd); /* the unnamed file outlives f->fp until it is linked */
+    if (!f->tmp && f->fd < 0) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
+    fd = -1;
 done:
-    if (st != PTQ_OK) io_atomic_abort(f);
+    free(dir);
+    if (st != PTQ_OK) {
+        if (f->fp) fclose(f->fp);
+        else if (fd >= 0) close(fd);
+        f->fp = NULL;
+        io_atomic_abort(f);
+    }
     return st;
 }
 
@@ -126,13 +224,45 @@ void io_atomic_abort(io_atomic_file *f)
 {
     if (!f) return;
     if (f->fp) fclose(f->fp);
-    if (f->tmp) {
-        unlink(f->tmp);
-        track(f->tmp, 0);
-    }
-    free(f->tmp);
-    free(f->path);
+    out_entry e = {f->path, f->tmp, f->fd};
+    if (f->path || f->tmp || f->fd >= 0) entry_drop(&e);
     memset(f, 0, sizeof *f);
+    f->fd = -1;
+}
+
+ptq_status io_atomic_commit(io_atomic_file *f)
+{
+    ptq_status st = PTQ_OK;
+    io_outset *one = NULL;
+    int err = 0;
+    if (ferror(f->fp)) err = errno ? errno : EIO;
+    if (!err && fflush(f->fp) != 0) err = errno;
+    if (!err && fsync(fileno(f->fp)) != 0 && errno != EINVAL) err = errno;
+    if (fclose(f->fp) != 0 && !err) err = errno;
+    f->fp = NULL;
+    if (err) FAIL(PTQ_ERR_IO, "%s: write failed: %s", f->path, strerror(err));
+    io_outset *set = current;
+    if (!set) { /* outside a set: a set of one, committed now */
+        one = calloc(1, sizeof *one);
+        CHECK_ALLOC(one);
+        set = one;
+    }
+    if (set->n == set->cap) {
+        int cap = set->cap ? 2 * set->cap : 8;
+        out_entry *e = realloc(set->e, (size_t)cap * sizeof *e);
+        CHECK_ALLOC(e);
+        set->e = e;
+        set->cap = cap;
+    }
+    set->e[set->n++] = (out_entry){f->path, f->tmp, f->fd};
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    if (set->n > MAX_UNNAMED && set->e[set->n - 1].fd >= 0) TRY(name_entry(&set->e[set->n - 1]));
+    if (one) TRY(io_outset_commit(one, NULL));
+done:
+    if (st != PTQ_OK) io_atomic_abort(f);
+    io_outset_free(one);
+    return st;
 }
 
 ptq_status io_write_atomic(const char *path, const void *data, size_t len)
@@ -141,10 +271,204 @@ ptq_status io_write_atomic(const char *path, const void *data, size_t len)
     io_atomic_file f;
     TRY(io_atomic_open(&f, path));
     if (len && fwrite(data, 1, len, f.fp) != len) {
+        int err = errno ? errno : EIO;
         io_atomic_abort(&f);
-        FAIL(PTQ_ERR_IO, "%s: write failed", path);
+        FAIL(PTQ_ERR_IO, "%s: write failed: %s", path, strerror(err));
     }
     TRY(io_atomic_commit(&f));
 done:
+    return st;
+}
+
+ptq_status io_outset_begin(io_outset **set, void (*note)(const char *msg))
+{
+    *set = calloc(1, sizeof **set);
+    if (!*set) {
+        ptq_error("out of memory");
+        return PTQ_ERR_NOMEM;
+    }
+    (*set)->note = note;
+    (*set)->command = 1;
+    current = *set;
+    commit_state = 0;
+    return PTQ_OK;
+}
+
+io_outset *io_outset_current(void)
+{
+    return current;
+}
+
+int io_outset_pending(const io_outset *set)
+{
+    return set ? set->begun : 0;
+}
+
+void io_outset_free(io_outset *set)
+{
+    if (!set) return;
+    for (int i = 0; i < set->n; i++) entry_drop(&set->e[i]);
+    if (current == set) current = NULL;
+    free(set->e);
+    free(set);
+}
+
+/* Removes "<name>.ptq.tmp.<pid>" files of dir whose process is gone (left by a SIGKILL). */
+static void remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *t = strstr(de->d_name, TMP_TAG);
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + sizeof TMP_TAG - 1, &end, 10);
+        if (*end || pid <= 0 || end == t + sizeof TMP_TAG - 1) continue;
+        if (pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;
+        unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
+typedef struct {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char *name;
+} locked_dir;
+
+static int cmp_dir(const void *a, const void *b)
+{
+    const locked_dir *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+ptq_status io_outset_commit(io_outset *set, const char *primary)
+{
+    ptq_status st = PTQ_OK;
+    locked_dir *dirs = NULL;
+    int n_dirs = 0, n = set->n, *order = NULL, renamed = 0, blocked = 0;
+    sigset_t block, old;
+    int state_before = commit_state;
+    const char *pause = getenv("PTQ_COMMIT_PAUSE_MS");
+    long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
+    if (!n) return PTQ_OK;
+    dirs = calloc((size_t)n, sizeof *dirs);
+    order = malloc((size_t)n * sizeof *order);
+    CHECK_ALLOC(dirs);
+    CHECK_ALLOC(order);
+    /* the order of the renames: as written, the primary output last */
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!primary || strcmp(set->e[i].path, primary)) order[k++] = i;
+    for (int i = 0; i < n; i++)
+        if (primary && !strcmp(set->e[i].path, primary)) order[k++] = i;
+    /* checks that need no lock: a folder in the way fails before anything is renamed */
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (lstat(set->e[i].path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            FAIL(PTQ_ERR_IO, "%s: is a folder; no output written (the previous files are unchanged)", set->e[i].path);
+    }
+    /* each folder locked once, in (device, inode) order so two sets never wait on each other */
+    for (int i = 0; i < n; i++) {
+        char *name = dir_of(set->e[i].path);
+        CHECK_ALLOC(name);
+        int fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0 && errno == EACCES) { /* a folder one may write but not read: renamed into unlocked */
+            free(name);
+            continue;
+        }
+        if (fd < 0 || fstat(fd, &sb) != 0) {
+            int err = errno;
+            if (fd >= 0) close(fd);
+            free(name);
+            FAIL(PTQ_ERR_IO, "%s: cannot open its folder: %s; no output written (the previous files are unchanged)",
+                 set->e[i].path, strerror(err));
+        }
+        int dup_dir = 0;
+        for (int j = 0; j < n_dirs; j++) dup_dir |= dirs[j].dev == sb.st_dev && dirs[j].ino == sb.st_ino;
+        if (dup_dir) {
+            close(fd);
+            free(name);
+            continue;
+        }
+        dirs[n_dirs++] = (locked_dir){fd, sb.st_dev, sb.st_ino, name};
+    }
+    qsort(dirs, (size_t)n_dirs, sizeof *dirs, cmp_dir);
+    for (int j = 0; j < n_dirs; j++) {
+        if (flock(dirs[j].fd, LOCK_EX | LOCK_NB) == 0) continue;
+        if (errno == EWOULDBLOCK && set->note) {
+            char msg[4200];
+            snprintf(msg, sizeof msg, "waiting for another ptq writing into %s", dirs[j].name);
+            set->note(msg);
+        }
+        while (flock(dirs[j].fd, LOCK_EX) != 0)
+            if (errno != EINTR) break; /* a file system without locks: the set is still renamed as one */
+    }
+    /* no signal between the first and the last rename: SIGINT/TERM/HUP wait until the set is in place */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    blocked = 1;
+    commit_state = 1;
+    for (int j = 0; j < n_dirs; j++) remove_stale(dirs[j].name);
+    /* every file named first: a failure here leaves the previous set */
+    for (int i = 0; i < n; i++) {
+        out_entry *e = &set->e[i];
+        if (e->fd >= 0) TRY(name_entry(e));
+    }
+    for (k = 0; k < n; k++) {
+        out_entry *e = &set->e[order[k]];
+        if (rename(e->tmp, e->path) != 0) {
+            int err = errno;
+            char done_list[2048] = "";
+            size_t len = 0;
+            for (int j = 0; j < renamed && len < sizeof done_list - 1; j++)
+                len += (size_t)snprintf(done_list + len, sizeof done_list - len, "%s%s", j ? ", " : "", set->e[order[j]].path);
+            if (renamed)
+                FAIL(PTQ_ERR_IO, "%s: cannot rename %s onto it: %s; written: %s; not written: the rest (their previous files kept)",
+                     e->path, e->tmp, strerror(err), done_list);
+            FAIL(PTQ_ERR_IO, "%s: cannot rename %s onto it: %s; no output written (the previous files are unchanged)", e->path,
+                 e->tmp, strerror(err));
+        }
+        track(e->tmp, 0);
+        free(e->tmp);
+        e->tmp = NULL;
+        renamed++;
+        if (pause_ms > 0 && renamed < n) { /* a test hook (tests/e2e/outputs.sh): signals sent between renames */
+            struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        }
+    }
+    for (int j = 0; j < n_dirs; j++) fsync(dirs[j].fd); /* the renames durable */
+done:
+    if (blocked) {
+        if (st != PTQ_OK) {
+            for (int i = 0; i < n; i++) entry_drop(&set->e[i]);
+            set->n = 0;
+        }
+        commit_state = st == PTQ_OK && set->command ? 2 : set->command ? 0 : state_before;
+        pthread_sigmask(SIG_SETMASK, &old, NULL); /* a signal that came meanwhile is delivered now */
+        int sig = pending_sig; /* or, if another thread's handler kept it, raised again */
+        pending_sig = 0;
+        if (sig) raise(sig);
+    }
+    for (int j = 0; j < n_dirs; j++) {
+        close(dirs[j].fd); /* and its lock */
+        free(dirs[j].name);
+    }
+    if (st == PTQ_OK) {
+        for (int i = 0; i < n; i++) entry_drop(&set->e[i]);
+        set->n = 0;
+        set->begun = 0;
+    }
+    free(dirs);
+    free(order);
     return st;
 }

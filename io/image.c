@@ -19,6 +19,7 @@
 #include <png.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -881,7 +882,7 @@ done:
 static void png_write_file(png_structp png, png_bytep data, png_size_t n)
 {
     FILE *fp = png_get_io_ptr(png);
-    if (fwrite(data, 1, n, fp) != n) png_error(png, "write failed");
+    if (fwrite(data, 1, n, fp) != n) png_error(png, strerror(errno ? errno : EIO)); /* "No space left on device" */
 }
 
 static void png_flush_file(png_structp png)

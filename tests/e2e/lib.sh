@@ -3,6 +3,8 @@
 #   skip "name" "why"         counts a check that does not apply here (tests/run.sh sums them)
 #   finish                    prints "N passed, N failed[, N skipped]" and exits non-zero on failure
 #   refused "part" command... the command fails with one line on stderr (warnings aside) containing part
+#   hang_limit SECONDS command... runs the command under `timeout`; past the limit it fails saying
+#                             "timed out after N s: a hang, not slowness" (limits catch hangs: keep them generous)
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -35,6 +37,14 @@ finish() {
 
 # ptq's name sanitising for output files
 sanitise() { echo "$1" | sed 's/[^A-Za-z0-9._-]/_/g'; }
+
+hang_limit() {
+  local s=$1; shift
+  timeout "$s" "$@"
+  local rc=$?
+  [ "$rc" = 124 ] && echo "timed out after $s s: a hang, not slowness"
+  return "$rc"
+}
 
 refused() { # expected-message-part, command...: non-zero exit, one line on stderr containing the part
   local want=$1; shift

@@ -5,6 +5,16 @@
 # onnx.helper, run by `ptq run` and by tests/oracle/ort.js on the same .npy inputs. Floats
 # must agree within atol + rtol*|ort| (rtol 1e-5 for element-wise math, 1e-4 where the two
 # sum in different orders); integers and bools exactly.
+# The integer ops (MatMulInteger, ConvInteger, QLinearConv, QLinearMatMul) are checked against
+# exact numpy references written here instead (int64 accumulation, then QLinear*'s requantization
+# as ONNX specifies it: float32 multiplier a_scale*b_scale/y_scale, round half to even, + zero
+# point, saturate): ONNX Runtime's u8s8 kernels (MLAS) on a CPU without VNNI (AVX2, or AVX-512
+# without VNNI as on Skylake) multiply with vpmaddubsw, which adds each two adjacent u8*s8 products
+# into an int16 with signed saturation (255*127 + 255*127 = 64770 becomes 32767) before widening to
+# int32, so their results differ per CPU (VNNI's vpdpbusd sums into int32 directly); numpy's are the
+# same everywhere. Checked: on an AVX-512
+# VNNI Xeon (vpdpbusd sums into int32: no saturation) ONNX Runtime's outputs equal these references
+# bit for bit, and ptq gives them with PTQ_ISA=avx512, avx2 and generic.
 . "$(dirname "$0")/lib.sh"
 ORT="node $ROOT/tests/oracle/ort.js"
 
@@ -26,10 +36,11 @@ NP = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.int64: T.INT64, np.int32: T.
 def u(*shape, lo=-3.0, hi=3.0, dt=np.float32):
     return rng.uniform(lo, hi, shape).astype(dt)
 
-def case(op, inputs, attrs=None, n_out=1, opset=13, consts=None, tol=(1e-6, 1e-5), out_types=None):
+def case(op, inputs, attrs=None, n_out=1, opset=13, consts=None, tol=(1e-6, 1e-5), out_types=None, ref=None):
     """inputs: (name, array) fed at run time, then consts: (name, array) initializers, in the
     node's input order; output types from onnx's shape inference, or out_types (opset 18 ops,
-    newer than the onnx 1.12 installed here)."""
+    newer than the onnx 1.12 installed here). ref: a function of the input arrays (in node
+    order) giving the exact outputs, written to ref/ and compared instead of ONNX Runtime's."""
     consts = consts or []
     ins = [helper.make_tensor_value_info(n, NP[a.dtype.type], a.shape) for n, a in inputs]
     if out_types:
@@ -51,6 +62,49 @@ def case(op, inputs, attrs=None, n_out=1, opset=13, consts=None, tol=(1e-6, 1e-5
     for n, a in inputs:
         np.save(os.path.join(d, f"in_{n}.npy"), a)
     open(os.path.join(d, "tol"), "w").write(f"{tol[0]} {tol[1]}\n")
+    if ref:
+        os.makedirs(os.path.join(d, "ref"))
+        for i, y in enumerate(ref(*[a for _, a in inputs + consts])):
+            np.save(os.path.join(d, "ref", f"y{i}.npy"), y)
+
+# Exact references of the integer ops (int64 sums: no overflow, no per-CPU kernel).
+def conv_int(x, w, group=1, strides=(1, 1), pads=(0, 0, 0, 0)):
+    """x [N,C,H,W], w [M,C/group,kh,kw], both int64 with the zero points already subtracted
+    (so padding is 0, the zero point's value); dilation 1."""
+    N, C, H, W = x.shape
+    M, Cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    Ho, Wo = (xp.shape[2] - kh) // strides[0] + 1, (xp.shape[3] - kw) // strides[1] + 1
+    y, Mg = np.zeros((N, M, Ho, Wo), np.int64), M // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * Cg:(g + 1) * Cg, i:i + strides[0] * Ho:strides[0], j:j + strides[1] * Wo:strides[1]]
+                y[:, g * Mg:(g + 1) * Mg] += np.einsum("nchw,mc->nmhw", patch, w[g * Mg:(g + 1) * Mg, :, i, j])
+    return y
+
+def int32(acc):
+    assert acc.min() >= -2**31 and acc.max() < 2**31, "the case overflows int32"
+    return acc.astype(np.int32)
+
+def requant(acc, mult, zp, dt):
+    """QLinear*: saturate(round_half_even(float32(acc) * mult) + zp), all in float32 as the spec's formula."""
+    v = np.rint(acc.astype(np.float32) * mult) + np.float32(zp)
+    info = np.iinfo(dt)
+    return np.clip(v, info.min, info.max).astype(dt)
+
+I64 = lambda a: np.asarray(a).astype(np.int64)
+def ref_matmul_integer(a, b, az, bz):
+    return [int32(np.matmul(I64(a) - I64(az), I64(b) - I64(bz)))]
+def ref_conv_integer(x, w, xz, **at):
+    return [int32(conv_int(I64(x) - I64(xz), I64(w), **at))]
+def ref_qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, bias):
+    acc = conv_int(I64(x) - I64(xz), I64(w) - I64(wz).reshape(-1, 1, 1, 1), pads=(1, 1, 1, 1)) + I64(bias).reshape(1, -1, 1, 1)
+    mult = (np.float32(xs) * ws.astype(np.float32)) / np.float32(ys)
+    return [requant(int32(acc), mult.reshape(1, -1, 1, 1), yz, np.uint8)]
+def ref_qlinear_matmul(a, as_, az, b, bs, bz, ys, yz):
+    acc = np.matmul(I64(a) - I64(az), I64(b) - I64(bz))
+    return [requant(int32(acc), (np.float32(as_) * np.float32(bs)) / np.float32(ys), yz, np.uint8)]
 
 X = (4, 16, 24, 24)  # a detector-head-sized activation
 cases = {
@@ -118,10 +172,11 @@ cases = {
  "nll": lambda: case("NegativeLogLikelihoodLoss", [("x", u(8, 10, 6, 6)), ("t", rng.integers(0, 10, (8, 6, 6)).astype(np.int64)), ("w", u(10, lo=0.2, hi=1))], {"reduction": "mean"}, tol=(1e-5, 1e-4)),
  "sce": lambda: case("SoftmaxCrossEntropyLoss", [("x", u(8, 10, 6, 6)), ("t", np.where(rng.random((8, 6, 6)) < 0.1, -100, rng.integers(0, 10, (8, 6, 6))).astype(np.int64))], {"reduction": "none", "ignore_index": -100}, n_out=2, tol=(1e-5, 1e-4)),
  "dynamic_quantize": lambda: case("DynamicQuantizeLinear", [("x", u(*X))], n_out=3),
- "matmul_integer": lambda: case("MatMulInteger", [("a", rng.integers(0, 256, (2, 64, 96)).astype(np.uint8)), ("b", rng.integers(-128, 128, (96, 48)).astype(np.int8)), ("az", np.array(128, np.uint8)), ("bz", np.array(3, np.int8))]),
- "conv_integer": lambda: case("ConvInteger", [("x", rng.integers(0, 256, (2, 8, 20, 20)).astype(np.uint8)), ("w", rng.integers(0, 256, (16, 4, 3, 3)).astype(np.uint8)), ("xz", np.array(7, np.uint8))], {"group": 2, "strides": [2, 1], "pads": [1, 1, 1, 1]}),
- "qlinear_conv": lambda: case("QLinearConv", [("x", rng.integers(0, 256, (2, 8, 20, 20)).astype(np.uint8)), ("xs", np.array(0.02, np.float32)), ("xz", np.array(120, np.uint8)), ("w", rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)), ("ws", u(16, lo=0.001, hi=0.01)), ("wz", np.zeros(16, np.int8)), ("ys", np.array(0.05, np.float32)), ("yz", np.array(128, np.uint8)), ("bias", rng.integers(-2000, 2000, 16).astype(np.int32))], {"pads": [1, 1, 1, 1]}),
- "qlinear_matmul": lambda: case("QLinearMatMul", [("a", rng.integers(0, 256, (64, 96)).astype(np.uint8)), ("as", np.array(0.02, np.float32)), ("az", np.array(120, np.uint8)), ("b", rng.integers(0, 256, (96, 48)).astype(np.uint8)), ("bs", np.array(0.01, np.float32)), ("bz", np.array(130, np.uint8)), ("ys", np.array(0.1, np.float32)), ("yz", np.array(128, np.uint8))]),
+ "matmul_integer": lambda: case("MatMulInteger", [("a", rng.integers(0, 256, (2, 64, 96)).astype(np.uint8)), ("b", rng.integers(-128, 128, (96, 48)).astype(np.int8)), ("az", np.array(128, np.uint8)), ("bz", np.array(3, np.int8))], ref=ref_matmul_integer),
+ "conv_integer": lambda: case("ConvInteger", [("x", rng.integers(0, 256, (2, 8, 20, 20)).astype(np.uint8)), ("w", rng.integers(0, 256, (16, 4, 3, 3)).astype(np.uint8)), ("xz", np.array(7, np.uint8))], {"group": 2, "strides": [2, 1], "pads": [1, 1, 1, 1]},
+                                   ref=lambda x, w, xz: ref_conv_integer(x, w, xz, group=2, strides=(2, 1), pads=(1, 1, 1, 1))),
+ "qlinear_conv": lambda: case("QLinearConv", [("x", rng.integers(0, 256, (2, 8, 20, 20)).astype(np.uint8)), ("xs", np.array(0.02, np.float32)), ("xz", np.array(120, np.uint8)), ("w", rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)), ("ws", u(16, lo=0.001, hi=0.01)), ("wz", np.zeros(16, np.int8)), ("ys", np.array(0.05, np.float32)), ("yz", np.array(128, np.uint8)), ("bias", rng.integers(-2000, 2000, 16).astype(np.int32))], {"pads": [1, 1, 1, 1]}, ref=ref_qlinear_conv),
+ "qlinear_matmul": lambda: case("QLinearMatMul", [("a", rng.integers(0, 256, (64, 96)).astype(np.uint8)), ("as", np.array(0.02, np.float32)), ("az", np.array(120, np.uint8)), ("b", rng.integers(0, 256, (96, 48)).astype(np.uint8)), ("bs", np.array(0.01, np.float32)), ("bz", np.array(130, np.uint8)), ("ys", np.array(0.1, np.float32)), ("yz", np.array(128, np.uint8))], ref=ref_qlinear_matmul),
 }
 if name == "--list":
     print(" ".join(cases))
@@ -130,18 +185,19 @@ else:
 PYEOF
 }
 
-# compare DIR: every ORT output against ptq's
+# compare DIR: every output of the oracle (DIR/ref: numpy's exact one, else DIR/ort) against ptq's
 cmp_outputs() {
   $PY - "$1" <<'PYEOF'
 import sys, os, glob, numpy as np
 d = sys.argv[1]
 atol, rtol = map(float, open(os.path.join(d, "tol")).read().split())
-n = 0
-for f in sorted(glob.glob(os.path.join(d, "ort", "*.npy"))):
+n, oracle = 0, "ref" if os.path.isdir(os.path.join(d, "ref")) else "ort"
+ORT = "numpy" if oracle == "ref" else "ORT"
+for f in sorted(glob.glob(os.path.join(d, oracle, "*.npy"))):
     want = np.load(f)
     got = np.load(os.path.join(d, "ptq", os.path.basename(f)))
-    if got.shape != want.shape: sys.exit(f"{os.path.basename(f)}: shape {got.shape}, ORT {want.shape}")
-    if got.dtype != want.dtype: sys.exit(f"{os.path.basename(f)}: dtype {got.dtype}, ORT {want.dtype}")
+    if got.shape != want.shape: sys.exit(f"{os.path.basename(f)}: shape {got.shape}, {ORT} {want.shape}")
+    if got.dtype != want.dtype: sys.exit(f"{os.path.basename(f)}: dtype {got.dtype}, {ORT} {want.dtype}")
     if np.issubdtype(want.dtype, np.floating):
         g, w = got.astype(np.float64), want.astype(np.float64)
         bad = ~((np.abs(g - w) <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w)) | (g == w))
@@ -149,9 +205,10 @@ for f in sorted(glob.glob(os.path.join(d, "ort", "*.npy"))):
         bad = got != want
     if bad.any():
         i = np.flatnonzero(bad)[0]
-        sys.exit(f"{os.path.basename(f)}: {int(bad.sum())} of {want.size} differ, first at {i}: {got.ravel()[i]} vs ORT {want.ravel()[i]}")
+        sys.exit(f"{os.path.basename(f)}: {int(bad.sum())} of {want.size} differ, first at {i}: {got.ravel()[i]} vs {ORT} {want.ravel()[i]}")
     n += want.size
-print(f"{n} values agree")
+if n == 0: sys.exit(f"no output of {oracle}/ to compare")
+print(f"{n} values agree with {ORT}")
 PYEOF
 }
 
@@ -161,7 +218,7 @@ run_case() {
   for f in "$d"/in_*.npy; do n=$(basename "$f" .npy); args+=(--input "${n#in_}=$f"); done
   rm -rf "$d/ptq" "$d/ort"
   "$PTQ" run "$d/model.onnx" "${args[@]}" --output-dir "$d/ptq" >/dev/null || return 1
-  $ORT "$d/model.onnx" "${args[@]}" --out-dir "$d/ort" >/dev/null || return 1
+  [ -d "$d/ref" ] || $ORT "$d/model.onnx" "${args[@]}" --out-dir "$d/ort" >/dev/null || return 1
   cmp_outputs "$d"
 }
 

@@ -4,7 +4,8 @@
 # nn.LayerNorm and tanh GELU (opset 17: LayerNormalization), both built with torch here.
 # Checked node by node against the rules: MatMul/Gemm/Conv inputs quantized, both operands of
 # Q*K^T and softmax*V per tensor, LayerNorm/Softmax/GELU float, residual Adds as the Add rule
-# says; the QDQ models pass onnx.checker and ONNX Runtime runs them close to FP32.
+# says; the QDQ models pass onnx.checker and ONNX Runtime runs them close to FP32 (Q/DQ in float:
+# the same on every CPU, see below).
 . "$(dirname "$0")/lib.sh"
 if ! $PY -c "import torch, torchvision, onnx" 2>/dev/null; then
   skip "transformer placement" "python3 torch, torchvision or onnx missing"; finish
@@ -131,12 +132,26 @@ check "block: every node placed as the rules say (LayerNormalization float, tanh
 check "the report gives the table's reasons for Softmax, LayerNorm and the GELU Add" bash -c "
   grep -qP '\tSoftmax\tfloat\tSoftmax: float' '$TMP/vit.report' && grep -qP '\tLayerNormalization\tfloat\tLayerNormalization: float' '$TMP/block.report' &&
   grep -qP '\tAdd\tfloat\tAdd of x and a pointwise function of x' '$TMP/block.report' && grep -qP '\tReduceMean\tfloat' '$TMP/vit.report'"
+# ONNX Runtime runs the QDQ models with session.disable_quant_qdq=1: its Q/DQ fusions (QGemm,
+# QLinearMatMul, MatMulIntegerToFloat) stay off, so QuantizeLinear/DequantizeLinear and the float
+# kernels compute what the QDQ graph says on every CPU (checked with --save-optimized: no integer
+# op left; --opt basic keeps Q/DQ float too). Its int8 kernels do not: without VNNI (AVX2, e.g. AMD
+# EPYC before Zen 4, or AVX-512 without VNNI) MLAS's u8s8 GEMM adds each two adjacent u8*s8 products
+# with vpmaddubsw into an int16 with signed saturation (255*127 + 255*127 = 64770 -> 32767) before
+# widening to int32; ptq vs those kernels measured cosine
+# 0.9923 (vit) and 0.9988 (block) there, 1.0000 here (VNNI's vpdpbusd sums into int32). ptq's side
+# was checked with PTQ_ISA=avx2 and generic on an AVX-512 VNNI Xeon: the same results.
 for m in vit block; do
-  check "$m: ONNX Runtime runs the QDQ model close to FP32, and ptq run agrees with it" bash -c "
-    node '$ROOT/tests/oracle/ort.js' '$TMP/$m.qdq.onnx' --input input='$TMP/${m}_eval.npy' --out-dir '$TMP/${m}_q_ort' >/dev/null &&
+  check "$m: ONNX Runtime runs the QDQ model (Q/DQ in float) close to FP32, and ptq run agrees with it" bash -c "
+    node '$ROOT/tests/oracle/ort.js' '$TMP/$m.qdq.onnx' --input input='$TMP/${m}_eval.npy' --config session.disable_quant_qdq=1 --out-dir '$TMP/${m}_q_ort' >/dev/null &&
     node '$ROOT/tests/oracle/ort.js' '$TMP/$m.onnx' --input input='$TMP/${m}_eval.npy' --out-dir '$TMP/${m}_f_ort' >/dev/null &&
     '$PTQ' run '$TMP/$m.qdq.onnx' --input '$TMP/${m}_eval.npy' --output-dir '$TMP/${m}_q_ptq' >/dev/null &&
     a=\$($PY '$TMP/cos.py' '$TMP/${m}_q_ort/out.npy' '$TMP/${m}_f_ort/out.npy' 0.98) &&
-    b=\$($PY '$TMP/cos.py' '$TMP/${m}_q_ptq/out.npy' '$TMP/${m}_q_ort/out.npy' 0.999) && echo \"ORT: QDQ vs FP32 \$a; ptq run vs ORT on the QDQ model \$b\""
+    b=\$($PY '$TMP/cos.py' '$TMP/${m}_q_ptq/out.npy' '$TMP/${m}_q_ort/out.npy' 0.9999) && echo \"ORT: QDQ vs FP32 \$a; ptq run vs ORT on the QDQ model \$b\""
 done
+# one check keeps ONNX Runtime's integer kernels (its default), with a bound loose enough for the
+# u8s8 saturation of CPUs without VNNI (0.9923 measured on an AVX2-only EPYC)
+check "vit: ONNX Runtime's int8 kernels (QGemm, QLinearMatMul) agree with ptq run within u8s8 saturation (cosine >= 0.98)" bash -c "
+  node '$ROOT/tests/oracle/ort.js' '$TMP/vit.qdq.onnx' --input input='$TMP/vit_eval.npy' --out-dir '$TMP/vit_q_ort_int8' >/dev/null &&
+  $PY '$TMP/cos.py' '$TMP/vit_q_ptq/out.npy' '$TMP/vit_q_ort_int8/out.npy' 0.98"
 finish

@@ -38,7 +38,7 @@ check "import ptq from $(basename "$PYPATH") finds the library" bash -c '
   _ "$PYPATH" "$TMP" "$PY"
 
 # pytest from $TMP (not python/: the installed copy is the one imported), its counts summed
-(cd "$TMP/pytest" && PYTHONPATH=$PYPATH timeout 600 "$PY" -m pytest -p no:cacheprovider -q -rfEs \
+(cd "$TMP/pytest" && PYTHONPATH=$PYPATH hang_limit 600 "$PY" -m pytest -p no:cacheprovider -q -rfEs \
    --basetemp="$TMP/pytest/tmp" --junitxml="$TMP/pytest/junit.xml" "$ROOT/python/tests/test_ptq.py") > "$TMP/pytest/out.txt" 2>&1
 rc=$?
 sed 's/^/  /' "$TMP/pytest/out.txt" | grep -v '^  $' | tail -n 40

@@ -47,7 +47,7 @@ strict_bad_image() { # a truncated JPEG among good photos, --strict: one line na
 check "--strict with a truncated JPEG: exit 1, one line naming it, no model, cache, JSON or stats left" strict_bad_image
 check "SIGINT during quantize leaves no output file" bash -c "
   rm -f '$TMP/int.qdq.onnx'; $Q --limit 40 -o '$TMP/int.qdq.onnx' 2>/dev/null & pid=\$!; sleep 1.5; kill -INT \$pid; wait \$pid; rc=\$?
-  echo status \$rc; [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.tmp.* 2>/dev/null"
+  echo status \$rc; [ \$rc = 130 ] && [ ! -e '$TMP/int.qdq.onnx' ] && ! ls '$TMP'/int.qdq.onnx.*tmp* 2>/dev/null"
 # --config: a YAML file of quantize's own options (exclusions, method, flags); the same
 # run as the equivalent command line, byte for byte; the command line wins over the file and
 # adds to its lists; unknown keys and bad flag values are one-line errors naming file:line.

@@ -26,7 +26,7 @@ check "the page is self-contained: no URL, script, stylesheet link, image or imp
 
 BROWSER=$(command -v chromium || command -v chromium-browser || true)
 chrome() { # runs the browser on the sample page with the network cut off
-  timeout 120 "$BROWSER" --headless --disable-gpu --no-sandbox --no-first-run --no-default-browser-check \
+  hang_limit 600 "$BROWSER" --headless --disable-gpu --no-sandbox --no-first-run --no-default-browser-check \
     --hide-scrollbars --user-data-dir="$TMP/profile" --host-resolver-rules="MAP * ~NOTFOUND" \
     --disable-background-networking "$@" "file://$HTML"
 }

@@ -1,6 +1,6 @@
 // ort.js: ONNX Runtime (npm onnxruntime-node, a test oracle only) on .npy inputs.
 //   node tests/oracle/ort.js MODEL --input NAME=X.npy ... --out-dir DIR [--outputs a,b] [--threads N] [--repeat N]
-//        [--opt disable|basic|extended|layout|all] [--save-optimized OUT.onnx]
+//        [--opt disable|basic|extended|layout|all] [--save-optimized OUT.onnx] [--config KEY=VALUE ...]
 // Writes every graph output (or only the listed ones; intermediate tensors must first be
 // added as graph outputs, tests/oracle/add_outputs.py) as DIR/<name>.npy, names sanitised
 // like ptq's ([A-Za-z0-9._-], others '_').
@@ -12,6 +12,8 @@
 // node groups with integer or fused kernels (QLinearConv, QLinearGlobalAveragePool,
 // MatMulIntegerToFloat, FusedConv, ...; see tests/e2e/quantize_models.sh).
 // --save-optimized: ORT writes the graph it runs after optimization (what it fused).
+// --config KEY=VALUE: a session configuration entry (onnxruntime_session_options_config_keys.h),
+// e.g. session.disable_quant_qdq=1: Q/DQ pairs are not fused into integer kernels at any --opt.
 // --repeat N: one warm-up, then N timed runs: prints "ort run: median X ms, min Y ms over N runs".
 'use strict';
 const path = require('path');
@@ -53,6 +55,7 @@ if (require.main === module) (async () => {
   const argv = process.argv.slice(2);
   const model = argv[0];
   const inputs = {}; let outDir = null, threads = 2, repeat = 0, opt = 'all', only = null, saveOpt = null;
+  const config = [];
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--input') { const [n, f] = argv[++i].split('='); inputs[n] = readNpy(f); }
@@ -65,11 +68,18 @@ if (require.main === module) (async () => {
       if (opt === 'disable') opt = 'disabled';
     }
     else if (a === '--save-optimized') saveOpt = argv[++i];
+    else if (a === '--config') { const kv = argv[++i], eq = kv.indexOf('='); config.push([kv.slice(0, eq), kv.slice(eq + 1)]); }
     else if (a === '--outputs') only = argv[++i].split(',').filter(n => n);
     else throw new Error('unknown argument ' + a);
   }
   const so = { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: opt };
   if (saveOpt) so.optimizedModelFilePath = saveOpt;
+  for (const [k, v] of config) { // "a.b.c" -> extra: {a: {b: {c: v}}}
+    let o = so.extra = so.extra || {};
+    const parts = k.split('.');
+    for (const p of parts.slice(0, -1)) o = o[p] = o[p] || {};
+    o[parts[parts.length - 1]] = v;
+  }
   const s = await ort.InferenceSession.create(model, so);
   const names = only || s.outputNames;
   let r = await s.run(inputs, names);
