@@ -197,7 +197,7 @@ static ptq_status finish(eng_collector *c)
         c->t[k++] = c->t[i];
     }
     c->n = k;
-    qsort(c->t, (size_t)c->n, sizeof *c->t, by_pos);
+    if (c->n > 1) qsort(c->t, (size_t)c->n, sizeof *c->t, by_pos); /* c->t may be NULL when empty */
     return PTQ_OK;
 }
 
