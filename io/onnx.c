@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/file.h"
 #include "onnx.pb-c.h"
@@ -68,15 +70,30 @@ static long long parse_count(const char *s)
     return v;
 }
 
-/* Reads `want` bytes of external data (keys location/offset/length) beside the model. */
+/* What a file of mode m is, for a refusal. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Reads `want` bytes of external data (keys location/offset/length) beside the model.
+ * Contained: the location is relative, resolved with every symlink (realpath) and must stay
+ * inside the model's folder (itself resolved); the resolved file is opened O_NONBLOCK |
+ * O_NOFOLLOW (a FIFO does not block the open) and must be a regular file (fstat), so FIFOs,
+ * devices, sockets and directories are refused by name without reading a byte. */
 static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp, const char *kind, const char *tname,
                                 ptq_tensor *t, size_t want)
 {
     ptq_status st = PTQ_OK;
     const char *location = NULL, *off_s = NULL, *len_s = NULL;
     long long offset = 0, length = -1;
-    FILE *fp = NULL;
-    char path[4096];
+    int fd = -1;
+    char path[PATH_MAX], real[PATH_MAX], dir[PATH_MAX];
     struct stat sb;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -104,20 +121,37 @@ static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp,
              length, want);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", lc->base_dir, location) >= sizeof path)
         FAIL(PTQ_ERR_FORMAT, "%s '%s': external data path too long", kind, tname);
-    fp = fopen(path, "rb");
-    if (!fp) FAIL(PTQ_ERR_IO, "%s '%s': external data %s: %s", kind, tname, path, strerror(errno));
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode))
-        FAIL(PTQ_ERR_IO, "%s '%s': external data %s is not a regular file", kind, tname, path);
+    if (!realpath(lc->base_dir, dir))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': model folder %s: %s", kind, tname, location, lc->base_dir,
+             strerror(errno));
+    if (!realpath(path, real))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    size_t dn = strlen(dir);
+    if (strcmp(dir, "/") != 0 && (strncmp(real, dir, dn) != 0 || real[dn] != '/'))
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data location '%s' resolves to %s, outside the model's folder %s",
+             kind, tname, location, real, dir);
+    fd = open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    if (fstat(fd, &sb) != 0)
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data '%s' is %s, not a regular file", kind, tname, location,
+             file_kind(sb.st_mode));
     if ((unsigned long long)offset > (unsigned long long)sb.st_size ||
         want > (unsigned long long)sb.st_size - (unsigned long long)offset)
         FAIL(PTQ_ERR_FORMAT, "%s '%s': external data %s has %lld bytes, %lld + %zu needed", kind, tname,
              path, (long long)sb.st_size, offset, want);
     TRY(ptq_tensor_alloc(t));
-    if (want && (fseeko(fp, (off_t)offset, SEEK_SET) != 0 || fread(t->data, 1, want, fp) != want))
-        FAIL(PTQ_ERR_IO, "%s '%s': cannot read %zu bytes at offset %lld of %s", kind, tname, want,
-             offset, path);
+    for (size_t got = 0; got < want;) {
+        ssize_t r = pread(fd, (char *)t->data + got, want - got, (off_t)offset + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            FAIL(PTQ_ERR_IO, "%s '%s': cannot read %zu bytes at offset %lld of %s%s%s", kind, tname, want, offset,
+                 path, r < 0 ? ": " : " (file shrank)", r < 0 ? strerror(errno) : "");
+        got += (size_t)r;
+    }
 done:
-    if (fp) fclose(fp);
+    if (fd >= 0) close(fd);
     return st;
 }
 
