@@ -190,6 +190,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
     const eng_calib_source *src = job->src;
     res->col.nthreads = src && src->o.threads > 0 ? src->o.threads : omp_get_max_threads();
     TRY(onnx_model_load(job->model, &res->g));
+    TRY(eng_validate_model(res->g, job->model, NULL, 0)); /* what ptq run refuses, before any work */
     if (job->equalize) TRY(equalize(job, res));
     if (job->from_stats) {
         TRY(eng_stats_load(job->from_stats, job->model, &res->col, &res->stats_images));

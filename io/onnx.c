@@ -22,6 +22,7 @@
 
 #define MAX_MODEL_BYTES ((size_t)2 << 30)    /* protobuf's own limit */
 #define MAX_TENSOR_BYTES ((uint64_t)1 << 40) /* anything larger is a corrupt file */
+#define ONNX_MAX_OPSET 22                    /* the newest default-domain opset ptq reads (ONNX 1.17) */
 
 /* ---------------------------------------------------------------- load */
 
@@ -477,6 +478,12 @@ static ptq_status read_model_fields(const load_ctx *lc, const Onnx__ModelProto *
         CHECK_ALLOC(g->opsets[i].domain = ptq_strdup(o->domain ? o->domain : ""));
         g->opsets[i].version = o->version;
         g->n_opsets++;
+        /* ops are read with the semantics of the model's opset: one newer than ptq knows may
+         * have changed them, and would be written back as if ptq had understood it */
+        if ((!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) &&
+            o->version > ONNX_MAX_OPSET)
+            FAIL(PTQ_ERR_UNSUPPORTED, "opset_import declares opset %lld of the default ONNX domain; ptq knows opsets up to %d",
+                 (long long)o->version, ONNX_MAX_OPSET);
     }
     CHECK_ALLOC(g->metadata = calloc(mp->n_metadata_props + 1, sizeof *g->metadata));
     for (size_t i = 0; i < mp->n_metadata_props; i++) {
