@@ -47,6 +47,35 @@ static ptq_status value_for(ptq_graph *g, const char *name, int *out)
     return ptq_graph_add_value(g, name, out);
 }
 
+/* protobuf-c's allocations through ptq's, recording a failure: an unpack that returns NULL
+ * after one is out of memory, not a corrupt file. allocator_data points to the struct itself:
+ * it is never copied once set up. */
+typedef struct {
+    ProtobufCAllocator a;
+    int failed;
+} pb_allocator;
+
+static void *pb_alloc(void *data, size_t n)
+{
+    void *m = malloc(n ? n : 1);
+    if (!m) ((pb_allocator *)data)->failed = 1;
+    return m;
+}
+
+static void pb_free(void *data, void *m)
+{
+    (void)data;
+    free(m);
+}
+
+static void pb_allocator_init(pb_allocator *pa)
+{
+    pa->a.alloc = pb_alloc;
+    pa->a.free = pb_free;
+    pa->a.allocator_data = pa;
+    pa->failed = 0;
+}
+
 /* Serialises any message into a malloc'd buffer. */
 static ptq_status pack_opaque(const ProtobufCMessage *m, uint8_t **out, size_t *len)
 {
@@ -648,11 +677,14 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
     ptq_status st = PTQ_OK;
     Onnx__ModelProto *mp = NULL;
     load_ctx lc = {base_dir, NULL, 0};
+    pb_allocator pa;
+    pb_allocator_init(&pa);
     *out = NULL;
     if (!what) what = "model";
     if (!buf || len == 0) FAIL(PTQ_ERR_FORMAT, "empty file, not an ONNX model");
     if (len > MAX_MODEL_BYTES) FAIL(PTQ_ERR_FORMAT, "%zu bytes, larger than protobuf's 2 GB", len);
-    mp = onnx__model_proto__unpack(NULL, len, buf);
+    mp = onnx__model_proto__unpack(&pa.a, len, buf);
+    if (!mp && pa.failed) FAIL(PTQ_ERR_NOMEM, "out of memory parsing the ONNX protobuf (%zu bytes)", len);
     if (!mp) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (protobuf parse failed: truncated or corrupt)");
     if (!mp->graph) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (no graph)");
     if (!mp->has_ir_version && mp->n_opset_import == 0)
@@ -663,7 +695,7 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
     lc.g = NULL;
 done:
     if (st != PTQ_OK) ptq_error_prefix("%s: ", what);
-    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    if (mp) onnx__model_proto__free_unpacked(mp, &pa.a);
     ptq_graph_destroy(lc.g);
     return st;
 }
@@ -707,6 +739,8 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
     const char *dir_end = strrchr(path, '/');
     char dir[4096];
     load_ctx lc = {NULL, NULL, 0};
+    pb_allocator pa;
+    pb_allocator_init(&pa);
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
     if (dir_end && (size_t)(dir_end - path) < sizeof dir) {
@@ -716,7 +750,8 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
         lc.base_dir = ".";
     }
     TRY(io_read_file(path, &buf, &len, MAX_MODEL_BYTES));
-    tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    tp = onnx__tensor_proto__unpack(&pa.a, len, buf);
+    if (!tp && pa.failed) FAIL(PTQ_ERR_NOMEM, "%s: out of memory parsing the TensorProto (%zu bytes)", path, len);
     /* SequenceProto, OptionalProto and MapProto share field numbers with TensorProto
      * (name 1, elem_type 2, values 3...), so some of them parse: tell them apart by what
      * a real tensor always has (a data type, data for its elements, no segment). */
@@ -749,7 +784,7 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
         }
     }
 done:
-    if (tp) onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (tp) onnx__tensor_proto__free_unpacked(tp, &pa.a);
     free(buf);
     return st;
 }
@@ -764,7 +799,14 @@ typedef struct {
     ProtobufCMessage **msgs;
     size_t n_msgs, cap_msgs;
     int oom;
+    pb_allocator pa; /* for the kept fragments: set up by pool_init, the pool never copied */
 } pool;
+
+static void pool_init(pool *p)
+{
+    memset(p, 0, sizeof *p);
+    pb_allocator_init(&p->pa);
+}
 
 static int pool_grow(void ***arr, size_t *cap, size_t n)
 {
@@ -804,15 +846,16 @@ static ProtobufCMessage *pool_unpack(pool *p, const ProtobufCMessageDescriptor *
         p->oom = 1;
         return NULL;
     }
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &p->pa.a, len, data);
     if (m) p->msgs[p->n_msgs++] = m;
+    if (!m && p->pa.failed) p->oom = 1;
     return m;
 }
 
 static void pool_free(pool *p)
 {
     for (size_t i = 0; i < p->n; i++) free(p->ptrs[i]);
-    for (size_t i = 0; i < p->n_msgs; i++) protobuf_c_message_free_unpacked(p->msgs[i], NULL);
+    for (size_t i = 0; i < p->n_msgs; i++) protobuf_c_message_free_unpacked(p->msgs[i], &p->pa.a);
     free(p->ptrs);
     free(p->msgs);
 }
@@ -1027,14 +1070,16 @@ static ptq_status nodes_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto *
             const ptq_attr *a = &n->attrs[k];
             if (a->type == PTQ_ATTR_TENSOR && !a->opaque) TRY(check_tensor(&a->tensor, "attribute tensor", a->name));
             if (!(attrs[k] = attr_to_proto(p, a)))
-                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': cannot encode attribute '%s'", nname,
-                     a->name ? a->name : "");
+                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': %s attribute '%s'", nname,
+                     p->oom ? "out of memory encoding" : "cannot encode", a->name ? a->name : "");
         }
         np->n_attribute = (size_t)n->n_attrs;
         np->attribute = attrs;
         if (n->opaque) {
             const ProtobufCMessage *kept = pool_unpack(p, &onnx__node_proto__descriptor, n->opaque, n->opaque_len);
-            if (!kept) FAIL(PTQ_ERR_INTERNAL, "node '%s': kept fields do not parse", nname);
+            if (!kept)
+                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': %s", nname,
+                     p->oom ? "out of memory decoding its kept fields" : "kept fields do not parse");
             np->base.n_unknown_fields = kept->n_unknown_fields;
             np->base.unknown_fields = kept->unknown_fields;
         }
@@ -1071,19 +1116,19 @@ static ptq_status values_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto 
     gp->n_initializer = (size_t)g->n_initializers;
     for (int i = 0; i < g->n_inputs; i++)
         if (!(gp->input[i] = value_info_to_proto(p, &g->values[g->inputs[i]])))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph input '%s': cannot encode its type",
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of graph input '%s'", p->oom ? "out of memory encoding" : "cannot encode",
                  g->values[g->inputs[i]].name);
     gp->n_input = (size_t)g->n_inputs;
     for (int i = 0; i < g->n_outputs; i++)
         if (!(gp->output[i] = value_info_to_proto(p, &g->values[g->outputs[i]])))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph output '%s': cannot encode its type",
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of graph output '%s'", p->oom ? "out of memory encoding" : "cannot encode",
                  g->values[g->outputs[i]].name);
     gp->n_output = (size_t)g->n_outputs;
     for (int i = 0; i < g->n_value_infos; i++) {
         const ptq_value *v = &g->values[g->value_infos[i]];
         if (!v->in_value_info) continue; /* dropped since load (graph_edit clears the flag) */
         if (!(gp->value_info[gp->n_value_info] = value_info_to_proto(p, v)))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "value_info '%s': cannot encode its type", v->name);
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of value_info '%s'", p->oom ? "out of memory encoding" : "cannot encode", v->name);
         gp->n_value_info++;
     }
 done:
@@ -1096,7 +1141,7 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     pool p;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
     Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
-    memset(&p, 0, sizeof p);
+    pool_init(&p);
     *buf = NULL;
     *len = 0;
 
@@ -1138,7 +1183,8 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     if (g->opaque_model) {
         const Onnx__ModelProto *kept = (const Onnx__ModelProto *)pool_unpack(&p, &onnx__model_proto__descriptor,
                                                                              g->opaque_model, g->opaque_model_len);
-        if (!kept) FAIL(p.oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "kept model fields do not parse");
+        if (!kept)
+            FAIL(p.oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s", p.oom ? "out of memory decoding the kept model fields" : "kept model fields do not parse");
         mp.base.n_unknown_fields = kept->base.n_unknown_fields;
         mp.base.unknown_fields = kept->base.unknown_fields;
         mp.n_training_info = kept->n_training_info;

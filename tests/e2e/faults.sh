@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Allocation failures: inspect, quantize, compare and translate of PaddleOCR's cls model run with
-# one allocation of ptq's own code failing (tests/fault/failalloc.c, LD_PRELOAD; the N-th counted
-# malloc/calloc/realloc/posix_memalign/aligned_alloc/strdup/strndup returns NULL). Each run must
+# one allocation of ptq's own code or libyaml's failing (tests/fault/failalloc.c, LD_PRELOAD; the
+# N-th counted malloc/calloc/realloc/posix_memalign/aligned_alloc/strdup/strndup returns NULL;
+# protobuf-c allocates through io/onnx.c's allocator, so its allocations count as ptq's). Each run must
 # either exit 1 with its last stderr line (the only one about memory) saying "out of memory", each
 # file it was to write (pre-created) either as it was or the complete file of the run without a
 # failure (a failure after a file was renamed into place), no temporary file left; or exit 0
@@ -44,7 +45,7 @@ run() {
   local cmd=$1 n=$2 f
   rm -rf "$TMP/run" && mkdir "$TMP/run"
   for f in ${OUTS[$cmd]}; do echo "old $f" > "$TMP/run/$f"; done
-  (cd "$TMP/run" && timeout 60 env LD_PRELOAD="$SHIM" PTQ_FAIL_ALLOC="$n" PTQ_FAIL_ALLOC_REPORT="$TMP/run/.count" \
+  (cd "$TMP/run" && timeout 60 env LD_PRELOAD="$SHIM" PTQ_FAIL_ALLOC_LIBS=libyaml PTQ_FAIL_ALLOC="$n" PTQ_FAIL_ALLOC_REPORT="$TMP/run/.count" \
      "$PTQ" ${ARGS[$cmd]} > .stdout 2> .stderr)
   RC=$?
   ERR=$(grep -v ': warning: ' "$TMP/run/.stderr")

@@ -9,10 +9,12 @@
  * PTQ_FAIL_ALLOC=0 or unset fails nothing (counting only). PTQ_FAIL_ALLOC_LIBS=a,b also counts the
  * calls made from shared objects whose path contains one of the comma-separated parts (e.g.
  * libyaml). At exit, PTQ_FAIL_ALLOC_REPORT (a file) receives "<counted> <1 if it failed one>".
+ * PTQ_FAIL_ALLOC_BACKTRACE=1 prints the failing call's stack on stderr (for debugging a point).
  * The counter is atomic: with several threads the order of their calls, so which call is N-th,
  * may change between runs; run with one thread for a reproducible point. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@ static struct {
 static int n_ranges, ready;
 static unsigned long fail_at;
 static unsigned long counter;
-static int injected;
+static int injected, trace;
 
 static int add_object(struct dl_phdr_info *info, size_t size, void *user)
 {
@@ -59,6 +61,11 @@ __attribute__((constructor)) static void failalloc_init(void)
 {
     const char *n = getenv("PTQ_FAIL_ALLOC");
     fail_at = n ? strtoul(n, NULL, 10) : 0;
+    trace = getenv("PTQ_FAIL_ALLOC_BACKTRACE") != NULL;
+    if (trace) { /* the first backtrace() loads libgcc: not at the failure */
+        void *pcs[2];
+        backtrace(pcs, 2);
+    }
     dl_iterate_phdr(add_object, (void *)getenv("PTQ_FAIL_ALLOC_LIBS"));
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 }
@@ -84,6 +91,10 @@ static int should_fail(const void *caller)
     unsigned long k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
     if (fail_at == 0 || k != fail_at) return 0;
     __atomic_store_n(&injected, 1, __ATOMIC_RELAXED);
+    if (trace) {
+        void *pcs[32];
+        backtrace_symbols_fd(pcs, backtrace(pcs, 32), 2);
+    }
     errno = ENOMEM;
     return 1;
 }
