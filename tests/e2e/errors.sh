@@ -114,13 +114,14 @@ for sym in ("", "_sym"):
     save("stride0" + sym, conv(strides=[0, 0]), dims=dims)
     save("group0" + sym, conv(group=0), dims=dims)
     save("negpads" + sym, conv(pads=[-5, 0, 0, 0]), dims=dims)
+    save("pads_huge" + sym, conv(pads=[1 << 22] * 4), dims=dims)  # 1.1 PB of output: past the 1 TiB a plan may hold
     save("expand_huge" + sym, helper.make_node("Expand", ["r", "shp"], ["y"], name="last"),
          [numpy_helper.from_array(np.array([1 << 20, 1 << 20, 1 << 20, 8], np.int64), "shp")], dims=dims)
 save("opset1000", conv(), opset=1000)
 save("opset15", conv(), opset=15)
 np.save(f"{d}/x8.npy", r.rand(1, 3, 8, 8).astype(np.float32))
 PYEOF
-for m in stride0 group0 negpads expand_huge; do
+for m in stride0 group0 negpads pads_huge expand_huge; do
   "$PTQ" run "$TMP/$m.onnx" --input "$TMP/x8.npy" 2>&1 >/dev/null | sed "s|^ptq: [^:]*: ||" > "$TMP/$m.want"
   check "$m: ptq run refuses it" grep "'last'" "$TMP/$m.want"
   want=$(cat "$TMP/$m.want")
