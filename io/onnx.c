@@ -157,7 +157,7 @@ static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp,
     if (!realpath(path, real))
         FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
     size_t dn = strlen(dir);
-    if (strcmp(dir, "/") != 0 && (strncmp(real, dir, dn) != 0 || real[dn] != '/'))
+    if (strcmp(dir, "/") != 0 && (strncmp(real, dir, dn) != 0 || (real[dn] != '/' && real[dn] != 0)))
         FAIL(PTQ_ERR_FORMAT, "%s '%s': external data location '%s' resolves to %s, outside the model's folder %s",
              kind, tname, location, real, dir);
     fd = open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -165,7 +165,7 @@ static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp,
     if (fstat(fd, &sb) != 0)
         FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data '%s' is %s, not a regular file", kind, tname, location,
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s' is %s, not a regular file", kind, tname, location,
              file_kind(sb.st_mode));
     if ((unsigned long long)offset > (unsigned long long)sb.st_size ||
         want > (unsigned long long)sb.st_size - (unsigned long long)offset)
