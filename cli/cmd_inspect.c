@@ -14,22 +14,26 @@
 #define MAX_SHAPES 64
 
 /* "presets that fit: a, b" for the model's data input (ptq preprocess --preset NAME). */
-static void print_fitting_presets(const ptq_graph *g)
+/* A preset that does not load is left out; out of memory fails (never a shorter list). */
+static ptq_status print_fitting_presets(const ptq_graph *g)
 {
+    ptq_status st = PTQ_OK;
     char **names = NULL;
     int n = io_preset_names(&names), shown = 0;
-    if (eng_graph_input(g) < 0) n = 0;
+    if (n < 0) return PTQ_ERR_NOMEM;
     printf("presets that fit:");
     for (int i = 0; i < n; i++) {
         char path[4096];
         pp_config c = pp_defaults();
-        if (io_preset_find(names[i], path, sizeof path) == PTQ_OK && io_preset_load(path, &c) == PTQ_OK &&
-            eng_preset_fits(g, &c))
-            printf("%s %s", shown++ ? "," : "", names[i]);
+        ptq_status ps = st == PTQ_OK && eng_graph_input(g) >= 0 ? io_preset_find(names[i], path, sizeof path) : PTQ_ERR_ARG;
+        if (ps == PTQ_OK) ps = io_preset_load(path, &c);
+        if (ps == PTQ_ERR_NOMEM) st = ps;
+        else if (ps == PTQ_OK && eng_preset_fits(g, &c)) printf("%s %s", shown++ ? "," : "", names[i]);
         free(names[i]);
     }
     free(names);
     printf("%s\n", shown ? "" : " none (--size, --layout or a preset of your own: docs/preprocessing.md)");
+    return st;
 }
 
 static void print_value(const ptq_graph *g, int v)
@@ -118,7 +122,10 @@ int cmd_inspect(int argc, char **argv)
     printf("\ninputs:\n");
     for (int i = 0; i < g->n_inputs; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) print_value(g, g->inputs[i]);
-    print_fitting_presets(g);
+    if ((st = print_fitting_presets(g)) != PTQ_OK) {
+        rc = cli_fail(st);
+        goto out;
+    }
     printf("outputs:\n");
     for (int i = 0; i < g->n_outputs; i++) print_value(g, g->outputs[i]);
 
