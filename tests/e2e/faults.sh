@@ -10,7 +10,8 @@
 # message or another exit status.
 #   FAULTS=all    every failure point (make faults); otherwise FAULT_POINTS (default 60) per
 #                 command, spread over the run with a fixed seed (make test)
-#   FAULT_COMMANDS="quantize compare"   only these commands (default: all four)
+#   FAULT_COMMANDS="quantize compare"   only these (default: all four, and "constants": quantize of a
+#                 small model whose weights are Constant nodes, every point even in make test)
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$ROOT/$BUILD/fault/failalloc.so
@@ -27,6 +28,26 @@ for f in astronaut.png camera.png chelsea.png brick.png; do cp "$ROOT/build/phot
 for f in coffee.png cell.png; do [ -f "$ROOT/build/photos/$f" ] && cp "$ROOT/build/photos/$f" "$TMP/eval/"; done
 ls "$TMP/eval" | grep -q . || cp "$TMP/imgs/astronaut.png" "$TMP/eval/"
 cp "$MODEL" "$TMP/cls.onnx"
+# a small model whose weights are Constant nodes (as paddle2onnx writes them): quantize turns
+# them into initializers (ptq_graph_constants_to_initializers), every failure point tried
+$PY - "$TMP" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as T
+d = sys.argv[1]
+r = np.random.RandomState(0)
+x = helper.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", T.FLOAT, None)
+nodes = [helper.make_node("Constant", [], ["w1"], name="cw1", value=numpy_helper.from_array(r.randn(4, 3, 3, 3).astype(np.float32))),
+         helper.make_node("Constant", [], ["b1"], name="cb1", value_floats=[0.1, 0.2, 0.3, 0.4]),
+         helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["a"], ["r"], name="relu"),
+         helper.make_node("Constant", [], ["w2"], name="cw2", value=numpy_helper.from_array(r.randn(4, 4, 3, 3).astype(np.float32))),
+         helper.make_node("Conv", ["r", "w2"], ["y"], name="c2", pads=[1, 1, 1, 1])]
+m = helper.make_model(helper.make_graph(nodes, "consts", [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, f"{d}/consts.onnx")
+np.save(f"{d}/x.npy", r.rand(2, 3, 8, 8).astype(np.float32))
+PYEOF
 # translate reads a QDQ model: the no-fault quantize of the same images
 "$PTQ" quantize "$TMP/cls.onnx" --images "$TMP/imgs" --preset paddleocr-cls --threads 1 -o "$TMP/cls.qdq.onnx" 2>/dev/null
 
@@ -40,6 +61,8 @@ ARGS[compare]="compare ../cls.onnx --images ../imgs --eval-images ../eval --pres
 OUTS[compare]="c.json"
 ARGS[translate]="translate ../cls.qdq.onnx -o t"
 OUTS[translate]="t_noqdq.onnx t_precision_config.json t_precision_config_calib.cache t_precision_config_layer_arg.txt"
+ARGS[constants]="quantize ../consts.onnx --input ../x.npy --threads 1 -o q.onnx --cache q.cache"
+OUTS[constants]="q.onnx q.cache"
 
 # run CMD N: one run failing allocation N (0: none) in a fresh $TMP/run with pre-created outputs;
 # sets RC, ERR, COUNT (allocations counted), HIT (1 when the failure happened)
@@ -51,7 +74,8 @@ run() {
      "$PTQ" ${ARGS[$cmd]} > .stdout 2> .stderr)
   RC=$?
   ERR=$(grep -v ': warning: ' "$TMP/run/.stderr")
-  read -r COUNT HIT < "$TMP/run/.count" 2>/dev/null || { COUNT=0; HIT=0; }
+  COUNT=0 HIT=0
+  [ -f "$TMP/run/.count" ] && read -r COUNT HIT < "$TMP/run/.count" 
 }
 
 # verdict CMD N: empty when run N behaved, else why not
@@ -81,7 +105,7 @@ verdict() {
     { echo "left files: $(ls -A "$TMP/run" | tr '\n' ' ')"; return; }
 }
 
-for cmd in ${FAULT_COMMANDS:-inspect quantize compare translate}; do
+for cmd in ${FAULT_COMMANDS:-inspect quantize compare translate constants}; do
   run "$cmd" 0
   if [ "$RC" != 0 ] || [ "$COUNT" = 0 ]; then
     check "$cmd without a failure" bash -c "echo 'status $RC, $COUNT allocations: $(head -c 300 "$TMP/run/.stderr")'; false"
@@ -89,7 +113,7 @@ for cmd in ${FAULT_COMMANDS:-inspect quantize compare translate}; do
   fi
   rm -rf "$TMP/gold_$cmd" && mv "$TMP/run" "$TMP/gold_$cmd"
   total=$COUNT
-  if [ "${FAULTS:-}" = all ]; then points=$(seq 1 "$total")
+  if [ "${FAULTS:-}" = all ] || [ "$cmd" = constants ]; then points=$(seq 1 "$total")
   else points=$($PY -c "import random; r = random.Random(33); t = $total; k = min($POINTS, t)
 print(' '.join(str(p) for p in sorted(set([1, 2, t] + r.sample(range(1, t + 1), k - 3)))))")
   fi
