@@ -5,6 +5,7 @@
 #   make bench      speed and memory against ONNX Runtime, measured in the same run
 #   make deps       install Debian packages and fetch models and test oracles
 #   make SANITIZE=1 test    ASan + UBSan
+#   make faults     every allocation of inspect/quantize/compare/translate failed in turn (tests/e2e/faults.sh)
 #   make fuzz       libFuzzer harnesses (clang, ASan + UBSan), each run FUZZ_SECONDS on a seed corpus
 #   make lib        build/libptq.a, build/libptq.so.0 (+ libptq.so), build/ptq.pc: the C API of include/ptq.h
 #   make install PREFIX=/usr/local    bin/ptq, lib/libptq.*, include/ptq.h, lib/pkgconfig/ptq.pc, share/ptq/configs,
@@ -57,7 +58,7 @@ PREFIX   ?= /usr/local
 VERSION  := 0.1.0
 SOVER    := 0
 
-.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers lib install man wheel
+.PHONY: all ptq tests test demo bench deps clean fuzz fuzzers lib install man wheel faults
 all: ptq
 
 ptq: $(BUILD)/ptq
@@ -148,7 +149,16 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
-tests: $(TEST_BIN) $(REPLAY_BIN)
+tests: $(TEST_BIN) $(REPLAY_BIN) $(BUILD)/fault/failalloc.so
+
+# The allocation-failure shim (tests/fault/failalloc.c, LD_PRELOAD): tests/e2e/faults.sh samples
+# failure points in make test; make faults tries every one.
+$(BUILD)/fault/failalloc.so: tests/fault/failalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $<
+
+faults: ptq $(BUILD)/fault/failalloc.so
+	@BUILD=$(BUILD) FAULTS=all tests/e2e/faults.sh
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -538,7 +538,7 @@ static double method_entropy(const double *hist, double w)
 {
     double H[NB], C[NB + 1], L[NB + 1], *kl = malloc(sizeof(double) * (NB + 1) * 4);
     int NZ[NB + 1], last_nz = -1;
-    if (!kl) return NB * w;
+    if (!kl) return -1; /* out of memory: calib_amaxes fails */
     double *scratch = kl + NB + 1;
     memcpy(H, hist, sizeof H);
     H[0] = H[1];
@@ -649,10 +649,10 @@ static double method_mse(const double *H, double w)
 {
     double *err = malloc(sizeof(double) * (NB + NB));
     v4d *P = aligned_alloc(32, sizeof(v4d) * (NB + 1));
-    if (!err || !P) {
+    if (!err || !P) { /* out of memory: calib_amaxes fails */
         free(err);
         free(P);
-        return NB * w;
+        return -1;
     }
     double *scratch = err + NB;
     v4d cq[NQ];
@@ -681,37 +681,41 @@ static double method_mse(const double *H, double w)
     return (best_i + 0.5) * w;
 }
 
-void calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax_out, int *warn)
+ptq_status calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax_out, int *warn)
 {
+    ptq_status st = PTQ_OK;
     double amax = s->amax, w = amax / CALIB_ANALYSIS_BINS, *H = NULL;
     int bad = !(amax >= 0x1p-30) || !isfinite(amax) || s->range == 0.0;
     for (int i = 0; i < n; i++) {
         double r = amax;
+        char name[32];
         if (!bad && m[i].kind != CALIB_MAX) {
+            calib_method_name(&m[i], name, sizeof name);
             if (!H) { /* resampled once for every method that reads it */
-                if (!(H = malloc(sizeof(double) * CALIB_ANALYSIS_BINS))) {
-                    amax_out[i] = (float)amax;
-                    warn[i] = 0;
-                    continue;
-                }
+                if (!(H = malloc(sizeof(double) * CALIB_ANALYSIS_BINS)))
+                    FAIL(PTQ_ERR_NOMEM, "out of memory: the %d-bin analysis histogram of calibration method %s",
+                         CALIB_ANALYSIS_BINS, name);
                 calib_analysis_hist(s, H);
             }
             if (m[i].kind == CALIB_PERCENTILE) r = method_percentile(H, w, m[i].percentile);
             else if (m[i].kind == CALIB_ENTROPY) r = method_entropy(H, w);
             else r = method_mse(H, w);
+            if (r < 0) /* the method's own scratch over the histogram */
+                FAIL(PTQ_ERR_NOMEM, "out of memory: the search buffers over the %d-bin histogram of calibration method %s",
+                     CALIB_ANALYSIS_BINS, name);
         }
         float f = (float)r;
         warn[i] = bad || !(f >= 0x1p-30f) || !isfinite(f);
         amax_out[i] = warn[i] ? 1.0f : f;
     }
+done:
     free(H);
+    return st;
 }
 
-float calib_amax(const calib_stats *s, const calib_method *m, int *warn)
+ptq_status calib_amax(const calib_stats *s, const calib_method *m, float *amax, int *warn)
 {
-    float a;
-    calib_amaxes(s, m, 1, &a, warn);
-    return a;
+    return calib_amaxes(s, m, 1, amax, warn);
 }
 
 int calib_method_parse(const char *s, calib_method *m)

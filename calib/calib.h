@@ -4,7 +4,7 @@
  *   calib_stats *s = calib_stats_create();
  *   calib_stats_add(s, x, n, nthreads);        // every batch, in order
  *   calib_method m; calib_method_parse("percentile:99.99", &m);
- *   int warn; float amax = calib_amax(s, &m, &warn);   // warn: zero/non-finite, amax 1.0
+ *   int warn; float amax; TRY(calib_amax(s, &m, &amax, &warn));   // warn: zero/non-finite, amax 1.0
  *   calib_stats_destroy(s);
  *
  * A collection histogram of |x| with CALIB_BINS bins over [0, R), R a power of two
@@ -87,13 +87,14 @@ int calib_methods_parse(const char *s, calib_method *out, int cap, int *n);
 
 /* The method's amax; 1.0 (and *warn = 1) when the tensor was all zeros, never finite or
  * its amax fell below 2^-30 (spec §1). */
-float calib_amax(const calib_stats *s, const calib_method *m, int *warn);
+ptq_status calib_amax(const calib_stats *s, const calib_method *m, float *amax, int *warn);
 /* The share of s's finite values that a range amax clips by more than one int8 step: |x| above
  * amax * (1 + 1/127), from the collection histogram (the bin holding that bound counted for
  * the part of its width above it). */
 double calib_clip_share(const calib_stats *s, float amax);
 /* calib_amax of n methods at once (amax[i], warn[i] for m[i]): the analysis histogram is
- * resampled once for all of them. */
-void calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax, int *warn);
+ * resampled once for all of them. PTQ_ERR_NOMEM (naming the method) when the histogram or a
+ * method's search buffers cannot be allocated: never another method's answer. */
+ptq_status calib_amaxes(const calib_stats *s, const calib_method *m, int n, float *amax, int *warn);
 
 #endif

@@ -227,7 +227,7 @@ int cmd_compare(int argc, char **argv)
     const char *model = argv[optind];
     pp_config eval_cfg = pp_defaults();
     if ((st = eng_preprocessing(preset, set_keys, set_vals, n_set, &src.cfg)) != PTQ_OK) goto fail;
-    if ((st = eng_model_load(model, &g, NULL)) != PTQ_OK) goto fail;
+    if ((st = eng_model_load(model, &g, NULL)) != PTQ_OK || (st = eng_validate_model(g, model, NULL, 0)) != PTQ_OK) goto fail;
     if ((st = eng_fit_preprocessing(g, model, &src.cfg, NULL)) != PTQ_OK) goto fail;
     if (eval_preset) { /* checked before the calibration pass; then messages name --preset's again */
         pp_config again = pp_defaults();

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/collect.h"
 #include "io/onnx.h"
 
 int cmd_convert(int argc, char **argv)
@@ -25,7 +26,8 @@ int cmd_convert(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error("convert", "expected one model");
     if (!out) return cli_usage_error("convert", "-o OUT.onnx is required");
-    if ((st = onnx_model_load(argv[optind], &g)) != PTQ_OK || (st = onnx_model_save(g, out)) != PTQ_OK)
+    if ((st = onnx_model_load(argv[optind], &g)) != PTQ_OK || (st = eng_validate_model(g, argv[optind], NULL, 0)) != PTQ_OK ||
+        (st = onnx_model_save(g, out)) != PTQ_OK)
         rc = cli_fail(st);
     else rc = cli_outputs_commit(out);
     ptq_graph_destroy(g);

@@ -14,19 +14,23 @@
 
 #define MAX_SHAPES 64
 
-/* "presets that fit: a, b; scaled to its size: c" for the model's data input. */
-static void print_fitting_presets(const ptq_graph *g)
+/* "presets that fit: a, b; scaled to its size: c" for the model's data input. A preset that
+ * does not load is left out; out of memory fails (never a shorter list). */
+static ptq_status print_fitting_presets(const ptq_graph *g)
 {
+    ptq_status st = PTQ_OK;
     char **names = NULL, scaled[1024] = "";
     int n = io_preset_names(&names), shown = 0, n_scaled = 0;
     size_t k = 0;
-    if (eng_graph_input(g) < 0) n = 0;
+    if (n < 0) return PTQ_ERR_NOMEM;
     printf("presets that fit:");
     for (int i = 0; i < n; i++) {
         char path[4096];
         pp_config c = pp_defaults();
-        int fit = io_preset_find(names[i], path, sizeof path) == PTQ_OK && io_preset_load(path, &c) == PTQ_OK
-                      ? eng_preset_fits(g, &c) : 0;
+        ptq_status ps = st == PTQ_OK && eng_graph_input(g) >= 0 ? io_preset_find(names[i], path, sizeof path) : PTQ_ERR_ARG;
+        if (ps == PTQ_OK) ps = io_preset_load(path, &c);
+        if (ps == PTQ_ERR_NOMEM) st = ps;
+        int fit = ps == PTQ_OK ? eng_preset_fits(g, &c) : 0;
         if (fit == 2) printf("%s %s", shown++ ? "," : "", names[i]);
         if (fit == 1 && k < sizeof scaled)
             k += (size_t)snprintf(scaled + k, sizeof scaled - k, "%s %s", n_scaled++ ? "," : "", names[i]);
@@ -35,6 +39,7 @@ static void print_fitting_presets(const ptq_graph *g)
     free(names);
     printf("%s\n", shown ? "" : " none at their own size");
     if (n_scaled) printf("presets whose geometry is scaled to its size:%s\n", scaled);
+    return st;
 }
 
 /* Keeps the last line eng_fit_preprocessing says about the model (printed by inspect). */
@@ -152,7 +157,10 @@ int cmd_inspect(int argc, char **argv)
     for (int i = 0; i < g->n_inputs; i++)
         if (g->values[g->inputs[i]].kind == PTQ_VALUE_INPUT) print_value(g, g->inputs[i]);
     print_default_preprocessing(g, model);
-    print_fitting_presets(g);
+    if ((st = print_fitting_presets(g)) != PTQ_OK) {
+        rc = cli_fail(st);
+        goto out;
+    }
     printf("outputs:\n");
     for (int i = 0; i < g->n_outputs; i++) print_value(g, g->outputs[i]);
 

@@ -40,7 +40,7 @@ static void usage(FILE *fp)
         free(names[i]);
     }
     free(names);
-    fprintf(fp, "%s\n", n ? "" : " none found");
+    fprintf(fp, "%s\n", n > 0 ? "" : n < 0 ? " (out of memory listing them)" : " none found");
     cli_help_help(fp);
 }
 
@@ -117,6 +117,7 @@ int cmd_preprocess(int argc, char **argv)
         case 'L': {
             char **names = NULL;
             int n = io_preset_names(&names);
+            if (n < 0) return cli_fail(PTQ_ERR_NOMEM);
             for (int i = 0; i < n; i++) {
                 printf("%s\n", names[i]);
                 free(names[i]);

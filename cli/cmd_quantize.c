@@ -407,9 +407,9 @@ int cmd_quantize(int argc, char **argv)
     }
     fprintf(stderr,
             "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
-            "nodes; %d nodes excluded; opset %lld -> 13 (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",
+            "nodes; %d nodes excluded; opset %lld -> %lld (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",
             from, res.rep.n_activations, res.rep.n_weights, quantized, res.rep.n_excluded,
-            (long long)res.opset0, res.n_upgraded, res.warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+            (long long)res.opset0, (long long)(res.opset0 < 13 ? 13 : res.opset0) /* quant_upgrade_opset: never down */, res.n_upgraded, res.warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
             cli_peak_rss_mb(), out, stats ? "; statistics saved to " : "", stats ? stats : "");
     goto done;
 fail:

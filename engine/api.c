@@ -355,7 +355,7 @@ PTQ_API ptq_err ptq_calibration_ranges(const ptq_calibration *c, const char *met
     ri->amax = calloc((size_t)n + 1, sizeof *ri->amax);
     warn = calloc((size_t)n + 1, sizeof *warn);
     if (!ri->r || !ri->e || !ri->names || !ri->amax || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
-    eng_method_ranges(&c->col, &cm, ri->r, ri->e, warn);
+    TRY(eng_method_ranges(&c->col, &cm, ri->r, ri->e, warn));
     for (int i = 0; i < n; i++) {
         ri->names[i] = ri->r[i].name;
         ri->amax[i] = ri->r[i].amax;

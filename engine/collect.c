@@ -198,7 +198,7 @@ static ptq_status finish(eng_collector *c)
         c->t[k++] = c->t[i];
     }
     c->n = k;
-    qsort(c->t, (size_t)c->n, sizeof *c->t, by_pos);
+    if (c->n > 1) qsort(c->t, (size_t)c->n, sizeof *c->t, by_pos); /* c->t may be NULL when empty */
     return PTQ_OK;
 }
 
@@ -258,6 +258,51 @@ static void warn_unrunnable_outputs(const ptq_graph *g, const char *model, const
                        "last quantized layer), but ptq run and compare cannot produce them",
                        model, outs, ops);
     free(bad);
+}
+
+/* 1 when some graph input of g has no declared shape or a symbolic dim. */
+static int symbolic_inputs(const ptq_graph *g)
+{
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ptq_value *v = &g->values[g->inputs[i]];
+        if (v->kind != PTQ_VALUE_INPUT) continue;
+        if (v->t.rank < 0) return 1;
+        for (int d = 0; d < v->t.rank; d++)
+            if (v->t.dims[d] < 0) return 1;
+    }
+    return 0;
+}
+
+ptq_status eng_validate_model(const ptq_graph *g, const char *model, const ptq_input_shape *shapes, int n_shapes)
+{
+    ptq_status st = PTQ_OK;
+    unsigned char *keep = NULL;
+    ptq_graph *view = NULL;
+    ptq_plan *plan = NULL;
+    if (n_shapes == 0 && symbolic_inputs(g)) return PTQ_OK; /* checked at the first batch's shape */
+    /* every value but those downstream of an op ptq does not run (file order is topological) */
+    keep = calloc((size_t)g->n_values + 1, 1);
+    CHECK_ALLOC(keep);
+    memset(keep, 1, (size_t)g->n_values);
+    for (int n = 0; n < g->n_nodes; n++) {
+        const ptq_node *node = &g->nodes[n];
+        int ok = ptq_op_find(node->domain, node->op_type) >= 0;
+        for (int i = 0; i < node->n_inputs && ok; i++) ok = node->inputs[i] < 0 || keep[node->inputs[i]];
+        if (!ok)
+            for (int o = 0; o < node->n_outputs; o++)
+                if (node->outputs[o] >= 0) keep[node->outputs[o]] = 0;
+    }
+    int n_dropped = 0;
+    TRY(ptq_graph_view_create(g, keep, &view, &n_dropped));
+    ptq_plan_options popt = ptq_plan_defaults();
+    popt.bound_memory = 1; /* shapes and attributes only: no activation memory */
+    if ((st = ptq_plan_create(n_dropped ? view : g, shapes, n_shapes, &popt, &plan)) != PTQ_OK)
+        ptq_error_prefix("%s: ", model);
+done:
+    ptq_plan_destroy(plan);
+    ptq_graph_view_destroy(view);
+    free(keep);
+    return st;
 }
 
 /* Plan order of every value: graph inputs, then node outputs in execution order. */
@@ -378,6 +423,9 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         runner.g = view;
         if (ptq_graph_check_ops(g) != PTQ_OK) warn_unrunnable_outputs(g, model, &o.log);
     }
+    /* what ptq run would refuse in the part left out is refused too, before any batch runs
+     * (with symbolic input dims: at the first batch's shape, below) */
+    if (view && !symbolic_inputs(g)) TRY(eng_validate_model(g, model, NULL, 0));
     const ptq_graph *gp = view ? view : g; /* what the calibration plans run */
     if (!col->parts) {
         int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
@@ -411,6 +459,8 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
             if (!*pp) {
                 ptq_input_shape s = {.name = in_name, .rank = x.rank};
                 memcpy(s.dims, x.dims, sizeof s.dims);
+                if (start == 0 && view && symbolic_inputs(g) && (st = eng_validate_model(g, model, &s, 1)) != PTQ_OK)
+                    goto fail;
                 if ((st = ptq_plan_create(gp, &s, 1, &popt, pp)) != PTQ_OK) {
                     ptq_error_prefix("%s: ", model);
                     goto fail;
@@ -433,9 +483,14 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
             /* one plan per input shape (runner.h); every shape's tensors add to the same
              * per-name statistics */
             ptq_tensor t = eng_shaped_tensor(&cfg, w, h, x, n);
-            if ((st = eng_runner_ready(&runner, &t)) != PTQ_OK) goto fail;
-            col->cursor = 0;
             ptq_tensor tm = eng_model_tensor(g, &t);
+            if ((st = eng_runner_ready(&runner, &t)) != PTQ_OK) goto fail; /* its messages name the shape's origin */
+            if (batch_done == 0 && view && symbolic_inputs(g)) { /* the whole model, at the first shape */
+                ptq_input_shape s = {.name = in_name, .rank = tm.rank};
+                memcpy(s.dims, tm.dims, sizeof s.dims);
+                if ((st = eng_validate_model(g, model, &s, 1)) != PTQ_OK) goto fail;
+            }
+            col->cursor = 0;
             if ((st = ptq_plan_run(runner.plan, &tm, 1)) != PTQ_OK) goto fail;
             batch_done++;
         }

@@ -52,6 +52,14 @@ typedef struct {
 } eng_calib_source;
 
 ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *src, eng_collector *col);
+
+/* The checks ptq run and ptq inspect make, for the commands that do not run the whole model
+ * (calibrate, quantize, compare, convert): every node ptq runs (all but those downstream of an
+ * op it does not run) is planned for the input shapes (none: the declared ones), its
+ * attributes, ranks, dtypes and shapes validated, without allocating activations. A model
+ * with symbolic input dims and no shapes passes here: eng_collect checks it at its first
+ * batch's shape, before the batch runs. Errors are prefixed with `model`. */
+ptq_status eng_validate_model(const ptq_graph *g, const char *model, const ptq_input_shape *shapes, int n_shapes);
 void eng_collector_free(eng_collector *col);
 
 /* The preprocessing text of statistics files: io_preset_describe() + " exif=on|off", or

@@ -75,7 +75,7 @@ ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res
         res->ranges[m] = calloc((size_t)res->col.n + 1, sizeof *res->ranges[m]);
         if (!res->ranges[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
     }
-    eng_methods_ranges(&res->col, job->methods, job->n_methods, res->ranges, NULL, NULL);
+    TRY(eng_methods_ranges(&res->col, job->methods, job->n_methods, res->ranges, NULL, NULL));
     for (int m = 0; m < job->n_methods; m++) {
         quant_report rep = {0};
         st = cmp_build_qdq(&res->ev, res->ranges[m], res->col.n, &job->qo, &res->variants[m], &rep);
@@ -148,7 +148,7 @@ static ptq_status equalized_row(const eng_compare_job *job, eng_compare_result *
     TRY(eng_collect(g, job->model, job->src, &col));
     ranges = calloc((size_t)col.n + 1, sizeof *ranges);
     CHECK_ALLOC(ranges);
-    eng_method_ranges(&col, &job->methods[res->best], ranges, NULL, NULL);
+    TRY(eng_method_ranges(&col, &job->methods[res->best], ranges, NULL, NULL));
     cmp_eval ev = res->ev;
     ev.eq = &eq;
     TRY(cmp_build_qdq(&ev, ranges, col.n, &job->qo, &v, &rep));

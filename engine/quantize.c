@@ -18,16 +18,29 @@
 #include "quant/rules.h"
 #include "runtime/graph_edit.h"
 
-void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
-                        io_cache_entry *const *entries, int *warn)
+ptq_status eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
+                              io_cache_entry *const *entries, int *warn)
 {
     /* tensors are independent (the same result at any thread count); each resamples its
-     * analysis histogram once for all the methods */
+     * analysis histogram once for all the methods. A failure is reported for the first
+     * tensor in order that failed (the message copied out of the worker thread). */
+    ptq_status st = PTQ_OK;
+    int first = col->n;
+    char msg[512] = "";
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < col->n; i++) {
         float a[CALIB_MAX_METHODS];
         int w[CALIB_MAX_METHODS];
-        calib_amaxes(col->t[i].stats, methods, n_methods, a, w);
+        ptq_status s = calib_amaxes(col->t[i].stats, methods, n_methods, a, w);
+        if (s != PTQ_OK) {
+#pragma omp critical(eng_methods_ranges_err)
+            if (i < first) {
+                first = i;
+                st = s;
+                snprintf(msg, sizeof msg, "%s", ptq_last_error());
+            }
+            continue;
+        }
         for (int m = 0; m < n_methods; m++) {
             if (ranges && ranges[m]) {
                 ranges[m][i].name = col->t[i].name;
@@ -40,11 +53,14 @@ void eng_methods_ranges(const eng_collector *col, const calib_method *methods, i
         }
         if (warn) warn[i] = w[0];
     }
+    if (st != PTQ_OK) ptq_error("tensor '%s': %s", col->t[first].name, msg);
+    return st;
 }
 
-void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn)
+ptq_status eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries,
+                             int *warn)
 {
-    eng_methods_ranges(col, m, 1, &ranges, &entries, warn);
+    return eng_methods_ranges(col, m, 1, &ranges, &entries, warn);
 }
 
 int eng_warn_clipping(const eng_collector *col, const io_range *ranges, const calib_method *m, const pp_log *log)
@@ -89,7 +105,7 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
         entries[m] = calloc((size_t)col->n + 1, sizeof *entries[m]);
         if (!ranges[m] || !entries[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
     }
-    eng_methods_ranges(col, methods, n_methods, ranges, entries, warn);
+    TRY(eng_methods_ranges(col, methods, n_methods, ranges, entries, warn));
     for (int i = 0; i < col->n; i++)
         if (warn[i]) {
             (*warned)++;
@@ -200,6 +216,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
     const eng_calib_source *src = job->src;
     res->col.nthreads = src && src->o.threads > 0 ? src->o.threads : omp_get_max_threads();
     TRY(eng_model_load(job->model, &res->g, &res->half));
+    TRY(eng_validate_model(res->g, job->model, NULL, 0)); /* what ptq run refuses, before any work */
     if (job->equalize) TRY(equalize(job, res));
     if (job->from_stats) {
         TRY(eng_stats_load(job->from_stats, job->model, &res->col, &res->stats_images));
@@ -229,7 +246,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
             res->entries[i].scale = res->ranges[i].amax / 127.0f;
         }
     } else {
-        eng_method_ranges(&res->col, &job->method, res->ranges, res->entries, warn); /* in parallel over tensors */
+        TRY(eng_method_ranges(&res->col, &job->method, res->ranges, res->entries, warn)); /* in parallel over tensors */
     }
     for (int i = 0; i < n; i++)
         if (warn[i]) {
@@ -344,7 +361,7 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
         quant_report rep = {0};
         CHECK_ALLOC(r[k] = calloc((size_t)nr + 1, sizeof *r[k]));
         CHECK_ALLOC(e[k] = calloc((size_t)nr + 1, sizeof *e[k]));
-        eng_method_ranges(&res->col, &job->choose[k], r[k], e[k], warn);
+        TRY(eng_method_ranges(&res->col, &job->choose[k], r[k], e[k], warn));
         st = cmp_build_qdq(&ev, r[k], nr, &job->qo, &gq[k], &rep);
         quant_report_free(&rep);
         if (st != PTQ_OK) goto done;
@@ -509,7 +526,8 @@ static int candidates(const char *name, float *amax, int cap, void *user)
             calib_method cm;
             int warn = 0;
             calib_method_parse(methods[m], &cm);
-            float a = calib_amax(r->col.t[i].stats, &cm, &warn);
+            float a = 0;
+            if (calib_amax(r->col.t[i].stats, &cm, &a, &warn) != PTQ_OK) return -1; /* the refinement fails */
             if (!warn) amax[n++] = a;
         }
         return n;

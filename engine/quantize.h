@@ -30,12 +30,12 @@
 /* Ranges of method m for every collected tensor (in parallel over tensors: the same at any
  * thread count): ranges[i] and entries[i] (either may be NULL) name col->t[i]; warn[i] (may be
  * NULL) is set when the tensor was all zeros or never finite (amax 1.0). */
-void eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn);
+ptq_status eng_method_ranges(const eng_collector *col, const calib_method *m, io_range *ranges, io_cache_entry *entries, int *warn);
 
 /* The same for n_methods (<= CALIB_MAX_METHODS) methods at once, in parallel over tensors, each
  * tensor's methods together (calib_amaxes): ranges[m], entries[m] (either array or entry may be
  * NULL) for methods[m]; warn of methods[0]. */
-void eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
+ptq_status eng_methods_ranges(const eng_collector *col, const calib_method *methods, int n_methods, io_range *const *ranges,
                         io_cache_entry *const *entries, int *warn);
 
 /* A range that clips more than this share of a tensor's finite values is named in a warning. */

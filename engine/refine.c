@@ -896,6 +896,10 @@ ptq_status eng_refine(ptq_graph *qdq, const ptq_graph *fp32, const eng_source *s
         for (int a = 0; a < na && st == PTQ_OK; a++) {
             float cand[16], best = 0;
             int ncand = opt->candidates(acts[a], cand, 16, opt->user);
+            if (ncand < 0) { /* the candidates could not be computed (the message is set) */
+                st = PTQ_ERR_NOMEM;
+                break;
+            }
             if (ncand > 0) {
                 c.ng = 0;
                 for (int i = 0; i < nl; i++)

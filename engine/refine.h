@@ -42,7 +42,8 @@
 #include "runtime/graph.h"
 
 /* The candidate amax values of activation `name` (the calibration methods' answers);
- * returns how many were written (at most cap), 0 when the tensor has no statistics. */
+ * returns how many were written (at most cap), 0 when the tensor has no statistics, -1 (with
+ * the error message set) when they could not be computed: the refinement then fails. */
 typedef int (*eng_candidates_fn)(const char *name, float *amax, int cap, void *user);
 
 typedef struct {

@@ -13,13 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/file.h"
 #include "onnx.pb-c.h"
 
 #define MAX_MODEL_BYTES ((size_t)2 << 30)    /* protobuf's own limit */
 #define MAX_TENSOR_BYTES ((uint64_t)1 << 40) /* anything larger is a corrupt file */
+#define ONNX_MAX_OPSET 22                    /* the newest default-domain opset ptq reads (ONNX 1.17) */
 
 /* ---------------------------------------------------------------- load */
 
@@ -42,6 +45,35 @@ static ptq_status value_for(ptq_graph *g, const char *name, int *out)
         return PTQ_OK;
     }
     return ptq_graph_add_value(g, name, out);
+}
+
+/* protobuf-c's allocations through ptq's, recording a failure: an unpack that returns NULL
+ * after one is out of memory, not a corrupt file. allocator_data points to the struct itself:
+ * it is never copied once set up. */
+typedef struct {
+    ProtobufCAllocator a;
+    int failed;
+} pb_allocator;
+
+static void *pb_alloc(void *data, size_t n)
+{
+    void *m = malloc(n ? n : 1);
+    if (!m) ((pb_allocator *)data)->failed = 1;
+    return m;
+}
+
+static void pb_free(void *data, void *m)
+{
+    (void)data;
+    free(m);
+}
+
+static void pb_allocator_init(pb_allocator *pa)
+{
+    pa->a.alloc = pb_alloc;
+    pa->a.free = pb_free;
+    pa->a.allocator_data = pa;
+    pa->failed = 0;
 }
 
 /* Serialises any message into a malloc'd buffer. */
@@ -68,15 +100,30 @@ static long long parse_count(const char *s)
     return v;
 }
 
-/* Reads `want` bytes of external data (keys location/offset/length) beside the model. */
+/* What a file of mode m is, for a refusal. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Reads `want` bytes of external data (keys location/offset/length) beside the model.
+ * Contained: the location is relative, resolved with every symlink (realpath) and must stay
+ * inside the model's folder (itself resolved); the resolved file is opened O_NONBLOCK |
+ * O_NOFOLLOW (a FIFO does not block the open) and must be a regular file (fstat), so FIFOs,
+ * devices, sockets and directories are refused by name without reading a byte. */
 static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp, const char *kind, const char *tname,
                                 ptq_tensor *t, size_t want)
 {
     ptq_status st = PTQ_OK;
     const char *location = NULL, *off_s = NULL, *len_s = NULL;
     long long offset = 0, length = -1;
-    FILE *fp = NULL;
-    char path[4096];
+    int fd = -1;
+    char path[PATH_MAX], real[PATH_MAX], dir[PATH_MAX];
     struct stat sb;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -104,20 +151,37 @@ static ptq_status read_external(const load_ctx *lc, const Onnx__TensorProto *tp,
              length, want);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", lc->base_dir, location) >= sizeof path)
         FAIL(PTQ_ERR_FORMAT, "%s '%s': external data path too long", kind, tname);
-    fp = fopen(path, "rb");
-    if (!fp) FAIL(PTQ_ERR_IO, "%s '%s': external data %s: %s", kind, tname, path, strerror(errno));
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode))
-        FAIL(PTQ_ERR_IO, "%s '%s': external data %s is not a regular file", kind, tname, path);
+    if (!realpath(lc->base_dir, dir))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': model folder %s: %s", kind, tname, location, lc->base_dir,
+             strerror(errno));
+    if (!realpath(path, real))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    size_t dn = strlen(dir);
+    if (strcmp(dir, "/") != 0 && (strncmp(real, dir, dn) != 0 || (real[dn] != '/' && real[dn] != 0)))
+        FAIL(PTQ_ERR_FORMAT, "%s '%s': external data location '%s' resolves to %s, outside the model's folder %s",
+             kind, tname, location, real, dir);
+    fd = open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    if (fstat(fd, &sb) != 0)
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s': %s", kind, tname, location, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        FAIL(PTQ_ERR_IO, "%s '%s': external data '%s' is %s, not a regular file", kind, tname, location,
+             file_kind(sb.st_mode));
     if ((unsigned long long)offset > (unsigned long long)sb.st_size ||
         want > (unsigned long long)sb.st_size - (unsigned long long)offset)
         FAIL(PTQ_ERR_FORMAT, "%s '%s': external data %s has %lld bytes, %lld + %zu needed", kind, tname,
              path, (long long)sb.st_size, offset, want);
     TRY(ptq_tensor_alloc(t));
-    if (want && (fseeko(fp, (off_t)offset, SEEK_SET) != 0 || fread(t->data, 1, want, fp) != want))
-        FAIL(PTQ_ERR_IO, "%s '%s': cannot read %zu bytes at offset %lld of %s", kind, tname, want,
-             offset, path);
+    for (size_t got = 0; got < want;) {
+        ssize_t r = pread(fd, (char *)t->data + got, want - got, (off_t)offset + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            FAIL(PTQ_ERR_IO, "%s '%s': cannot read %zu bytes at offset %lld of %s%s%s", kind, tname, want, offset,
+                 path, r < 0 ? ": " : " (file shrank)", r < 0 ? strerror(errno) : "");
+        got += (size_t)r;
+    }
 done:
-    if (fp) fclose(fp);
+    if (fd >= 0) close(fd);
     return st;
 }
 
@@ -443,6 +507,12 @@ static ptq_status read_model_fields(const load_ctx *lc, const Onnx__ModelProto *
         CHECK_ALLOC(g->opsets[i].domain = ptq_strdup(o->domain ? o->domain : ""));
         g->opsets[i].version = o->version;
         g->n_opsets++;
+        /* ops are read with the semantics of the model's opset: one newer than ptq knows may
+         * have changed them, and would be written back as if ptq had understood it */
+        if ((!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) &&
+            o->version > ONNX_MAX_OPSET)
+            FAIL(PTQ_ERR_UNSUPPORTED, "opset_import declares opset %lld of the default ONNX domain; ptq knows opsets up to %d",
+                 (long long)o->version, ONNX_MAX_OPSET);
     }
     CHECK_ALLOC(g->metadata = calloc(mp->n_metadata_props + 1, sizeof *g->metadata));
     for (size_t i = 0; i < mp->n_metadata_props; i++) {
@@ -607,11 +677,14 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
     ptq_status st = PTQ_OK;
     Onnx__ModelProto *mp = NULL;
     load_ctx lc = {base_dir, NULL, 0};
+    pb_allocator pa;
+    pb_allocator_init(&pa);
     *out = NULL;
     if (!what) what = "model";
     if (!buf || len == 0) FAIL(PTQ_ERR_FORMAT, "empty file, not an ONNX model");
     if (len > MAX_MODEL_BYTES) FAIL(PTQ_ERR_FORMAT, "%zu bytes, larger than protobuf's 2 GB", len);
-    mp = onnx__model_proto__unpack(NULL, len, buf);
+    mp = onnx__model_proto__unpack(&pa.a, len, buf);
+    if (!mp && pa.failed) FAIL(PTQ_ERR_NOMEM, "out of memory parsing the ONNX protobuf (%zu bytes)", len);
     if (!mp) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (protobuf parse failed: truncated or corrupt)");
     if (!mp->graph) FAIL(PTQ_ERR_FORMAT, "not an ONNX model (no graph)");
     if (!mp->has_ir_version && mp->n_opset_import == 0)
@@ -622,7 +695,7 @@ ptq_status onnx_model_load_buffer(const uint8_t *buf, size_t len, const char *ba
     lc.g = NULL;
 done:
     if (st != PTQ_OK) ptq_error_prefix("%s: ", what);
-    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    if (mp) onnx__model_proto__free_unpacked(mp, &pa.a);
     ptq_graph_destroy(lc.g);
     return st;
 }
@@ -666,6 +739,8 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
     const char *dir_end = strrchr(path, '/');
     char dir[4096];
     load_ctx lc = {NULL, NULL, 0};
+    pb_allocator pa;
+    pb_allocator_init(&pa);
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
     if (dir_end && (size_t)(dir_end - path) < sizeof dir) {
@@ -675,7 +750,8 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
         lc.base_dir = ".";
     }
     TRY(io_read_file(path, &buf, &len, MAX_MODEL_BYTES));
-    tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    tp = onnx__tensor_proto__unpack(&pa.a, len, buf);
+    if (!tp && pa.failed) FAIL(PTQ_ERR_NOMEM, "%s: out of memory parsing the TensorProto (%zu bytes)", path, len);
     /* SequenceProto, OptionalProto and MapProto share field numbers with TensorProto
      * (name 1, elem_type 2, values 3...), so some of them parse: tell them apart by what
      * a real tensor always has (a data type, data for its elements, no segment). */
@@ -708,7 +784,7 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
         }
     }
 done:
-    if (tp) onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (tp) onnx__tensor_proto__free_unpacked(tp, &pa.a);
     free(buf);
     return st;
 }
@@ -723,7 +799,14 @@ typedef struct {
     ProtobufCMessage **msgs;
     size_t n_msgs, cap_msgs;
     int oom;
+    pb_allocator pa; /* for the kept fragments: set up by pool_init, the pool never copied */
 } pool;
+
+static void pool_init(pool *p)
+{
+    memset(p, 0, sizeof *p);
+    pb_allocator_init(&p->pa);
+}
 
 static int pool_grow(void ***arr, size_t *cap, size_t n)
 {
@@ -763,15 +846,16 @@ static ProtobufCMessage *pool_unpack(pool *p, const ProtobufCMessageDescriptor *
         p->oom = 1;
         return NULL;
     }
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &p->pa.a, len, data);
     if (m) p->msgs[p->n_msgs++] = m;
+    if (!m && p->pa.failed) p->oom = 1;
     return m;
 }
 
 static void pool_free(pool *p)
 {
     for (size_t i = 0; i < p->n; i++) free(p->ptrs[i]);
-    for (size_t i = 0; i < p->n_msgs; i++) protobuf_c_message_free_unpacked(p->msgs[i], NULL);
+    for (size_t i = 0; i < p->n_msgs; i++) protobuf_c_message_free_unpacked(p->msgs[i], &p->pa.a);
     free(p->ptrs);
     free(p->msgs);
 }
@@ -986,14 +1070,16 @@ static ptq_status nodes_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto *
             const ptq_attr *a = &n->attrs[k];
             if (a->type == PTQ_ATTR_TENSOR && !a->opaque) TRY(check_tensor(&a->tensor, "attribute tensor", a->name));
             if (!(attrs[k] = attr_to_proto(p, a)))
-                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': cannot encode attribute '%s'", nname,
-                     a->name ? a->name : "");
+                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': %s attribute '%s'", nname,
+                     p->oom ? "out of memory encoding" : "cannot encode", a->name ? a->name : "");
         }
         np->n_attribute = (size_t)n->n_attrs;
         np->attribute = attrs;
         if (n->opaque) {
             const ProtobufCMessage *kept = pool_unpack(p, &onnx__node_proto__descriptor, n->opaque, n->opaque_len);
-            if (!kept) FAIL(PTQ_ERR_INTERNAL, "node '%s': kept fields do not parse", nname);
+            if (!kept)
+                FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "node '%s': %s", nname,
+                     p->oom ? "out of memory decoding its kept fields" : "kept fields do not parse");
             np->base.n_unknown_fields = kept->n_unknown_fields;
             np->base.unknown_fields = kept->unknown_fields;
         }
@@ -1030,19 +1116,19 @@ static ptq_status values_to_proto(pool *p, const ptq_graph *g, Onnx__GraphProto 
     gp->n_initializer = (size_t)g->n_initializers;
     for (int i = 0; i < g->n_inputs; i++)
         if (!(gp->input[i] = value_info_to_proto(p, &g->values[g->inputs[i]])))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph input '%s': cannot encode its type",
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of graph input '%s'", p->oom ? "out of memory encoding" : "cannot encode",
                  g->values[g->inputs[i]].name);
     gp->n_input = (size_t)g->n_inputs;
     for (int i = 0; i < g->n_outputs; i++)
         if (!(gp->output[i] = value_info_to_proto(p, &g->values[g->outputs[i]])))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "graph output '%s': cannot encode its type",
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of graph output '%s'", p->oom ? "out of memory encoding" : "cannot encode",
                  g->values[g->outputs[i]].name);
     gp->n_output = (size_t)g->n_outputs;
     for (int i = 0; i < g->n_value_infos; i++) {
         const ptq_value *v = &g->values[g->value_infos[i]];
         if (!v->in_value_info) continue; /* dropped since load (graph_edit clears the flag) */
         if (!(gp->value_info[gp->n_value_info] = value_info_to_proto(p, v)))
-            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "value_info '%s': cannot encode its type", v->name);
+            FAIL(p->oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s the type of value_info '%s'", p->oom ? "out of memory encoding" : "cannot encode", v->name);
         gp->n_value_info++;
     }
 done:
@@ -1055,7 +1141,7 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     pool p;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
     Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
-    memset(&p, 0, sizeof p);
+    pool_init(&p);
     *buf = NULL;
     *len = 0;
 
@@ -1097,7 +1183,8 @@ ptq_status onnx_model_serialize(const ptq_graph *g, uint8_t **buf, size_t *len)
     if (g->opaque_model) {
         const Onnx__ModelProto *kept = (const Onnx__ModelProto *)pool_unpack(&p, &onnx__model_proto__descriptor,
                                                                              g->opaque_model, g->opaque_model_len);
-        if (!kept) FAIL(p.oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "kept model fields do not parse");
+        if (!kept)
+            FAIL(p.oom ? PTQ_ERR_NOMEM : PTQ_ERR_INTERNAL, "%s", p.oom ? "out of memory decoding the kept model fields" : "kept model fields do not parse");
         mp.base.n_unknown_fields = kept->base.n_unknown_fields;
         mp.base.unknown_fields = kept->base.unknown_fields;
         mp.n_training_info = kept->n_training_info;

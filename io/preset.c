@@ -204,12 +204,17 @@ int io_preset_names(char ***out)
             int dup = 0;
             for (int k = 0; k < n && !dup; k++) dup = strncmp(names[k], e->d_name, len - 5) == 0 && !names[k][len - 5];
             if (dup) continue;
-            if (n == cap) {
-                char **nn = realloc(names, sizeof *nn * (size_t)(cap = cap ? 2 * cap : 16));
-                if (!nn) break;
-                names = nn;
+            char **nn = n < cap ? names : realloc(names, sizeof *nn * (size_t)(cap = cap ? 2 * cap : 16));
+            if (!nn || !(nn[n] = strndup(e->d_name, len - 5))) { /* never a shorter list */
+                if (nn) names = nn;
+                for (int k = 0; k < n; k++) free(names[k]);
+                free(names);
+                closedir(d);
+                *out = NULL;
+                ptq_error("out of memory listing the presets");
+                return -1;
             }
-            if (!(names[n] = strndup(e->d_name, len - 5))) break;
+            names = nn;
             n++;
         }
         closedir(d);

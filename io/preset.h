@@ -36,7 +36,8 @@ ptq_status io_preset_set(pp_config *c, const char *key, const char *value, const
  * a value with '/' or ending in .yaml is a path. Writes the path into buf. */
 ptq_status io_preset_find(const char *name, char *buf, size_t cap);
 /* The names of the presets found where io_preset_find looks (a name found twice counts once,
- * the first folder's), sorted; *out and each name are malloc'd. Returns their count. */
+ * the first folder's), sorted; *out and each name are malloc'd. Returns their count, or -1
+ * (message set, *out NULL) when out of memory. */
 int io_preset_names(char ***out);
 /* One line describing c, for stats files and summaries. */
 void io_preset_describe(const pp_config *c, char *buf, size_t cap);

@@ -18,8 +18,10 @@ static ptq_status map_read(yaml_parser_t *parser, const char *path, const char *
     char key[128] = "", what[1100], *list = NULL;
     size_t list_len = 0, list_cap = 0;
     for (;;) {
-        if (!yaml_parser_parse(parser, &ev))
+        if (!yaml_parser_parse(parser, &ev)) {
+            if (parser->error == YAML_MEMORY_ERROR) FAIL(PTQ_ERR_NOMEM, "%s: out of memory parsing the YAML", path);
             FAIL(PTQ_ERR_FORMAT, "%s:%zu: %s", path, parser->problem_mark.line + 1, parser->problem ? parser->problem : "bad YAML");
+        }
         have_event = 1;
         snprintf(what, sizeof what, "%s:%zu", path, ev.start_mark.line + 1);
         if (ev.type == YAML_STREAM_END_EVENT) break;
@@ -86,7 +88,7 @@ ptq_status io_yaml_map_load(const char *path, const char *kind, io_yaml_pair_fn 
     yaml_parser_t parser;
     int parser_ok = 0;
     if (!fp) FAIL(PTQ_ERR_IO, "%s: %s", path, strerror(errno));
-    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", path);
+    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: out of memory starting the YAML parser", path);
     parser_ok = 1;
     yaml_parser_set_input_file(&parser, fp);
     TRY(map_read(&parser, path, kind, fn, user));
@@ -102,7 +104,7 @@ ptq_status io_yaml_map_parse(const uint8_t *buf, size_t len, const char *what, c
     ptq_status st = PTQ_OK;
     yaml_parser_t parser;
     int parser_ok = 0;
-    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: cannot start the YAML parser", what);
+    if (!yaml_parser_initialize(&parser)) FAIL(PTQ_ERR_NOMEM, "%s: out of memory starting the YAML parser", what);
     parser_ok = 1;
     yaml_parser_set_input_string(&parser, buf, len);
     TRY(map_read(&parser, what, kind, fn, user));

@@ -5,10 +5,11 @@
  * prefetch * batch cells; workers claim images in list order, each into its own cell,
  * and at most n_cells images past the one the consumer waits for. pp_dataset_next takes
  * the cells in list order, skipping (or, with strict, stopping at) the images that
- * failed, and copies the good ones into the batch it hands out. So a batch holds the
- * same images in the same order, and warnings come in the same order, at any thread
- * count; memory stays at (prefetch + 1) batches whatever the folder size. With a
- * --limit, an image is only claimed while the images before it that did not fail are
+ * failed (out of memory stops it whatever strict says: no image is dropped for it), and
+ * copies the good ones into the batch it hands out. So a batch holds the same images in
+ * the same order, and warnings come in the same order, at any thread count; memory stays
+ * at (prefetch + 1) batches whatever the folder size. With a --limit, an image is only
+ * claimed while the images before it that did not fail are
  * fewer than the limit, so nothing past the limit is decoded (or warned about).
  *
  * With dims that follow the image (pp_dynamic), every image of a batch has the first one's
@@ -444,14 +445,14 @@ ptq_status pp_dataset_next(pp_dataset *d, const float **data, int *n, const pp_m
             memcpy(d->out + (size_t)k * per, c->data, sizeof(float) * per);
             d->out_meta[k] = c->meta;
             d->out_paths[k] = d->files[i];
-        } else if (!d->o.strict && !d->o.quiet) {
+        } else if (!d->o.strict && !d->o.quiet && c->st != PTQ_ERR_NOMEM) {
             if (!d->o.log.message && isatty(STDERR_FILENO)) fprintf(stderr, "\n"); /* ends the progress line */
             pp_log_message(&d->o.log, PP_LOG_WARNING, "skipped %s", c->msg);
         }
         pthread_mutex_lock(&d->mu);
         if (good) {
             k++;
-        } else if (d->o.strict) {
+        } else if (d->o.strict || c->st == PTQ_ERR_NOMEM) { /* out of memory is no bad image: never skipped */
             d->error = c->st;
             snprintf(d->error_msg, sizeof d->error_msg, "%s", c->msg);
         } else {

@@ -117,12 +117,12 @@ static int constant_tensor(const ptq_node *n, ptq_tensor *t, ptq_status *st)
 ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
 {
     ptq_status st = PTQ_OK;
-    int k = 0;
+    int k = 0, i = 0;
     *n_converted = 0;
     int *list = realloc(g->initializers, sizeof(int) * ((size_t)g->n_initializers + (size_t)g->n_nodes + 1));
     CHECK_ALLOC(list);
     g->initializers = list;
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (; i < g->n_nodes; i++) {
         ptq_node *n = &g->nodes[i];
         ptq_tensor t;
         int out = n->n_outputs == 1 ? n->outputs[0] : -1;
@@ -131,7 +131,7 @@ ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
             g->nodes[k++] = *n;
             continue;
         }
-        TRY(st);
+        if (st != PTQ_OK) break;
         ptq_value *v = &g->values[out];
         ptq_tensor_free(&v->t);
         v->t = t;
@@ -142,7 +142,11 @@ ptq_status ptq_graph_constants_to_initializers(ptq_graph *g, int *n_converted)
         ptq_node_clear(n);
         (*n_converted)++;
     }
+    /* On an error the nodes not reached yet move down too: every node is kept exactly once
+     * (a node's arrays are owned by one slot only), so the graph can still be destroyed. */
+    for (; i < g->n_nodes; i++) g->nodes[k++] = g->nodes[i];
     g->n_nodes = k;
+    TRY(st);
     TRY(ptq_graph_link(g));
 done:
     return st;

@@ -577,6 +577,19 @@ static int has_runtime_input(const ptq_plan *p, const plan_step *s)
     return 0;
 }
 
+/* The most one tensor, a plan's arena or its scratch may take, whatever max_arena_bytes says:
+ * 1 TiB is more than any machine ptq runs on holds, and sizes past it come from corrupt or
+ * hostile shapes (and would overflow the arena's offsets long before 2^64). */
+#define PLAN_MAX_BYTES ((double)(1ull << 40))
+
+/* A tensor's bytes, computed in double so that no product of dims wraps around. */
+static double tensor_bytes(const ptq_tensor *t)
+{
+    double n = (double)ptq_dtype_size(t->dtype);
+    for (int i = 0; i < t->rank; i++) n *= (double)t->dims[i];
+    return n;
+}
+
 /* Runs a step whose inputs are all constant and makes its outputs constants. */
 static ptq_status fold_step(ptq_plan *p, plan_step *s)
 {
@@ -586,6 +599,9 @@ static ptq_status fold_step(ptq_plan *p, plan_step *s)
         int v = s->out_vals[o];
         if (v < 0) continue;
         ptq_tensor *t = &p->vals[v];
+        if (tensor_bytes(t) > PLAN_MAX_BYTES)
+            FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': folding output %d needs %.0f bytes, more than the %.0f (1 TiB) a plan may hold",
+                 p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, o, tensor_bytes(t), PLAN_MAX_BYTES);
         if (p->opt.max_arena_bytes && ptq_tensor_nbytes(t) > p->opt.max_arena_bytes)
             FAIL(PTQ_ERR_NOMEM, "%s '%s': folding output %d needs %.1f MiB, over the limit of %.1f MiB",
                  p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, o, (double)ptq_tensor_nbytes(t) / 1048576.0,
@@ -1107,6 +1123,7 @@ typedef struct {
     size_t off, size;
 } block;
 
+
 /* First-fit placement of every runtime tensor by liveness. */
 static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
 {
@@ -1123,6 +1140,10 @@ static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
         for (int o = 0; o < s->ctx.n_out && !s->dyn; o++) { /* dynamic outputs live on the heap */
             int v = s->out_vals[o];
             if (v < 0) continue;
+            double want = tensor_bytes(&p->vals[v]);
+            if (want > PLAN_MAX_BYTES)
+                FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': output %d needs %.0f bytes, more than the %.0f (1 TiB) a plan may hold",
+                     p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, o, want, PLAN_MAX_BYTES);
             size_t size = (ptq_tensor_nbytes(&p->vals[v]) + 63) / 64 * 64;
             /* lowest gap between live blocks (sorted by offset) that fits */
             size_t off = 0;
@@ -1139,6 +1160,9 @@ static ptq_status plan_memory(ptq_plan *p, size_t *offsets)
             n_live++;
             offsets[v] = off;
             if (off + size > peak) peak = off + size;
+            if ((double)peak > PLAN_MAX_BYTES)
+                FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': the activations live at once need %.0f bytes, more than the %.0f (1 TiB) a plan may hold",
+                     p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, (double)peak, PLAN_MAX_BYTES);
         }
         /* release what dies here: values whose last reader is this step, and outputs
          * nobody reads (graph outputs never die) */
@@ -1317,6 +1341,9 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *s = &p->steps[i];
         if (s->skip || s->dyn) continue;
+        if ((double)s->ctx.scratch_bytes > PLAN_MAX_BYTES)
+            FAIL(PTQ_ERR_UNSUPPORTED, "%s '%s': needs %.0f bytes of scratch, more than the %.0f (1 TiB) a plan may hold",
+                 p->g->nodes[s->node].op_type, p->g->nodes[s->node].name, (double)s->ctx.scratch_bytes, PLAN_MAX_BYTES);
         if (s->ctx.scratch_bytes > p->scratch_bytes) p->scratch_bytes = s->ctx.scratch_bytes;
         p->flops += step_flops(p, s);
     }

@@ -89,4 +89,61 @@ expect_error "dynamic size on a model that fixes it" \
 expect_error "plan fails at the preset's shape" \
   "det_infer.onnx: Add '.*do not broadcast \(the input x was 2x3x48x192, from preset paddleocr-cls; the model declares it as \[\?, 3, \?, \?\]\)" \
   "$PTQ" quantize "$DET" --preset paddleocr-cls --images "$ROOT/build/photos" --limit 2 -o "$TMP/no"
+# one validation for every command: a node ptq run and inspect refuse (here the last one, after
+# the last quantized layer, which the calibration pass does not run) is refused by convert,
+# calibrate, quantize and compare too, before any work, with the same message; with symbolic
+# input dims at the first batch's shape. An opset newer than ptq knows is refused at load.
+$PY - "$TMP" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as T
+d = sys.argv[1]
+r = np.random.RandomState(0)
+w1 = numpy_helper.from_array(r.randn(4, 3, 3, 3).astype(np.float32), "w1")
+w2 = numpy_helper.from_array(r.randn(4, 4, 3, 3).astype(np.float32), "w2")
+def save(name, last, inits=(), opset=13, dims=(1, 3, 8, 8)):
+    x = helper.make_tensor_value_info("x", T.FLOAT, list(dims))
+    y = helper.make_tensor_value_info("y", T.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="c1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"), last]
+    g = helper.make_graph(nodes, name, [x], [y], [w1, w2] + list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]); m.ir_version = 8
+    onnx.save(m, f"{d}/{name}.onnx")
+conv = lambda **a: helper.make_node("Conv", ["r", "w2"], ["y"], name="last", **a)
+for sym in ("", "_sym"):
+    dims = (1, 3, 8, 8) if not sym else ("N", 3, "H", "W")
+    save("stride0" + sym, conv(strides=[0, 0]), dims=dims)
+    save("group0" + sym, conv(group=0), dims=dims)
+    save("negpads" + sym, conv(pads=[-5, 0, 0, 0]), dims=dims)
+    save("pads_huge" + sym, conv(pads=[1 << 22] * 4), dims=dims)  # 1.1 PB of output: past the 1 TiB a plan may hold
+    save("expand_huge" + sym, helper.make_node("Expand", ["r", "shp"], ["y"], name="last"),
+         [numpy_helper.from_array(np.array([1 << 20, 1 << 20, 1 << 20, 8], np.int64), "shp")], dims=dims)
+save("opset1000", conv(), opset=1000)
+save("opset15", conv(), opset=15)
+np.save(f"{d}/x8.npy", r.rand(1, 3, 8, 8).astype(np.float32))
+PYEOF
+for m in stride0 group0 negpads pads_huge expand_huge; do
+  "$PTQ" run "$TMP/$m.onnx" --input "$TMP/x8.npy" 2>&1 >/dev/null | sed "s|^ptq: [^:]*: ||" > "$TMP/$m.want"
+  check "$m: ptq run refuses it" grep "'last'" "$TMP/$m.want"
+  want=$(cat "$TMP/$m.want")
+  IMGS="--images $ROOT/build/photos --limit 1 --preset imagenet-torchvision --size 8x8 --mode stretch"
+  while IFS='|' read -r what args; do
+    check "$m: ptq $what refuses it as run does" refused "$want" $PTQ $args
+  done <<EOF
+convert|convert $TMP/$m.onnx -o $TMP/no.onnx
+calibrate|calibrate $TMP/$m.onnx --input $TMP/x8.npy --json $TMP/no.json
+quantize|quantize $TMP/$m.onnx --input $TMP/x8.npy -o $TMP/no.onnx
+compare|compare $TMP/$m.onnx $IMGS --eval-images $ROOT/build/photos --eval-limit 1 --methods max
+quantize (symbolic dims, samples)|quantize $TMP/${m}_sym.onnx --input $TMP/x8.npy -o $TMP/no.onnx
+calibrate (symbolic dims, images)|calibrate $TMP/${m}_sym.onnx $IMGS --json $TMP/no.json
+EOF
+done
+rm -f "$TMP/no.onnx"
+OPSET_MSG="opset1000.onnx: opset_import declares opset 1000 of the default ONNX domain; ptq knows opsets up to 22"
+check "opset 1000: ptq inspect refuses it" refused "$OPSET_MSG" "$PTQ" inspect "$TMP/opset1000.onnx"
+check "opset 1000: ptq run refuses it" refused "$OPSET_MSG" "$PTQ" run "$TMP/opset1000.onnx" --input "$TMP/x8.npy"
+check "opset 1000: ptq convert refuses it" refused "$OPSET_MSG" "$PTQ" convert "$TMP/opset1000.onnx" -o "$TMP/no.onnx"
+check "opset 1000: ptq quantize refuses it" refused "$OPSET_MSG" "$PTQ" quantize "$TMP/opset1000.onnx" --input "$TMP/x8.npy" -o "$TMP/no.onnx"
+check "opset 15: quantize says 15 -> 15 and writes opset 15" bash -c "
+  '$PTQ' quantize '$TMP/opset15.onnx' --input '$TMP/x8.npy' -o '$TMP/opset15.qdq.onnx' 2>&1 | tee /dev/stderr | grep -q 'opset 15 -> 15' &&
+  $PY -c \"import onnx; v = [o.version for o in onnx.load('$TMP/opset15.qdq.onnx').opset_import if o.domain in ('', 'ai.onnx')]; print(v); assert v == [15]\""
 finish

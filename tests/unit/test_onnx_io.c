@@ -1064,7 +1064,21 @@ TEST(external_data)
     external_case("bad_length", "weights.bin", "8", "12", PTQ_ERR_FORMAT, "length 12");
     external_case("bad_offset", "weights.bin", "-8", NULL, PTQ_ERR_FORMAT, "offset");
     external_case("junk_offset", "weights.bin", "8abc", NULL, PTQ_ERR_FORMAT, "offset");
-    external_case("folder", ".", NULL, NULL, PTQ_ERR_IO, NULL);
+    external_case("folder", ".", NULL, NULL, PTQ_ERR_IO, "is a directory, not a regular file");
+    /* resolved with its symlinks: a link out of the folder is refused, one inside is read */
+    snprintf(path, sizeof path, "%s/passwd.bin", ext_dir);
+    unlink(path);
+    EXPECT(symlink("/etc/passwd", path) == 0);
+    external_case("symlink_out", "passwd.bin", NULL, "16", PTQ_ERR_FORMAT, "resolves to /etc/passwd, outside the model's folder");
+    snprintf(path, sizeof path, "%s/link.bin", ext_dir);
+    unlink(path);
+    EXPECT(symlink("weights.bin", path) == 0);
+    external_case("symlink_in", "link.bin", "8", "16", PTQ_OK, NULL);
+    /* a FIFO is refused without blocking in open */
+    snprintf(path, sizeof path, "%s/fifo.bin", ext_dir);
+    unlink(path);
+    EXPECT(mkfifo(path, 0600) == 0);
+    external_case("fifo", "fifo.bin", NULL, "16", PTQ_ERR_IO, "is a FIFO, not a regular file");
     /* from a buffer there is no folder: refused */
     pb m = external_model("weights.bin", "8", NULL);
     expect_load_error("buffer.onnx", m.d, m.n, NULL, PTQ_ERR_FORMAT, "not allowed");
