@@ -260,6 +260,7 @@ PTQ_API void ptq_dataset_free(ptq_dataset *ds)
 struct ptq_calibration {
     eng_collector col;
     int images;
+    pp_log log; /* the calibration's warnings go to the caller's callbacks (ptq_calibrate_options.log) */
 };
 
 PTQ_API void ptq_calibrate_defaults(ptq_calibrate_options *o)
@@ -276,11 +277,12 @@ PTQ_API ptq_err ptq_calibrate(const ptq_model *m, ptq_dataset *d, const ptq_cali
     if (!m || !d) return fail(PTQ_ERR_ARG, "ptq_calibrate: no model or dataset");
     c = calloc(1, sizeof *c);
     CHECK_ALLOC(c);
+    c->log = log_of(o ? &o->log : NULL);
     eng_calib_source src = d->src;
     if (o) {
         c->col.globs = o->tensors;
         c->col.n_globs = o->n_tensors;
-        src.o.log = log_of(&o->log);
+        src.o.log = c->log;
     }
     TRY(eng_collect(m->g, m->path, &src, &c->col));
     if (o && o->stats_out) TRY(eng_stats_save(o->stats_out, m->path, &src, &c->col));
@@ -306,6 +308,7 @@ PTQ_API ptq_err ptq_calibration_load(const ptq_model *m, const char *stats_path,
     if (!m || !stats_path) return fail(PTQ_ERR_ARG, "ptq_calibration_load: no model or path");
     c = calloc(1, sizeof *c);
     CHECK_ALLOC(c);
+    c->log = log_of(NULL);
     TRY(eng_stats_load(stats_path, m->path, &c->col, &images));
     if (c->col.n == 0) FAIL(PTQ_ERR_FORMAT, "%s: no tensor in the statistics", stats_path);
     c->images = (int)images;
@@ -361,6 +364,7 @@ PTQ_API ptq_err ptq_calibration_ranges(const ptq_calibration *c, const char *met
         ri->amax[i] = ri->r[i].amax;
         ri->pub.n_warnings += warn[i];
     }
+    ri->pub.n_clipped = eng_warn_clipping(&c->col, ri->r, &cm, &c->log);
     calib_method_name(&cm, ri->pub.method, sizeof ri->pub.method);
     ri->pub.n = n;
     ri->pub.names = ri->names;

@@ -130,6 +130,8 @@ typedef struct {
     const char *const *names;        /* n tensor names */
     const float *amax;               /* n ranges: scale = amax / 127 */
     int n_warnings;                  /* tensors that were all zeros or never finite (amax 1.0) */
+    int n_clipped;                   /* tensors whose range clips more than 1 % of their values (each
+                                      * named in a warning through the calibration's log callbacks) */
 } ptq_ranges;
 /* One method's ranges: "max", "percentile[:P]", "entropy", "mse". */
 PTQ_API ptq_err ptq_calibration_ranges(const ptq_calibration *c, const char *method, ptq_ranges **out);

@@ -518,8 +518,9 @@ def calibrate(model, images=None, preset=None, methods=None, cache=None, json=No
             _check(_lib.ptq_calibration_ranges(c, tag.encode(), ctypes.byref(r)))
             hs.add(r, _lib.ptq_ranges_free)
             name = r.contents.method.decode()
-            if k == 0:
+            if k == 0:  # a tensor all zeros or never finite is one warning whatever the methods
                 result["tensors"], result["warnings"] = r.contents.n, r.contents.n_warnings
+            result["warnings"] += r.contents.n_clipped  # each method's clipped tensors are named
             result["methods"].append(name)
             result["ranges"][name] = _ranges_dict(r)
             if cache is not None:

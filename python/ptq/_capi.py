@@ -42,7 +42,8 @@ class CalibrateOptions(ctypes.Structure):
 
 class Ranges(ctypes.Structure):
     _fields_ = [("method", ctypes.c_char * 64), ("n", ctypes.c_int), ("names", c_char_p_p),
-                ("amax", ctypes.POINTER(ctypes.c_float)), ("n_warnings", ctypes.c_int)]
+                ("amax", ctypes.POINTER(ctypes.c_float)), ("n_warnings", ctypes.c_int),
+                ("n_clipped", ctypes.c_int)]
 
 
 class QuantizeOptions(ctypes.Structure):

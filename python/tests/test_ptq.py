@@ -90,7 +90,7 @@ def test_quantize_files_equal_cli(quantized, tmp):
 
 def test_quantize_counts_equal_cli(quantized):
     r, err = quantized
-    m = re.search(r"(\d+) images used, (\d+) skipped; method (\S+); (\d+) activation tensors and (\d+) weights "
+    m = re.search(r"(\d+) images used, (\d+) skipped;(?: fed as [^;]*;)? method (\S+); (\d+) activation tensors and (\d+) weights "
                   r"quantized in (\d+) nodes; (\d+) nodes excluded;.* (\d+) warnings;", err)
     assert m, err
     want = dict(zip(("images", "skipped", "method", "activations", "weights", "quantized_nodes", "excluded_nodes",
