@@ -231,7 +231,7 @@ void cli_peak_rss_text(const eng_memory_budget *m, char *buf, size_t cap)
     if (!m || !m->batch || k < 0 || (size_t)k >= cap) return; /* the user's or the model's batch: no budget applied */
     k += snprintf(buf + k, cap - (size_t)k, " of a %.0f MB budget", (double)m->budget / 1048576.0);
     if (m->over && (size_t)k < cap)
-        snprintf(buf + k, cap - (size_t)k, " (one image needs %.0f MB: raise --memory or take a smaller input size)",
+        snprintf(buf + k, cap - (size_t)k, " (one image needs up to %.0f MB: raise --memory or take a smaller input size)",
                  (double)(m->fixed + m->per_image) / 1048576.0);
 }
 

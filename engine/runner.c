@@ -101,11 +101,17 @@ ptq_status eng_fit_batch_memory(const ptq_graph *g, const char *model, const pp_
     /* the largest tensor an image gives (dims that follow the image: their limit) */
     size_t floats = pp_tensor_floats(cfg);
     int dyn = pp_dynamic(cfg), h = cfg->height, w = cfg->width;
-    if (dyn & PP_DYN_HEIGHT)
-        for (h = 1; (size_t)(h + 1) * (size_t)(h + 1) * 3 <= floats; h++) {
-        }
-    if (dyn) w = h > 0 ? (int)(floats / 3 / (size_t)h) : 1;
+    if (dyn & PP_DYN_HEIGHT) { /* a square limit (limit-side): the side */
+        h = 1;
+        while ((size_t)(h + 1) * (size_t)(h + 1) * 3 <= floats) h++;
+    }
+    if (dyn) w = (int)(floats / 3 / (size_t)h);
     size_t b1 = plan_bytes(g, cfg, w, h, 1, popt), b2 = b1 ? plan_bytes(g, cfg, w, h, 2, popt) : 0;
+    if (!b1) { /* not plannable at that size: batch 1, and the pass's own plan says why if it fails too */
+        o->batch = m.batch = 1;
+        if (mb) *mb = m;
+        return PTQ_OK;
+    }
     size_t weights = 0;
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i].kind == PTQ_VALUE_INITIALIZER) weights += ptq_tensor_numel(&g->values[i].t) * ptq_dtype_size(g->values[i].t.dtype);
@@ -116,8 +122,8 @@ ptq_status eng_fit_batch_memory(const ptq_graph *g, const char *model, const pp_
     m.fixed = ((size_t)ENG_PROCESS_MB << 20) + 2 * weights + extra + (size_t)threads * (5u << 18) + (b1 > act ? b1 - act : 0);
     m.batch = 1;
     while (m.batch < ENG_DEFAULT_BATCH && m.fixed + (size_t)(m.batch + 1) * m.per_image <= m.budget) m.batch++;
-    m.over = b1 == 0 || m.fixed + m.per_image > m.budget;
-    o->batch = b1 ? m.batch : 1;
+    m.over = m.fixed + m.per_image > m.budget;
+    o->batch = m.batch;
     if (mb) *mb = m;
     return PTQ_OK;
 }

@@ -80,10 +80,10 @@ typedef struct {
     size_t per_image;  /* bytes per image of a batch: its activations in the plan's block (a batch-2
                         * plan's block less a batch-1 plan's), its (prefetch + 1) dataset copies */
     int batch;         /* the batch chosen; 0 when the user or the model gave it */
-    int over;          /* 1: even one image needs more than the budget */
+    int over;          /* 1: even one image (of the largest size the preprocessing gives) needs more than the budget */
 } eng_memory_budget;
 size_t eng_memory_budget_bytes(const pp_dataset_options *o); /* o NULL: the default */
-/* The replay caches' budget (the dataset source's first pass, quantize's evaluation caches):
+/* The replay caches' budget (the dataset source's first pass, the evaluation caches):
  * half the memory budget. */
 size_t eng_cache_budget_bytes(const pp_dataset_options *o);
 /* eng_fit_batch, but where neither the user nor the model gives the batch: the largest batch up
