@@ -2,6 +2,18 @@
  * against the core's measured FMA peak for the same ISA path (make bench).
  *
  *   build/bench/gemm MODEL NAME:D1xD2x... [TOP]
+ *   build/bench/gemm --peak [THREADS]
+ *
+ * --peak prints the FMA peak of each ISA path this CPU runs (avx512, avx2, generic), on one core
+ * and on THREADS (default: all) at once, as BLIS and the roofline literature measure it: a
+ * register-only loop of twelve independent FMA chains per thread (enough to cover the FMA
+ * latency on two pipes), timed in the thread's CPU seconds (the core's rate while it runs the
+ * loop, whatever else the machine runs), best of 5; all cores: the sum of the threads' rates,
+ * run at once. The generic path's peak is the same loop as an SSE2 multiply then add (baseline
+ * x86-64 has no FMA instruction; 2 flops per lane as an FMA counts): the ceiling of code for
+ * that path (its GEMM, whose fmaf is a library call there, stays far below it). One line per
+ * path: "peak PATH ONE_CORE ALL_CORES THREADS" in GFLOP/s; make bench (bench/run.sh) divides
+ * each model's rate by it.
  *
  * The model is planned at the given input shape without fusion; every Conv with group 1
  * gives a GEMM of m = output channels, n = output positions per image, k = input channels
@@ -12,10 +24,12 @@
  * block of B that stays in cache; median of 5 after a warm-up. The peak is a register-only loop of independent FMAs, so it is what
  * the core sustains at the clock it runs now. */
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io/onnx.h"
 #include "runtime/kernels/sgemm.h"
@@ -28,6 +42,16 @@ typedef struct {
 } shape;
 
 #define PEAK_ITERS 20000000L
+#define SSE_MULADD(a, x, y) _mm_add_ps(_mm_mul_ps(a, x), y)
+
+/* The calling thread's CPU seconds: what the core does while it runs this thread, so that the
+ * peak of a machine shared with other work is still the core's. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Twelve independent FMA chains held in registers (enough to cover the FMA latency on
  * two pipes); the sums are printed only if impossible, so the loop is kept. */
@@ -35,13 +59,13 @@ typedef struct {
     V a0 = SET1(0.f), a1 = SET1(1.f), a2 = SET1(2.f), a3 = SET1(3.f), a4 = SET1(4.f), a5 = SET1(5.f);               \
     V a6 = SET1(6.f), a7 = SET1(7.f), a8 = SET1(8.f), a9 = SET1(9.f), a10 = SET1(10.f), a11 = SET1(11.f);           \
     V x = SET1(0.999f), y = SET1(1e-7f);                                                                             \
-    double t = omp_get_wtime();                                                                                      \
+    double t = cpu_now();                                                                                            \
     for (long it = 0; it < PEAK_ITERS; it++) {                                                                       \
         a0 = FMA(a0, x, y); a1 = FMA(a1, x, y); a2 = FMA(a2, x, y); a3 = FMA(a3, x, y);                             \
         a4 = FMA(a4, x, y); a5 = FMA(a5, x, y); a6 = FMA(a6, x, y); a7 = FMA(a7, x, y);                             \
         a8 = FMA(a8, x, y); a9 = FMA(a9, x, y); a10 = FMA(a10, x, y); a11 = FMA(a11, x, y);                         \
     }                                                                                                                \
-    t = omp_get_wtime() - t;                                                                                         \
+    t = cpu_now() - t;                                                                                               \
     V s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                                         \
     s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));                                                                     \
     float out[16];                                                                                                   \
@@ -59,6 +83,39 @@ __attribute__((target("avx2,fma"))) static double peak_avx2(void)
     PEAK_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
 }
 
+/* The generic path's ceiling: what baseline x86-64 code (SSE2, no FMA instruction) reaches, the
+ * same twelve chains as a packed multiply then add (2 flops per lane, as an FMA counts). ptq's
+ * generic GEMM calls fmaf (a library call there) for its exact rounding, so it stays far below. */
+static double peak_generic(void)
+{
+    PEAK_BODY(__m128, _mm_set1_ps, SSE_MULADD, _mm_add_ps)
+}
+
+static double peak_of(kern_isa isa)
+{
+    return isa == KERN_ISA_AVX512 ? peak_avx512() : isa == KERN_ISA_AVX2 ? peak_avx2() : peak_generic();
+}
+
+/* Best of 5 of one thread alone, and of the sum of `threads` threads' rates running at once. */
+static void peak_table(int threads)
+{
+    static const kern_isa paths[] = {KERN_ISA_AVX512, KERN_ISA_AVX2, KERN_ISA_GENERIC};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        kern_isa isa = paths[i];
+        if (isa == KERN_ISA_AVX512 && !(__builtin_cpu_supports("avx512f"))) continue;
+        if (isa == KERN_ISA_AVX2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) continue;
+        double one = 0, all = 0;
+        for (int r = 0; r < 5; r++) {
+            double v = peak_of(isa), sum = 0;
+            if (v > one) one = v;
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+            sum += peak_of(isa);
+            if (sum > all) all = sum;
+        }
+        printf("peak %s %.2f %.2f %d\n", kern_isa_name(isa), one, all, threads);
+    }
+}
+
 static int by_flops(const void *pa, const void *pb)
 {
     const shape *a = pa, *b = pb;
@@ -74,8 +131,12 @@ static int cmp_double(const void *pa, const void *pb)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "--peak")) {
+        peak_table(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : omp_get_num_procs());
+        return 0;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL NAME:D1xD2x... [TOP]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL NAME:D1xD2x... [TOP] | --peak [THREADS]\n", argv[0]);
         return 2;
     }
     int top = argc > 3 ? atoi(argv[3]) : 6;

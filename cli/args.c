@@ -168,6 +168,9 @@ int cli_dataset_option(const char *cmd, const char *name, const char *arg, void 
     else if (!strcmp(name, "batch")) {
         if (cli_parse_long(arg, 1, 4096, &v)) return cli_usage_error(cmd, "bad --batch '%s'", arg), -1;
         o->batch = (int)v;
+    } else if (!strcmp(name, "memory")) {
+        if (cli_parse_long(arg, 64, 1048576, &v)) return cli_usage_error(cmd, "bad --memory '%s': MB, from 64 to 1048576", arg), -1;
+        o->memory_mb = (int)v;
     } else if (!strcmp(name, "limit")) {
         if (cli_parse_long(arg, 1, 100000000, &v)) return cli_usage_error(cmd, "bad --limit '%s'", arg), -1;
         o->limit = (int)v;
@@ -261,6 +264,16 @@ double cli_peak_rss_mb(void)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
     return (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+void cli_peak_rss_text(const eng_memory_budget *m, char *buf, size_t cap)
+{
+    int k = snprintf(buf, cap, "peak RSS %.0f MB", cli_peak_rss_mb());
+    if (!m || !m->batch || k < 0 || (size_t)k >= cap) return; /* the user's or the model's batch: no budget applied */
+    k += snprintf(buf + k, cap - (size_t)k, " of a %.0f MB budget", (double)m->budget / 1048576.0);
+    if (m->over && (size_t)k < cap)
+        snprintf(buf + k, cap - (size_t)k, " (one image needs up to %.0f MB: raise --memory or take a smaller input size)",
+                 (double)(m->fixed + m->per_image) / 1048576.0);
 }
 
 int cli_list_options(int argc, char **argv, const struct option *opts)

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "engine/runner.h"
 #include "runtime/plan.h"
 #include "runtime/status.h"
 
@@ -69,7 +70,7 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
         {"max-side", required_argument, 0, code}
 #define CLI_PP_MAX 32 /* overrides one command line may give */
 
-/* The image-source options every image command shares (--batch --limit --shuffle --seed
+/* The image-source options every image command shares (--batch --memory --limit --shuffle --seed
  * --shard --strict --exif --threads), by long-option name: 1 handled, 0 not one of them,
  * -1 bad value (message printed: return CLI_EXIT_USAGE). o is a pp_dataset_options. */
 int cli_dataset_option(const char *cmd, const char *name, const char *arg, void *o);
@@ -90,6 +91,10 @@ void cli_names_free(cli_names *l);
 
 /* The process's peak resident memory so far, in MB (for closing summaries). */
 double cli_peak_rss_mb(void);
+/* "peak RSS 390 MB of a 512 MB budget" for closing summaries; when one image already needed more
+ * than the budget (m->over), also what it needs. m NULL, or a batch the budget did not choose
+ * (the user's or the model's): the peak alone. */
+void cli_peak_rss_text(const eng_memory_budget *m, char *buf, size_t cap);
 
 /* Expands `--config FILE` (a YAML mapping of the command's long options, cli/config.c) into
  * options placed before the command line's; argc/argv are replaced when there is one.

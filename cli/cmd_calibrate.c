@@ -33,7 +33,9 @@ static void usage(FILE *fp)
                 "                     (--cache OUT.cache | --json R.json | --stats S) [options]\n"
                 "  --method M        max, percentile[:P], entropy, mse, a list 'max,entropy' or all\n"
                 "                    (default percentile:99.99; entropy is TensorRT's own calibrator, docs/quantizing.md)\n"
-                "  --batch N         images per batch (default 8)      --json FILE   ranges and scales as JSON\n"
+                "  --batch N         images per batch (default: the most, up to 8, that --memory holds)\n"
+                "  --memory MB       memory budget: the default batch and the replay caches follow it (default 512)\n"
+                "  --json FILE       ranges and scales as JSON\n"
                 "  --tensors GLOB    only tensors whose names match (repeatable)\n"
                 "  --trt-version V   cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
                 "  --trt-algorithm A cache header algorithm for every method (default EntropyCalibration2, what trtexec reads)\n"
@@ -51,11 +53,11 @@ static void usage(FILE *fp)
 int cmd_calibrate(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_TENSORS, O_TRTV, O_TRTA, O_LIMIT,
-           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_STATS, O_FROM_STATS, O_EXIF, O_SHARD };
+           O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_STATS, O_FROM_STATS, O_EXIF, O_SHARD, O_MEMORY };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES}, {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},   {"method", required_argument, 0, O_METHOD},
-        {"batch", required_argument, 0, O_BATCH},   {"cache", required_argument, 0, O_CACHE},
+        {"batch", required_argument, 0, O_BATCH}, {"memory", required_argument, 0, O_MEMORY},   {"cache", required_argument, 0, O_CACHE},
         {"json", required_argument, 0, O_JSON},     {"tensors", required_argument, 0, O_TENSORS},
         {"trt-version", required_argument, 0, O_TRTV}, {"trt-algorithm", required_argument, 0, O_TRTA},
         {"limit", required_argument, 0, O_LIMIT},   {"shuffle", no_argument, 0, O_SHUFFLE},
@@ -164,12 +166,14 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "ptq calibrate: statistics of %llu images from %s, %d tensors calibrated, %d method%s, %d warning%s\n",
                 (unsigned long long)stats_images, from_stats, col.n, n_methods, n_methods > 1 ? "s" : "", warned,
                 warned == 1 ? "" : "s");
-    else
-        fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches, %d tensors calibrated, %d method%s, %d warning%s, "
-                        "peak RSS %.0f MB%s%s\n",
-                images, skipped, batch_done, col.n, n_methods, n_methods > 1 ? "s" : "", warned, warned == 1 ? "" : "s",
-                cli_peak_rss_mb(),
-                stats ? "; statistics saved to " : "", stats ? stats : "");
+    else {
+        char rss[256];
+        cli_peak_rss_text(input ? NULL : &source.memory, rss, sizeof rss);
+        fprintf(stderr, "ptq calibrate: %d images used, %d skipped, %d batches of %d, %d tensors calibrated, %d method%s, %d warning%s, "
+                        "%s%s%s\n",
+                images, skipped, batch_done, source.o.batch, col.n, n_methods, n_methods > 1 ? "s" : "", warned,
+                warned == 1 ? "" : "s", rss, stats ? "; statistics saved to " : "", stats ? stats : "");
+    }
     goto out;
 fail:
     rc = cli_fail(st);

@@ -63,6 +63,7 @@ static void usage(FILE *fp)
             "                        (default: weights and activations rounded to FP16, as trtexec --int8 --fp16\n"
             "                        runs them) or fp32 (as --int8 alone)\n"
             "  --config FILE         these options from a YAML file (method: mse, lists as [a, b]); the command line wins\n"
+            "  --memory MB           memory budget (default 512): the default batch follows it; outputs do not\n"
             "  --batch N, --limit N (calibration images), --eval-limit N, --shuffle --seed S, --strict, --threads N,\n"
             "  (--seed S also draws the refinements' samples, as in quantize)\n"
             "  --eval-preset P        preprocessing of the evaluation images (default: --preset's; the overrides\n"
@@ -83,7 +84,7 @@ int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT };
+           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT, O_MEMORY };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
@@ -97,7 +98,7 @@ int cmd_compare(int argc, char **argv)
         {"exclusions", required_argument, 0, O_EXCL_OUT}, {"json", required_argument, 0, O_JSON},
         {"html", required_argument, 0, O_HTML},        {"exclude-nodes", required_argument, 0, O_EXN},
         {"exclude-op-types", required_argument, 0, O_EXT}, {"eval-limit", required_argument, 0, O_EVAL_LIMIT},
-        {"batch", required_argument, 0, O_BATCH},      {"limit", required_argument, 0, O_LIMIT},
+        {"batch", required_argument, 0, O_BATCH}, {"memory", required_argument, 0, O_MEMORY},      {"limit", required_argument, 0, O_LIMIT},
         {"shuffle", no_argument, 0, O_SHUFFLE},        {"seed", required_argument, 0, O_SEED},
         {"strict", no_argument, 0, O_STRICT},          {"threads", required_argument, 0, O_THREADS},
         CLI_PP_LONGOPTS(O_SET),

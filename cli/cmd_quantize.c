@@ -49,6 +49,8 @@ static void usage(FILE *fp)
                 "  --float-dtype fp32|fp16   the written type of the layers left in float: fp32 or fp16 (float16 weights\n"
                 "                        and activations, Casts where they meet float32; Q/DQ stay float32); default: the\n"
                 "                        model's own (fp16 for a float16 model, whose graph inputs and outputs stay float16)\n"
+                "  --memory MB           memory budget (default 512): the default batch (the most, up to 8, it holds)\n"
+                "                        and the replay caches (half of it) follow it; outputs do not\n"
                 "  --batch N, --limit N, --shuffle --seed S, --strict, --exif on|off, --threads N (--seed S also draws the\n"
                 "                        refinements' samples: output-mse, AdaRound; default 0)\n"
                 "  --shard I/N           only images k of the sorted list with k mod N = I (I from 0); with --stats, the\n"
@@ -85,11 +87,11 @@ int cmd_quantize(int argc, char **argv)
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
            O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE,
-           O_FLOAT, O_FLOAT_DTYPE };
+           O_FLOAT, O_FLOAT_DTYPE, O_MEMORY };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
         {"input", required_argument, 0, O_INPUT},     {"method", required_argument, 0, O_METHOD},
-        {"batch", required_argument, 0, O_BATCH},     {"cache", required_argument, 0, O_CACHE},
+        {"batch", required_argument, 0, O_BATCH}, {"memory", required_argument, 0, O_MEMORY},     {"cache", required_argument, 0, O_CACHE},
         {"json", required_argument, 0, O_JSON},       {"report", required_argument, 0, O_REPORT},
         {"exclude-nodes", required_argument, 0, O_EXN}, {"exclude-op-types", required_argument, 0, O_EXT},
         {"weights", required_argument, 0, O_WEIGHTS}, {"dedicated-qdq", no_argument, 0, O_DEDICATED},
@@ -405,12 +407,14 @@ int cmd_quantize(int argc, char **argv)
                  src.skipped, (long long)x.dims[1], (long long)x.dims[2], (long long)x.dims[3],
                  pp_dynamic(&src.cfg) ? " (H/W following each image)" : "", res.tag);
     }
+    char rss[256];
+    cli_peak_rss_text(src.o.images && !from_stats && !from_cache ? &src.memory : NULL, rss, sizeof rss);
     fprintf(stderr,
             "ptq quantize: %s; %d activation tensors and %d weights quantized in %d "
-            "nodes; %d nodes excluded; opset %lld -> %lld (%d nodes rewritten); %d warnings; %.1f s, peak RSS %.0f MB; wrote %s%s%s\n",
+            "nodes; %d nodes excluded; opset %lld -> %lld (%d nodes rewritten); %d warnings; %.1f s, %s; wrote %s%s%s\n",
             from, res.rep.n_activations, res.rep.n_weights, quantized, res.rep.n_excluded,
             (long long)res.opset0, (long long)(res.opset0 < 13 ? 13 : res.opset0) /* quant_upgrade_opset: never down */, res.n_upgraded, res.warned, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-            cli_peak_rss_mb(), out, stats ? "; statistics saved to " : "", stats ? stats : "");
+            rss, out, stats ? "; statistics saved to " : "", stats ? stats : "");
     goto done;
 fail:
     rc = cli_fail(st);

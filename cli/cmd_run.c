@@ -33,7 +33,8 @@ static void run_usage(FILE *fp)
             "  --threads N                   threads (default: all cores)\n"
             "  --no-fuse                     do not fuse BatchNormalization or activations\n"
             "  --images DIR [--preset P]     instead: run over an image folder (or list) in batches of\n"
-            "  [--batch N] [--limit N]       --batch (default 8) and print images/s (plain FP32 inference,\n"
+            "  [--batch N] [--limit N]       --batch (default: the most, up to 8, that 512 MB of activations\n"
+            "                                and images hold) and print images/s (plain FP32 inference,\n"
             "                                the baseline of calibration's cost)\n");
     cli_help_overrides(fp);
     cli_help_help(fp);

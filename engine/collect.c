@@ -400,13 +400,10 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
         if (!col->pos) FAIL(PTQ_ERR_NOMEM, "out of memory collecting statistics");
         TRY(plan_order(g, col->pos));
     }
-    TRY(eng_fit_batch(g, model, &o));
-    srcp->o.batch = o.batch; /* later passes over the same images (refinement, equalization) take it too */
-    if (!input) { /* decoding starts now, while the placement rules and the plan are worked out */
+    if (!input) {
         TRY(eng_fit_preprocessing(g, model, &cfg, &o.log));
         srcp->cfg = cfg; /* later passes over the same images take it too */
         TRY(eng_check_input_dims(g, model, &cfg));
-        TRY(pp_dataset_open(&o, &cfg, &d));
     }
     if (!col->n_globs && !col->want) TRY(calib_tensors(g, model, col));
     /* only the part of the model the observed tensors need runs: post-processing after the
@@ -427,6 +424,16 @@ ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *
      * (with symbolic input dims: at the first batch's shape, below) */
     if (view && !symbolic_inputs(g)) TRY(eng_validate_model(g, model, NULL, 0));
     const ptq_graph *gp = view ? view : g; /* what the calibration plans run */
+    if (input) TRY(eng_fit_batch(g, model, &o));
+    else { /* the batch whose activations fit the memory budget (--memory) with the statistics */
+        int n_obs = 0;
+        for (int v = 0; v < g->n_values; v++) n_obs += keep[v];
+        int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
+        size_t stats = (size_t)n_obs * sizeof(calib_stats) + (size_t)(np > col->nthreads ? np : col->nthreads) * sizeof(calib_stats);
+        TRY(eng_fit_batch_memory(gp, model, &cfg, &popt, stats, &o, &srcp->memory));
+        TRY(pp_dataset_open(&o, &cfg, &d));
+    }
+    srcp->o.batch = o.batch; /* later passes over the same images (refinement, equalization) take it too */
     if (!col->parts) {
         int np = popt.nthreads > 0 ? popt.nthreads : omp_get_max_threads();
         if (np < col->nthreads) np = col->nthreads;

@@ -13,6 +13,7 @@
 #define PTQ_ENGINE_COLLECT_H
 
 #include "calib/calib.h"
+#include "engine/runner.h"
 #include "preprocess/dataset.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
@@ -49,6 +50,7 @@ typedef struct {
     pp_config cfg;
     int images, skipped, batches; /* filled by eng_collect */
     uint64_t list_hash;       /* filled by eng_collect: pp_dataset_list_hash(), or FNV-1a of the .npy */
+    eng_memory_budget memory; /* filled by eng_collect for images: the budget and the batch it chose */
 } eng_calib_source;
 
 ptq_status eng_collect(const ptq_graph *g, const char *model, eng_calib_source *src, eng_collector *col);

@@ -23,7 +23,6 @@
 
 #define N_HISTS 4        /* worst tensors whose histograms the report draws */
 #define HIST_BINS 256
-#define EVAL_CACHE_BYTES ((size_t)512 << 20) /* evaluation images + FP32 outputs kept in memory */
 
 static double now_s(void)
 {
@@ -51,7 +50,7 @@ ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result 
 {
     ptq_status st = PTQ_OK;
     if (!job->src->o.log.progress && !job->src->o.log.message) job->src->o.log = job->log;
-    if (!res->cache && !(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory");
     res->col.pool = cmp_cache_pool(res->cache); /* the pass's arenas serve the evaluations next */
     st = eng_collect(job->g, job->model, job->src, &res->col);
 done:
@@ -61,7 +60,7 @@ done:
 ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
-    if (!res->cache && !(res->cache = cmp_cache_create(EVAL_CACHE_BYTES))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory");
     res->ev = (cmp_eval){.g = job->g, .model = job->model, .o = job->src->o, .cfg = job->eval_cfg, .labels = job->labels,
                          .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric,
                          .float16 = job->float16};

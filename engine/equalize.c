@@ -222,7 +222,9 @@ ptq_status eng_equalize_images(ptq_graph *g, const pp_dataset_options *o, const 
     TRY(eng_equalize_find(g, eq));
     pp_dataset_options po = *o;
     po.label = "equalize";
-    TRY(eng_fit_batch(g, NULL, &po));
+    ptq_plan_options popt = ptq_plan_defaults(); /* the pass's plans, fused but for the measured inputs */
+    popt.nthreads = o->threads;
+    TRY(eng_fit_batch_memory(g, NULL, cfg, &popt, 0, &po, NULL));
     eng_source es = eng_source_dataset(&ds, &po, cfg);
     TRY(eng_equalize_measure(g, &es, o->threads, pool, eq));
     TRY(eng_equalize_apply(g, eq));

@@ -334,7 +334,7 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
         ptq_error("choosing the method needs statistics, not a cache");
         return PTQ_ERR_ARG;
     }
-    cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+    cmp_cache *cc = cmp_cache_create(eng_cache_budget_bytes(job->src ? &job->src->o : NULL));
     ptq_graph *gq[8] = {0};
     io_range *r[8] = {0};
     io_cache_entry *e[8] = {0};
@@ -404,7 +404,7 @@ ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_r
         ptq_error("auto-exclusion needs calibration images and evaluation images");
         return PTQ_ERR_ARG;
     }
-    cmp_cache *cc = cmp_cache_create((size_t)512 << 20);
+    cmp_cache *cc = cmp_cache_create(eng_cache_budget_bytes(&job->src->o));
     cmp_target tg = job->target;
     cmp_eval ev = {.g = res->g, .model = job->model, .o = job->src->o, .cfg = job->src->cfg, .labels = job->labels,
                    .float16 = job->eval_float16,
@@ -700,7 +700,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
 
     /* each refinement on its own, in order, kept where the metric says it helps */
     TRY(eng_fit_batch(fp, job->model, &ev.o));
-    CHECK_ALLOC(cc = cmp_cache_create((size_t)512 << 20));
+    CHECK_ALLOC(cc = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)));
     ev.cache = cc;
     cmp_metrics m;
     cmp_metric metric;

@@ -1,6 +1,7 @@
 /* runner.c: see runner.h. */
 #include "engine/runner.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,6 +56,75 @@ ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_optio
         o->batch = (int)(fixed <= 4096 ? fixed : 4096);
     } else if (o->batch <= 0)
         o->batch = ENG_DEFAULT_BATCH;
+    return PTQ_OK;
+}
+
+size_t eng_memory_budget_bytes(const pp_dataset_options *o)
+{
+    return (size_t)(o && o->memory_mb > 0 ? o->memory_mb : ENG_DEFAULT_MEMORY_MB) << 20;
+}
+
+size_t eng_cache_budget_bytes(const pp_dataset_options *o)
+{
+    return eng_memory_budget_bytes(o) / 2;
+}
+
+/* Bytes of the block a bound_memory plan of g needs at batch n of w x h (0: it cannot be planned). */
+static size_t plan_bytes(const ptq_graph *g, const pp_config *cfg, int w, int h, int n, const ptq_plan_options *popt)
+{
+    ptq_tensor x = eng_shaped_tensor(cfg, w, h, NULL, n), xm = eng_model_tensor(g, &x);
+    ptq_input_shape s = {.name = g->values[eng_graph_input(g)].name, .rank = xm.rank};
+    memcpy(s.dims, xm.dims, sizeof s.dims);
+    ptq_plan_options po = *popt;
+    po.bound_memory = 1;
+    po.pool = NULL;
+    ptq_plan *p = NULL;
+    if (ptq_plan_create(g, &s, 1, &po, &p) != PTQ_OK) return 0;
+    size_t bytes = ptq_plan_memory_bytes(p);
+    ptq_plan_destroy(p);
+    return bytes;
+}
+
+ptq_status eng_fit_batch_memory(const ptq_graph *g, const char *model, const pp_config *cfg,
+                                const ptq_plan_options *popt, size_t extra, pp_dataset_options *o,
+                                eng_memory_budget *mb)
+{
+    eng_memory_budget m = {.budget = eng_memory_budget_bytes(o)};
+    int in = eng_graph_input(g), chosen = o->batch <= 0;
+    const ptq_value *v = in >= 0 ? &g->values[in] : NULL;
+    if (!v || v->t.rank != 4 || v->t.dims[0] > 0) chosen = 0; /* batchless, or a fixed batch */
+    ptq_status st = eng_fit_batch(g, model, o);
+    if (st != PTQ_OK || !chosen) {
+        if (mb) *mb = m;
+        return st;
+    }
+    /* the largest tensor an image gives (dims that follow the image: their limit) */
+    size_t floats = pp_tensor_floats(cfg);
+    int dyn = pp_dynamic(cfg), h = cfg->height, w = cfg->width;
+    if (dyn & PP_DYN_HEIGHT) { /* a square limit (limit-side): the side */
+        h = 1;
+        while ((size_t)(h + 1) * (size_t)(h + 1) * 3 <= floats) h++;
+    }
+    if (dyn) w = (int)(floats / 3 / (size_t)h);
+    size_t b1 = plan_bytes(g, cfg, w, h, 1, popt), b2 = b1 ? plan_bytes(g, cfg, w, h, 2, popt) : 0;
+    if (!b1) { /* not plannable at that size: batch 1, and the pass's own plan says why if it fails too */
+        o->batch = m.batch = 1;
+        if (mb) *mb = m;
+        return PTQ_OK;
+    }
+    size_t weights = 0;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].kind == PTQ_VALUE_INITIALIZER) weights += ptq_tensor_numel(&g->values[i].t) * ptq_dtype_size(g->values[i].t.dtype);
+    int threads = popt->nthreads > 0 ? popt->nthreads : omp_get_max_threads();
+    int ring = (o->prefetch > 1 ? o->prefetch : 1) + 1;
+    size_t act = b2 > b1 ? b2 - b1 : b1;
+    m.per_image = act + (size_t)ring * floats * sizeof(float);
+    m.fixed = ((size_t)ENG_PROCESS_MB << 20) + 2 * weights + extra + (size_t)threads * (5u << 18) + (b1 > act ? b1 - act : 0);
+    m.batch = 1;
+    while (m.batch < ENG_DEFAULT_BATCH && m.fixed + (size_t)(m.batch + 1) * m.per_image <= m.budget) m.batch++;
+    m.over = m.fixed + m.per_image > m.budget;
+    o->batch = m.batch;
+    if (mb) *mb = m;
     return PTQ_OK;
 }
 
@@ -413,7 +483,7 @@ ptq_status eng_run_images(const char *model, const pp_dataset_options *o, const 
     cfg = &cf;
     TRY(eng_check_input_dims(g, model, cfg));
     pp_dataset_options of = *o;
-    TRY(eng_fit_batch(g, model, &of));
+    TRY(eng_fit_batch_memory(g, model, cfg, &r.popt, 0, &of, NULL));
     TRY(pp_dataset_open(&of, cfg, &d));
     for (;;) {
         const float *x;

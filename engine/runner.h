@@ -68,6 +68,31 @@ ptq_tensor eng_model_tensor(const ptq_graph *g, const ptq_tensor *x);
  * to k, else the user's (o->batch > 0) or ENG_DEFAULT_BATCH (o->batch == 0, "the model's").
  * Fails, naming the input, when a batch the user gave contradicts the model. */
 ptq_status eng_fit_batch(const ptq_graph *g, const char *model, pp_dataset_options *o);
+/* The memory budget (--memory MB, pp_dataset_options.memory_mb; 0: ENG_DEFAULT_MEMORY_MB) that the
+ * default batch and the replay caches follow. A batch changes no byte of any output, so the
+ * budget may pick it freely. */
+enum { ENG_DEFAULT_MEMORY_MB = 512, ENG_PROCESS_MB = 24 /* ptq's code, libraries and thread stacks */ };
+typedef struct {
+    size_t budget;     /* bytes */
+    size_t fixed;      /* bytes whatever the batch: ENG_PROCESS_MB, the weights twice (the graph's copy and the plan's
+                        * packed or folded one), the caller's (statistics), 1.25 MiB of GEMM packing
+                        * buffers per thread, and the plan's scratch */
+    size_t per_image;  /* bytes per image of a batch: its activations in the plan's block (a batch-2
+                        * plan's block less a batch-1 plan's), its (prefetch + 1) dataset copies */
+    int batch;         /* the batch chosen; 0 when the user or the model gave it */
+    int over;          /* 1: even one image (of the largest size the preprocessing gives) needs more than the budget */
+} eng_memory_budget;
+size_t eng_memory_budget_bytes(const pp_dataset_options *o); /* o NULL: the default */
+/* The replay caches' budget (the dataset source's first pass, the evaluation caches):
+ * half the memory budget. */
+size_t eng_cache_budget_bytes(const pp_dataset_options *o);
+/* eng_fit_batch, but where neither the user nor the model gives the batch: the largest batch up
+ * to ENG_DEFAULT_BATCH whose memory (mb: fixed + batch x per_image, measured by planning g with
+ * popt at batch 1 and 2 on cfg's largest tensor, no arena allocated) fits the budget, at least 1.
+ * extra: bytes the caller keeps whatever the batch (statistics). mb may be NULL. */
+ptq_status eng_fit_batch_memory(const ptq_graph *g, const char *model, const pp_config *cfg,
+                                const ptq_plan_options *popt, size_t extra, pp_dataset_options *o,
+                                eng_memory_budget *mb);
 /* A batch of n preprocessed images of w x h (a dataset batch: pp_dataset_batch_shape) as the
  * model's input tensor (NCHW or NHWC float32; data borrowed). eng_batch_tensor (source.h): cfg's size. */
 ptq_tensor eng_shaped_tensor(const pp_config *cfg, int w, int h, const float *data, int n);

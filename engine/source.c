@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/runner.h"
+
 ptq_tensor eng_batch_tensor(const pp_config *cfg, const float *data, int n)
 {
     ptq_tensor t = {.dtype = PTQ_F32, .rank = 4, .data = (void *)data};
@@ -97,7 +99,7 @@ eng_source eng_source_dataset(eng_dataset_source *ds, const pp_dataset_options *
     memset(ds, 0, sizeof *ds);
     ds->o = *o;
     ds->cfg = *cfg;
-    ds->budget = (size_t)ENG_SOURCE_CACHE_MB << 20;
+    ds->budget = eng_cache_budget_bytes(o); /* half the memory budget (--memory) */
     return (eng_source){.open = ds_open, .next = ds_next, .close = ds_close, .user = ds};
 }
 

@@ -24,7 +24,7 @@ typedef struct {
 } eng_source;
 
 /* Images through preprocess/dataset.h. The first complete pass keeps its preprocessed batches
- * in memory while they fit in budget bytes, and later passes replay them without decoding;
+ * in memory while they fit in half the memory budget (engine/runner.h: eng_cache_budget_bytes), and later passes replay them without decoding;
  * past the budget every pass decodes again. Either way the batches are the same bytes. */
 typedef struct {
     ptq_tensor t;             /* owned data */
@@ -34,14 +34,12 @@ typedef struct {
     pp_dataset_options o;
     pp_config cfg;
     pp_dataset *d;
-    size_t budget, bytes;     /* ENG_SOURCE_CACHE_BYTES by default; bytes kept so far */
+    size_t budget, bytes;     /* eng_cache_budget_bytes (half of --memory); bytes kept so far */
     eng_cached_batch *cache;
     int n_cache, cap_cache, pos;
     int replay;               /* the cache holds a whole pass: passes read it */
     int over;                 /* the pass outgrew the budget: no cache */
 } eng_dataset_source;
-
-enum { ENG_SOURCE_CACHE_MB = 512 };
 
 /* ds keeps copies of o and cfg (the strings they point to are borrowed); free it with
  * eng_source_dataset_free. */

@@ -52,6 +52,8 @@ typedef struct {
     int batch;           /* images per batch (>= 1; 0: PP_DEFAULT_BATCH, the engine fits it to the model) */
     int threads;         /* decoding worker threads (0: OpenMP's default thread count) */
     int prefetch;        /* batches prepared ahead (>= 1) */
+    int memory_mb;       /* the engine's memory budget (--memory; 0: its default): the default batch and
+                          * the replay caches follow it (engine/runner.h); the dataset does not read it */
     int quiet;           /* no warnings or progress on stderr */
     const char *label;   /* what the progress line says the images are for (borrowed; NULL: nothing) */
     pp_log log;          /* progress and warnings (zero: stderr) */

@@ -194,7 +194,7 @@ def test_calibrate_files_equal_cli(calibrated, tmp):
 
 def test_calibrate_result(calibrated, tmp):
     r, err, seen = calibrated
-    m = re.search(r"(\d+) images used, (\d+) skipped, \d+ batches, (\d+) tensors calibrated, 2 methods, (\d+) warning",
+    m = re.search(r"(\d+) images used, (\d+) skipped, \d+ batches of \d+, (\d+) tensors calibrated, 2 methods, (\d+) warning",
                   err)
     assert m, err
     assert (r["images"], r["skipped"], r["tensors"], r["warnings"]) == tuple(int(g) for g in m.groups())
