@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "io/file.h"
+#include "io/labels.h"
 #include "io/onnx.h"
 #include "quant/fp16.h"
 #include "quant/opset.h"
@@ -129,8 +130,9 @@ static ptq_status label_add(label_set *l, const char *key, int label, int line)
 }
 
 /* "folders": the sub-folders of the evaluation folder, sorted byte-wise, are classes
- * 0, 1, ... (torchvision's ImageFolder); otherwise a file of "image,label" lines where
- * image is matched by base name and label is the class index. */
+ * 0, 1, ... (torchvision's ImageFolder); "list:FILE": "image class" lines (the class after the
+ * last space or tab, as ImageNet's validation lists); otherwise a file of "image,label" lines.
+ * Images are matched by base name, the label is the class index. */
 static ptq_status labels_load(const char *spec, const char *images, label_set *l)
 {
     ptq_status st = PTQ_OK;
@@ -153,31 +155,38 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
     }
     uint8_t *buf = NULL;
     size_t len;
-    TRY(io_read_file(spec, &buf, &len, 1 << 26));
+    const char *file;
+    int list = !strncmp(spec, "list:", 5); /* "image class" lines, as ImageNet's val lists */
+    io_labels_parse(spec, &file);
+    TRY(io_read_file(file, &buf, &len, 1 << 26));
     int line_no = 0;
-    for (char *line = strtok((char *)buf, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line = (char *)buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
         line_no++;
         size_t k = strlen(line);
-        if (k && line[k - 1] == '\r') line[--k] = 0;
+        while (k && (line[k - 1] == '\r' || (list && (line[k - 1] == ' ' || line[k - 1] == '\t')))) line[--k] = 0;
         if (!k || line[0] == '#') continue;
-        char *comma = strrchr(line, ',');
+        char *comma = list ? strrchr(line, ' ') : strrchr(line, ',');
+        if (list && (!comma || strrchr(line, '\t') > comma)) comma = strrchr(line, '\t');
         char *end = NULL;
         long v = comma ? strtol(comma + 1, &end, 10) : -1;
         if (!comma || end == comma + 1 || *end || v < 0 || v > 1000000) {
             free(buf);
-            FAIL(PTQ_ERR_FORMAT, "%s:%d: expected 'image,label' with a class index", spec, line_no);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: expected %s with a class index", file, line_no,
+                 list ? "'image class'" : "'image,label'");
         }
         *comma = 0;
         const char *base = strrchr(line, '/');
         base = base ? base + 1 : line;
         if (!*base) {
             free(buf);
-            FAIL(PTQ_ERR_FORMAT, "%s:%d: no image name before the comma", spec, line_no);
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: no image name before the %s", file, line_no, list ? "class" : "comma");
         }
         for (int i = 0; i < l->n; i++)
             if (!strcmp(l->keys[i], base)) {
                 free(buf);
-                FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is labelled twice (line %d too)", spec, line_no, base, l->line[i]);
+                FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is labelled twice (line %d too)", file, line_no, base, l->line[i]);
             }
         if ((st = label_add(l, base, (int)v, line_no)) != PTQ_OK) {
             free(buf);
@@ -185,7 +194,7 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
         }
     }
     free(buf);
-    if (!l->n) FAIL(PTQ_ERR_FORMAT, "%s: no label", spec);
+    if (!l->n) FAIL(PTQ_ERR_FORMAT, "%s: no label", file);
 done:
     if (st != PTQ_OK) labels_free(l);
     return st;
@@ -222,10 +231,84 @@ static ptq_status labels_check_unused(const label_set *l, const char *spec, cons
     ptq_status st = PTQ_OK;
     for (int i = 0; !l->folders && !limited && i < l->n; i++)
         if (!l->used[i])
-            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", spec, l->line[i], l->keys[i],
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", cmp_labels_path(spec), l->line[i],
+                 l->keys[i], images);
+done:
+    return st;
+}
+
+/* A detector's labels: every label names an evaluation image (not under a --limit). */
+static ptq_status box_labels_check_unused(const io_box_labels *l, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; !limited && i < l->n_img; i++)
+        if (!l->img[i].used)
+            FAIL(PTQ_ERR_FORMAT, "%s: %s%s is not among the evaluation images in %s", l->path, l->img[i].name,
+                 l->kind == IO_LABELS_YOLO ? ".txt" : "", images);
+done:
+    return st;
+}
+
+/* A recogniser's labels: every label names an evaluation image (not under a --limit). */
+static ptq_status text_labels_check_unused(const io_text_labels *l, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; !limited && i < l->n; i++)
+        if (!l->used[i])
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", l->path, l->line[i], l->name[i],
                  images);
 done:
     return st;
+}
+
+/* cmp_labels_check of paddle:/text: labels: readable with their dictionary, every evaluation image
+ * labelled, every label naming an evaluation image. */
+static ptq_status text_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    io_text_labels l = {0};
+    char **paths = NULL;
+    int n = 0;
+    TRY(io_text_labels_load(spec, &l));
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++)
+        if (io_text_labels_find(&l, paths[i]) < 0)
+            FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i], l.path);
+    TRY(text_labels_check_unused(&l, images, limited));
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    io_text_labels_free(&l);
+    return st;
+}
+
+/* cmp_labels_check of yolo:DIR or coco:FILE: readable, every evaluation image in a coco file,
+ * every label naming an evaluation image. */
+static ptq_status box_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    io_box_labels l = {0};
+    char **paths = NULL;
+    int n = 0;
+    TRY(io_box_labels_load(spec, &l));
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++)
+        if (!io_box_labels_find(&l, paths[i]) && l.kind == IO_LABELS_COCO)
+            FAIL(PTQ_ERR_FORMAT, "%s: evaluation image not among the images of %s", paths[i], l.path);
+    TRY(box_labels_check_unused(&l, images, limited));
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    io_box_labels_free(&l);
+    return st;
+}
+
+const char *cmp_labels_path(const char *labels)
+{
+    const char *path;
+    if (!labels || !strcmp(labels, "folders")) return NULL;
+    io_labels_kind k = io_labels_parse(labels, &path);
+    return k == IO_LABELS_PADDLE || k == IO_LABELS_TEXT ? NULL : path; /* FILE:dict=KEYS: checked when read */
 }
 
 ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
@@ -234,6 +317,10 @@ ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
     label_set l = {0};
     char **paths = NULL;
     int n = 0;
+    const char *path;
+    io_labels_kind kind = io_labels_parse(spec, &path);
+    if (kind == IO_LABELS_PADDLE || kind == IO_LABELS_TEXT) return text_labels_check(spec, images, limited);
+    if (kind != IO_LABELS_CLASSES) return box_labels_check(spec, images, limited);
     TRY(labels_load(spec, images, &l));
     TRY(pp_list_images(images, &paths, &n));
     for (int i = 0; i < n; i++)
@@ -255,11 +342,25 @@ typedef struct {
     float **y;      /* n_out FP32 outputs (NULL when not float) */
     size_t *yn;     /* their element counts (outputs of data-dependent size differ from the QDQ model's) */
     int *labels;    /* per image, -1 unknown */
+    pp_meta *meta;  /* per image: where it landed in the tensor */
 } cached_batch;
+
+/* A detector's ground truth per evaluation image (pixels) and every model's detections, for mAP:
+ * sets 0..n-1 the QDQ variants, set n FP32. */
+typedef struct {
+    int n_img, cap, n_sets, n_classes;
+    cmp_gt **gt;
+    int *n_gt;
+    int gt_borrowed;             /* gt belongs to the cache */
+    cmp_det ***dt;               /* [set][image] */
+    int **n_dt;
+} truth_set;
 
 struct cmp_cache {
     cached_batch *b;
     int n_b, cap, n_out, complete, overflow, kind, images;
+    cmp_gt **gt;                 /* the evaluation's truth_set ground truth, kept with the images */
+    int *n_gt, n_gt_img, n_classes;
     size_t bytes, budget;
     ptq_arena_pool *pool;   /* the evaluation plans' arenas, reused from one variant to the next */
 };
@@ -288,7 +389,14 @@ static void cache_clear(cmp_cache *c)
         free(c->b[i].y);
         free(c->b[i].yn);
         free(c->b[i].labels);
+        free(c->b[i].meta);
     }
+    for (int i = 0; c->gt && i < c->n_gt_img; i++) free(c->gt[i]);
+    free(c->gt);
+    free(c->n_gt);
+    c->gt = NULL;
+    c->n_gt = NULL;
+    c->n_gt_img = 0;
     free(c->b);
     c->b = NULL;
     c->n_b = c->cap = 0;
@@ -312,9 +420,10 @@ void cmp_cache_destroy(cmp_cache *c)
 
 /* Keeps a copy of one batch; gives up (overflow, everything freed) past the budget or
  * when out of memory: the evaluations then stream from the images again. */
-static void cache_add(cmp_cache *c, const ptq_tensor *x, int w, int h, const ptq_plan *ref, const int *labels)
+static void cache_add(cmp_cache *c, const ptq_tensor *x, int w, int h, const ptq_plan *ref, const int *labels,
+                      const pp_meta *meta)
 {
-    size_t bytes = ptq_tensor_nbytes(x) + sizeof(int) * (size_t)x->dims[0];
+    size_t bytes = ptq_tensor_nbytes(x) + (sizeof(int) + sizeof(pp_meta)) * (size_t)x->dims[0];
     for (int o = 0; o < c->n_out; o++) {
         const ptq_tensor *y = ptq_plan_output(ref, o, NULL);
         bytes += y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
@@ -337,8 +446,10 @@ static void cache_add(cmp_cache *c, const ptq_tensor *x, int w, int h, const ptq
     b->y = calloc((size_t)c->n_out + 1, sizeof *b->y);
     b->yn = calloc((size_t)c->n_out + 1, sizeof *b->yn);
     b->labels = malloc(sizeof(int) * (size_t)b->n);
-    if (!b->x || !b->y || !b->yn || !b->labels) goto give_up;
+    b->meta = malloc(sizeof(pp_meta) * (size_t)b->n);
+    if (!b->x || !b->y || !b->yn || !b->labels || !b->meta) goto give_up;
     memcpy(b->x, x->data, ptq_tensor_nbytes(x));
+    memcpy(b->meta, meta, sizeof(pp_meta) * (size_t)b->n);
     memcpy(b->labels, labels, sizeof(int) * (size_t)b->n);
     for (int o = 0; o < c->n_out; o++) {
         const ptq_tensor *y = ptq_plan_output(ref, o, NULL);
@@ -354,15 +465,189 @@ give_up:
     c->overflow = 1;
 }
 
+/* ---- a detector's ground truth (mAP) ---- */
+
+static void truth_free(truth_set *ts)
+{
+    for (int i = 0; !ts->gt_borrowed && ts->gt && i < ts->n_img; i++) free(ts->gt[i]);
+    if (!ts->gt_borrowed) {
+        free(ts->gt);
+        free(ts->n_gt);
+    }
+    for (int s = 0; ts->dt && s < ts->n_sets; s++) {
+        for (int i = 0; ts->dt[s] && i < ts->n_img; i++) free(ts->dt[s][i]);
+        free(ts->dt[s]);
+        free(ts->n_dt[s]);
+    }
+    free(ts->dt);
+    free(ts->n_dt);
+    memset(ts, 0, sizeof *ts);
+}
+
+/* Room for n images' detections in every set (and their ground truth unless borrowed), zeroed. */
+static ptq_status truth_reserve(truth_set *ts, int n)
+{
+    ptq_status st = PTQ_OK;
+    if (n <= ts->cap) return PTQ_OK;
+    int cap = n > 2 * ts->cap ? n : 2 * ts->cap;
+    if (!ts->gt_borrowed) {
+        cmp_gt **g = realloc(ts->gt, sizeof *g * (size_t)cap);
+        CHECK_ALLOC(g);
+        ts->gt = g;
+        int *ng = realloc(ts->n_gt, sizeof *ng * (size_t)cap);
+        CHECK_ALLOC(ng);
+        ts->n_gt = ng;
+        for (int i = ts->cap; i < cap; i++) {
+            ts->gt[i] = NULL;
+            ts->n_gt[i] = 0;
+        }
+    }
+    for (int s = 0; s < ts->n_sets; s++) {
+        cmp_det **d = realloc(ts->dt[s], sizeof *d * (size_t)cap);
+        CHECK_ALLOC(d);
+        ts->dt[s] = d;
+        int *nd = realloc(ts->n_dt[s], sizeof *nd * (size_t)cap);
+        CHECK_ALLOC(nd);
+        ts->n_dt[s] = nd;
+        for (int i = ts->cap; i < cap; i++) {
+            ts->dt[s][i] = NULL;
+            ts->n_dt[s][i] = 0;
+        }
+    }
+    ts->cap = cap;
+done:
+    return st;
+}
+
+/* The ground truth of image `img` (b: its labels, NULL for none) in its own pixels (m: its size);
+ * normalised: yolo's centre and size relative to the image. */
+static ptq_status truth_gt(truth_set *ts, int img, const io_image_boxes *b, const pp_meta *m, int normalised)
+{
+    ptq_status st = PTQ_OK;
+    TRY(truth_reserve(ts, img + 1));
+    if (img + 1 > ts->n_img) ts->n_img = img + 1;
+    if (!b || !b->n) return PTQ_OK;
+    CHECK_ALLOC(ts->gt[img] = malloc(sizeof(cmp_gt) * (size_t)b->n));
+    for (int j = 0; j < b->n; j++) {
+        const io_box_label *x = &b->box[j];
+        cmp_gt g = {x->x, x->y, x->w, x->h, x->area, x->cls, x->crowd};
+        if (normalised) {
+            double W = m->src_w, H = m->src_h;
+            g = (cmp_gt){(x->x - x->w / 2) * W, (x->y - x->h / 2) * H, x->w * W, x->h * H, x->w * W * x->h * H, x->cls, 0};
+        }
+        ts->gt[img][j] = g;
+    }
+    ts->n_gt[img] = b->n;
+done:
+    return st;
+}
+
+typedef struct {
+    truth_set *ts;
+    int img0;              /* the batch's first image */
+    const pp_meta *meta;   /* per image of the batch */
+    const pp_config *cfg;
+    int w, h;              /* the tensor's */
+} truth_batch;
+
+/* Detections of every image of a batch from output 0 (y, y_n floats; y0 a tensor of its shape) into set s. */
+static ptq_status truth_dets(const truth_batch *tb, int s, int kind, const ptq_tensor *y0, int nb, const float *y, size_t y_n)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < nb; i++) {
+        int img = tb->img0 + i;
+        TRY(truth_reserve(tb->ts, img + 1));
+        free(tb->ts->dt[s][img]);
+        tb->ts->dt[s][img] = NULL;
+        TRY(cmp_image_dets(kind, y0, nb, y, y_n, i, tb->cfg, tb->w, tb->h, &tb->meta[i], &tb->ts->dt[s][img],
+                           &tb->ts->n_dt[s][img]));
+    }
+done:
+    return st;
+}
+
+/* mAP of set s into m (ap50/ap per class), and FP32's (set ts->n_sets - 1) when fp32. */
+static ptq_status truth_map(const truth_set *ts, int s, cmp_metrics *m)
+{
+    ptq_status st = PTQ_OK;
+    cmp_map_result r = {0}, f = {0};
+    TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[s], ts->n_dt[s], ts->n_img,
+                     ts->n_classes, &r));
+    TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[ts->n_sets - 1],
+                     ts->n_dt[ts->n_sets - 1], ts->n_img, ts->n_classes, &f));
+    m->map50 = r.map50;
+    m->map = r.map;
+    m->fp32_map50 = f.map50;
+    m->fp32_map = f.map;
+    m->n_ap = ts->n_classes < CMP_AP_CLASSES ? ts->n_classes : CMP_AP_CLASSES;
+    for (int k = 0; k < m->n_ap; k++) {
+        m->ap50[k] = (float)r.ap50[k];
+        m->ap[k] = (float)r.ap[k];
+        m->fp32_ap50[k] = (float)f.ap50[k];
+        m->fp32_ap[k] = (float)f.ap[k];
+    }
+done:
+    cmp_map_result_free(&r);
+    cmp_map_result_free(&f);
+    return st;
+}
+
+/* A recogniser's reading of every image of a batch (output 0 y, [N, T, C] or [N, C, T] by axis)
+ * against its labels (lab: each image's index in tl) into a. row: room for T + 1. */
+static ptq_status ocr_add(cmp_acc *a, const io_text_labels *tl, const ptq_tensor *y0, int axis, const float *y, size_t y_n,
+                          int nb, const int *lab)
+{
+    ptq_status st = PTQ_OK;
+    int ax = axis < 0 ? 2 : axis, tax = ax == 2 ? 1 : 2;
+    int64_t T = y0->dims[tax], C = y0->dims[ax], cs = ax == 2 ? 1 : T, ts = ax == 2 ? C : 1;
+    int *r = NULL;
+    int64_t *row = NULL;
+    if (y_n != (size_t)(nb * T * C)) return PTQ_OK;
+    if (C != tl->n_classes)
+        FAIL(PTQ_ERR_FORMAT, "--labels %s: the dictionary gives %d classes (blank, its characters, space), the model's "
+             "output %lld", tl->path, tl->n_classes, (long long)C);
+    int longest = 0;
+    for (int i = 0; i < nb; i++)
+        if (tl->len[lab[i]] > longest) longest = tl->len[lab[i]];
+    r = malloc(sizeof *r * (size_t)(T + 1));
+    row = malloc(sizeof *row * (size_t)(longest + 1));
+    CHECK_ALLOC(r && row ? r : NULL);
+    for (int i = 0; i < nb; i++) {
+        int64_t n = cmp_ctc_greedy(y + (size_t)i * (size_t)(T * C), T, C, ts, cs, 0, r);
+        for (int64_t t = 0; t < n; t++) r[t] = tl->class_code[r[t]];
+        const int *ref = tl->seq[lab[i]];
+        int64_t e = cmp_edit_distance(r, n, ref, tl->len[lab[i]], row);
+        a->ocr_edits += (long)e;
+        a->ocr_chars += tl->len[lab[i]];
+        a->ocr_lines++;
+        a->ocr_exact += e == 0;
+    }
+done:
+    free(r);
+    free(row);
+    return st;
+}
+
 /* Scores one batch of every variant against the FP32 outputs fp32[o] (fp32_n[o] elements; an
  * output whose size differs, as data-dependent ones may, adds to no cmp_sums). */
 static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
-                              int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs)
+                              int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs,
+                              const truth_batch *tb, const io_text_labels *tl)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
     for (int k = 0; k < n; k++) {
         TRY(eng_runner_run(&rs[k], x));
+        if (tb) {
+            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            if (k == 0) TRY(truth_dets(tb, n, kind, y, nb, fp32[0], fp32_n[0]));
+            TRY(truth_dets(tb, k, kind, y, nb, y->data, ptq_tensor_numel(y)));
+        }
+        if (tl) { /* FP32's reading once, in accs[n] */
+            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            if (k == 0) TRY(ocr_add(&accs[n], tl, y, metric->axis, fp32[0], fp32_n[0], nb, labels));
+            TRY(ocr_add(&accs[k], tl, y, metric->axis, y->data, ptq_tensor_numel(y), nb, labels));
+        }
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
             if (y->dtype == PTQ_F32 && fp32[o] && fp32_n[o] == ptq_tensor_numel(y))
@@ -407,9 +692,22 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     size_t *cap = NULL;
     int *lab = NULL, lab_cap = 0;
     label_set labels = {0};
+    io_box_labels boxes = {0};
+    io_text_labels texts = {0};
+    truth_set ts = {0};
+    const char *lpath;
+    io_labels_kind lkind = ev->labels ? io_labels_parse(ev->labels, &lpath) : IO_LABELS_NONE;
+    int box_labels = lkind == IO_LABELS_YOLO || lkind == IO_LABELS_COCO;
+    int text_labels = lkind == IO_LABELS_PADDLE || lkind == IO_LABELS_TEXT;
     int n_out = ev->g->n_outputs, images = 0, kind = -1;
     CHECK_ALLOC(rs);
     CHECK_ALLOC(accs);
+    if (box_labels) {
+        ts.n_sets = n + 1;
+        ts.dt = calloc((size_t)n + 1, sizeof *ts.dt);
+        ts.n_dt = calloc((size_t)n + 1, sizeof *ts.n_dt);
+        CHECK_ALLOC(ts.dt && ts.n_dt ? ts.dt : NULL);
+    }
     ref.popt = ptq_plan_defaults();
     ref.popt.nthreads = ev->nthreads;
     ref.popt.pool = cache ? cache->pool : NULL;
@@ -418,14 +716,24 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     mem.pool = ref.popt.pool;
     ref.shared = &mem;
     for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
+    if (text_labels) TRY(io_text_labels_load(ev->labels, &texts));
     if (cache && cache->complete) { /* decoded and run in FP32 before */
         struct timespec c0, c1;
         int done_images = 0;
         clock_gettime(CLOCK_MONOTONIC, &c0);
+        if (box_labels) { /* the ground truth kept with the images */
+            ts.gt_borrowed = 1;
+            ts.gt = cache->gt;
+            ts.n_gt = cache->n_gt;
+            ts.n_classes = cache->n_classes;
+            TRY(truth_reserve(&ts, cache->n_gt_img));
+            ts.n_img = cache->n_gt_img;
+        }
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
+            truth_batch tb = {&ts, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
             TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
-                            accs));
+                            accs, box_labels ? &tb : NULL, text_labels ? &texts : NULL));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -441,7 +749,11 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         cache->n_out = n_out;
         cache->overflow = 0;
     }
-    if (ev->labels) TRY(labels_load(ev->labels, ev->o.images, &labels));
+    if (box_labels) {
+        TRY(io_box_labels_load(ev->labels, &boxes));
+        ts.n_classes = boxes.n_classes;
+    } else if (ev->labels && !text_labels)
+        TRY(labels_load(ev->labels, ev->o.images, &labels));
     pp_dataset_options eo = ev->o;
     TRY(eng_fit_batch(ev->g, ev->model, &eo));
     TRY(pp_dataset_open(&eo, &ev->cfg, &d));
@@ -454,14 +766,27 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     for (;;) {
         const float *x;
         const char *const *paths;
+        const pp_meta *meta;
         int nb;
         int w, h;
-        TRY(pp_dataset_next(d, &x, &nb, NULL, &paths));
+        TRY(pp_dataset_next(d, &x, &nb, &meta, &paths));
         if (nb == 0) break;
         pp_dataset_batch_shape(d, &w, &h); /* batches may differ in shape (pp_dynamic): so may outputs */
         ptq_tensor t = eng_shaped_tensor(&ev->cfg, w, h, x, nb);
         TRY(eng_runner_run(&ref, &t));
-        if (kind < 0) kind = cmp_output_kind(ref.plan, &t, nb, &ev->metric);
+        if (kind < 0) {
+            kind = cmp_output_kind(ref.plan, &t, nb, &ev->metric);
+            if (text_labels && !(kind == CMP_OUT_SEQUENCE && ptq_plan_output(ref.plan, 0, NULL)->rank == 3))
+                FAIL(PTQ_ERR_ARG, "--labels %s: a recogniser's labels, but %s's output 0 is not a sequence [N, T, C]",
+                     ev->labels, ev->model);
+            if (box_labels && kind != CMP_OUT_YOLO && kind != CMP_OUT_DETECTIONS)
+                FAIL(PTQ_ERR_ARG, "--labels %s: a detector's labels, but %s's output 0 is not a YOLO head [N, 4 + classes, anchors] "
+                     "or detections [K, 6] with classes", ev->labels, ev->model);
+            const ptq_tensor *y = ptq_plan_output(ref.plan, 0, NULL);
+            if (box_labels && kind == CMP_OUT_YOLO && boxes.n_classes > y->dims[1] - 4)
+                FAIL(PTQ_ERR_FORMAT, "--labels %s: class %d, but %s has %d classes", ev->labels, boxes.n_classes - 1,
+                     ev->model, (int)(y->dims[1] - 4));
+        }
         for (int o = 0; o < n_out; o++) { /* keep the FP32 outputs while the QDQ variants run */
             const ptq_tensor *y = ptq_plan_output(ref.plan, o, NULL);
             size_t bytes = y->dtype == PTQ_F32 ? ptq_tensor_nbytes(y) : 0;
@@ -481,13 +806,28 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             lab_cap = nb;
         }
         for (int i = 0; i < nb; i++) {
+            if (text_labels) {
+                if ((lab[i] = io_text_labels_find(&texts, paths[i])) < 0)
+                    FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i], texts.path);
+                continue;
+            }
+            if (box_labels) {
+                const io_image_boxes *b = io_box_labels_find(&boxes, paths[i]);
+                if (!b && boxes.kind == IO_LABELS_COCO)
+                    FAIL(PTQ_ERR_FORMAT, "%s: evaluation image not among the images of %s", paths[i], boxes.path);
+                TRY(truth_gt(&ts, images + i, b, &meta[i], boxes.kind == IO_LABELS_YOLO));
+                lab[i] = -1;
+                continue;
+            }
             lab[i] = label_of(&labels, paths[i]);
             if (ev->labels && lab[i] < 0)
                 FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i],
                      labels.folders ? "--labels folders (not in a class folder)" : ev->labels);
         }
-        if (cache) cache_add(cache, &t, w, h, ref.plan, lab);
-        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs));
+        if (cache) cache_add(cache, &t, w, h, ref.plan, lab, meta);
+        truth_batch tb = {&ts, images, meta, &ev->cfg, w, h};
+        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs, box_labels ? &tb : NULL,
+                        text_labels ? &texts : NULL));
         images += nb;
     }
     if (images == 0) {
@@ -496,15 +836,36 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
              skipped);
     }
-    if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
+    if (box_labels) TRY(box_labels_check_unused(&boxes, ev->o.images, eo.limit > 0));
+    else if (text_labels) TRY(text_labels_check_unused(&texts, ev->o.images, eo.limit > 0));
+    else if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;
         cache->images = images;
+        if (box_labels) { /* the ground truth moves to the cache */
+            cache->gt = ts.gt;
+            cache->n_gt = ts.n_gt;
+            cache->n_gt_img = ts.n_img;
+            cache->n_classes = ts.n_classes;
+            ts.gt_borrowed = 1;
+        }
     }
 scored:
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
         cmp_metrics_of(&accs[k], kind, ev->labels != NULL, images, cmp_mask_threshold(&ev->metric), &out[k]);
+        out[k].map50 = out[k].map = out[k].fp32_map50 = out[k].fp32_map = NAN;
+        out[k].n_ap = 0;
+        if (box_labels) TRY(truth_map(&ts, k, &out[k]));
+        const cmp_acc *a = &accs[k], *f = &accs[n];
+        out[k].cer = out[k].line_acc = out[k].fp32_cer = out[k].fp32_line_acc = NAN;
+        if (text_labels && a->ocr_lines && f->ocr_lines) {
+            out[k].cer = (double)a->ocr_edits / (double)(a->ocr_chars ? a->ocr_chars : 1);
+            out[k].line_acc = (double)a->ocr_exact / (double)a->ocr_lines;
+            out[k].fp32_cer = (double)f->ocr_edits / (double)(f->ocr_chars ? f->ocr_chars : 1);
+            out[k].fp32_line_acc = (double)f->ocr_exact / (double)f->ocr_lines;
+        }
+    }
 done:
     pp_dataset_close(d);
     eng_runner_free(&ref);
@@ -518,6 +879,9 @@ done:
     free(rs);
     free(accs);
     labels_free(&labels);
+    io_box_labels_free(&boxes);
+    io_text_labels_free(&texts);
+    truth_free(&ts);
     return st;
 }
 

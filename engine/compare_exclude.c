@@ -362,10 +362,24 @@ void cmp_layers_free(cmp_layer *l, int n)
 
 /* ---- auto-exclusion ---- */
 
+double cmp_target_fp32(const cmp_target *t, const cmp_metrics *m)
+{
+    switch (t->kind.kind) {
+    case CMP_METRIC_MAP50: return m->fp32_map50;
+    case CMP_METRIC_MAP: return m->fp32_map;
+    case CMP_METRIC_TEXT_CHARS: return 1.0 - m->fp32_cer;
+    case CMP_METRIC_TEXT_LINES: return m->fp32_line_acc;
+    case CMP_METRIC_TOP1: return t->fp32_top1;
+    case CMP_METRIC_SQNR: return NAN;
+    default: return 1.0; /* agreement with FP32: FP32 agrees with itself */
+    }
+}
+
 int cmp_meets(const cmp_target *t, const cmp_metrics *m)
 {
     if (!isnan(t->cosine) && !(m->cosine >= t->cosine)) return 0;
     if (!isnan(t->metric) && !(cmp_metric_value(&t->kind, m) >= t->metric)) return 0;
+    if (!isnan(t->drop) && !(cmp_target_fp32(t, m) - cmp_metric_value(&t->kind, m) <= t->drop)) return 0;
     if (!isnan(t->top1_drop)) {
         double top1 = !isnan(m->top1_acc) ? m->top1_acc : m->top1_agree;
         if (isnan(top1) || !(t->fp32_top1 - top1 <= t->top1_drop)) return 0;
@@ -378,7 +392,8 @@ ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t)
     ptq_status st = PTQ_OK;
     cmp_metrics fm;
     t->fp32_top1 = 1.0; /* agreement of FP32 with itself */
-    if (isnan(t->top1_drop) || !ev->labels) return PTQ_OK;
+    int top1 = !isnan(t->top1_drop) || (!isnan(t->drop) && t->kind.kind == CMP_METRIC_TOP1);
+    if (!top1 || !ev->labels) return PTQ_OK;
     ptq_graph *g = (ptq_graph *)ev->g; /* only read */
     TRY(cmp_evaluate(ev, &g, 1, &fm));
     t->fp32_top1 = fm.top1_acc;

@@ -88,7 +88,7 @@ static int yolo_head(const ptq_tensor *y, const ptq_tensor *x, int64_t batch, in
 int cmp_output_kind(const ptq_plan *p, const ptq_tensor *x, int64_t batch, const cmp_metric *m)
 {
     const ptq_tensor *y = ptq_plan_output(p, 0, NULL);
-    int asked = m->kind == CMP_METRIC_BOX_F1, axis = m->axis;
+    int asked = m->kind == CMP_METRIC_BOX_F1 || m->kind == CMP_METRIC_MAP50 || m->kind == CMP_METRIC_MAP, axis = m->axis;
     if (yolo_head(y, x, batch, asked)) return CMP_OUT_YOLO;
     if (y->dtype == PTQ_F32 && y->dims[y->rank - 1] == 6 && ((y->rank == 2 && (batch == 1 || asked)) ||
                                                              (y->rank == 3 && y->dims[0] == batch)))
@@ -127,6 +127,10 @@ int cmp_metric_parse(const char *s, cmp_metric *out)
     else if (!strcmp(s, "sqnr")) out->kind = CMP_METRIC_SQNR;
     else if (!strcmp(s, "top1")) out->kind = CMP_METRIC_TOP1;
     else if (!strcmp(s, "box-f1")) out->kind = CMP_METRIC_BOX_F1;
+    else if (!strcmp(s, "map50")) out->kind = CMP_METRIC_MAP50;
+    else if (!strcmp(s, "map")) out->kind = CMP_METRIC_MAP;
+    else if (!strcmp(s, "text-chars")) out->kind = CMP_METRIC_TEXT_CHARS;
+    else if (!strcmp(s, "text-lines")) out->kind = CMP_METRIC_TEXT_LINES;
     else if (seq_metric(s, "seq-top1", CMP_METRIC_SEQ_TOP1, out) || seq_metric(s, "seq-chars", CMP_METRIC_SEQ_CHARS, out) ||
              seq_metric(s, "seq-exact", CMP_METRIC_SEQ_EXACT, out)) {
         if (out->axis == -2) return -1;
@@ -155,6 +159,10 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
     }
     case CMP_METRIC_MASK_IOU: snprintf(buf, cap, "mask-iou:%g", (double)m->threshold); break;
     case CMP_METRIC_BOX_F1: snprintf(buf, cap, "box-f1"); break;
+    case CMP_METRIC_MAP50: snprintf(buf, cap, "map50"); break;
+    case CMP_METRIC_MAP: snprintf(buf, cap, "map"); break;
+    case CMP_METRIC_TEXT_CHARS: snprintf(buf, cap, "text-chars"); break;
+    case CMP_METRIC_TEXT_LINES: snprintf(buf, cap, "text-lines"); break;
     default: snprintf(buf, cap, "cosine");
     }
 }
@@ -175,6 +183,10 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
     case CMP_METRIC_SEQ_EXACT: return m->seq_exact;
     case CMP_METRIC_MASK_IOU: return m->mask_iou;
     case CMP_METRIC_BOX_F1: return m->box_f1;
+    case CMP_METRIC_MAP50: return m->map50;
+    case CMP_METRIC_MAP: return m->map;
+    case CMP_METRIC_TEXT_CHARS: return 1.0 - m->cer;
+    case CMP_METRIC_TEXT_LINES: return m->line_acc;
     default: return m->cosine;
     }
 }
@@ -371,13 +383,13 @@ static int final_boxes(const float *boxes, const float *scores, int64_t k, det_b
     return n;
 }
 
-/* Detections [k, 6] (x1 y1 x2 y2 score class) scoring >= BOX_CONF, by score. */
-static int detections(const float *d, int64_t k, det_box *out)
+/* Detections [k, 6] (x1 y1 x2 y2 score class) scoring >= conf, by score. */
+static int detections(const float *d, int64_t k, float conf, det_box *out)
 {
     int n = 0;
     for (int64_t i = 0; i < k; i++) {
         const float *r = d + 6 * i;
-        if (r[4] >= BOX_CONF && r[4] == r[4] && r[5] > -1e9f && r[5] < 1e9f)
+        if (r[4] >= conf && r[4] == r[4] && r[5] > -1e9f && r[5] < 1e9f)
             out[n++] = (det_box){r[0], r[1], r[2], r[3], r[4], (int)r[5], i};
     }
     qsort(out, (size_t)n, sizeof *out, by_score);
@@ -385,9 +397,9 @@ static int detections(const float *d, int64_t k, det_box *out)
 }
 
 /* A YOLOv8-style raw head of one image, y [4 + classes, a] (cx cy w h, class scores), decoded:
- * each anchor's best class at >= BOX_CONF, then per-class NMS at BOX_NMS_IOU, BOX_MAX at most.
+ * each anchor's best class at >= conf, then per-class NMS at BOX_NMS_IOU, BOX_MAX at most.
  * cand holds a entries. */
-static int yolo_boxes(const float *y, int64_t rows, int64_t a, det_box *cand, det_box *out)
+static int yolo_boxes(const float *y, int64_t rows, int64_t a, float conf, det_box *cand, det_box *out)
 {
     int n = 0, kept = 0;
     for (int64_t j = 0; j < a; j++) {
@@ -395,7 +407,7 @@ static int yolo_boxes(const float *y, int64_t rows, int64_t a, det_box *cand, de
         for (int64_t c = 1; c < rows - 4; c++)
             if (y[(4 + c) * a + j] > y[(4 + best) * a + j]) best = (int)c;
         float s = y[(4 + best) * a + j];
-        if (!(s >= BOX_CONF)) continue;
+        if (!(s >= conf)) continue;
         float cx = y[j], cy = y[a + j], w = y[2 * a + j], h = y[3 * a + j];
         cand[n++] = (det_box){cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, best, j};
     }
@@ -449,8 +461,8 @@ ptq_status cmp_box_add(cmp_acc *m, int kind, const ptq_plan *p, int nb, const fl
         used = malloc(BOX_MAX + 1);
         CHECK_ALLOC(a && b && cand && used ? a : NULL);
         for (int i = 0; i < nb; i++) {
-            int nf = yolo_boxes(fp + (size_t)i * (size_t)(rows * na), rows, na, cand, a);
-            int nq = yolo_boxes((const float *)y->data + (size_t)i * (size_t)(rows * na), rows, na, cand, b);
+            int nf = yolo_boxes(fp + (size_t)i * (size_t)(rows * na), rows, na, BOX_CONF, cand, a);
+            int nq = yolo_boxes((const float *)y->data + (size_t)i * (size_t)(rows * na), rows, na, BOX_CONF, cand, b);
             boxes_add(m, a, nf, b, nq, used);
         }
     } else if (kind == CMP_OUT_DETECTIONS) {
@@ -461,8 +473,8 @@ ptq_status cmp_box_add(cmp_acc *m, int kind, const ptq_plan *p, int nb, const fl
         used = malloc((size_t)kq + 1);
         CHECK_ALLOC(a && b && used ? a : NULL);
         for (int i = 0; i < per; i++) {
-            int nf = detections(fp + (size_t)(i * kf * 6), kf, a);
-            int nq = detections((const float *)y->data + (size_t)(i * kq * 6), kq, b);
+            int nf = detections(fp + (size_t)(i * kf * 6), kf, BOX_CONF, a);
+            int nq = detections((const float *)y->data + (size_t)(i * kq * 6), kq, BOX_CONF, b);
             boxes_add(m, a, nf, b, nq, used);
         }
     } else {
@@ -484,5 +496,64 @@ done:
     free(b);
     free(cand);
     free(used);
+    return st;
+}
+
+/* Python's round(): half to even. */
+static double round_half_even(double v)
+{
+    double r = round(v);
+    if (fabs(v - trunc(v)) == 0.5) r = 2.0 * round(v / 2.0);
+    return r;
+}
+
+ptq_status cmp_image_dets(int kind, const ptq_tensor *y0, int nb, const float *y, size_t y_n, int i, const pp_config *cfg,
+                          int tw, int th, const pp_meta *meta, cmp_det **out, int *n_out)
+{
+    ptq_status st = PTQ_OK;
+    det_box *cand = NULL, *b = NULL;
+    int n = 0;
+    *out = NULL;
+    *n_out = 0;
+    if (kind == CMP_OUT_YOLO) {
+        int64_t rows = y0->dims[1], na = y0->dims[2];
+        if (y_n != (size_t)(nb * rows * na)) return PTQ_OK;
+        cand = malloc(sizeof *cand * (size_t)(na + 1));
+        b = malloc(sizeof *b * BOX_MAX);
+        CHECK_ALLOC(cand && b ? b : NULL);
+        n = yolo_boxes(y + (size_t)i * (size_t)(rows * na), rows, na, CMP_TRUTH_CONF, cand, b);
+    } else if (kind == CMP_OUT_DETECTIONS) {
+        int per = y0->rank == 3 ? nb : 1;
+        int64_t k = (int64_t)(y_n / 6) / per;
+        if (y0->rank != 3 && i > 0) return PTQ_OK; /* [K, 6]: a batch of one */
+        b = malloc(sizeof *b * (size_t)(k + 1));
+        CHECK_ALLOC(b);
+        n = detections(y + (size_t)(i * k * 6), k, CMP_TRUTH_CONF, b);
+    } else
+        FAIL(PTQ_ERR_UNSUPPORTED, "mAP needs a detector's classes: output 0 is neither a YOLO head nor detections [K, 6]");
+    *out = malloc(sizeof **out * (size_t)(n + 1));
+    CHECK_ALLOC(*out);
+    /* back to the image as Ultralytics' scale_boxes: a letterbox by its gain and padding, other
+     * geometries by the scale and offset preprocessing used; clipped to the image */
+    double gain_x = meta->scale_x, gain_y = meta->scale_y, pad_x = meta->pad_left, pad_y = meta->pad_top;
+    double w = meta->src_w, h = meta->src_h;
+    if (cfg->mode == PP_MODE_LETTERBOX) {
+        double g = fmin((double)th / h, (double)tw / w);
+        if (!cfg->scaleup && g > 1.0) g = 1.0;
+        gain_x = gain_y = g;
+        pad_x = round_half_even((tw - w * g) / 2 - 0.1);
+        pad_y = round_half_even((th - h * g) / 2 - 0.1);
+    }
+    for (int j = 0; j < n; j++) {
+        double x1 = fmin(fmax(((double)b[j].x1 - pad_x) / gain_x, 0.0), w);
+        double y1 = fmin(fmax(((double)b[j].y1 - pad_y) / gain_y, 0.0), h);
+        double x2 = fmin(fmax(((double)b[j].x2 - pad_x) / gain_x, 0.0), w);
+        double y2 = fmin(fmax(((double)b[j].y2 - pad_y) / gain_y, 0.0), h);
+        (*out)[j] = (cmp_det){x1, y1, x2 - x1, y2 - y1, b[j].score, b[j].cls};
+    }
+    *n_out = n;
+done:
+    free(cand);
+    free(b);
     return st;
 }

@@ -10,6 +10,8 @@
 #define PTQ_ENGINE_COMPARE_METRICS_H
 
 #include "engine/compare.h"
+#include "engine/compare_truth.h"
+#include "preprocess/preprocess.h"
 #include "runtime/plan.h"
 
 /* Sums that make cosine and SQNR of b against a: sum ab, aa, bb, (a - b)^2, and max |a - b|. */
@@ -26,6 +28,7 @@ typedef struct {
     long ctc_chars, ctc_edits;       /* seq-chars */
     long mask_and, mask_or;          /* mask-iou */
     long box_match, box_fp, box_q;   /* box-f1: matched boxes, FP32's and the QDQ model's */
+    long ocr_edits, ocr_chars, ocr_lines, ocr_exact; /* against a recogniser's labels */
 } cmp_acc;
 
 /* What output 0 is, from its shape: which of top1, seq-top1, mask-iou and box-f1 apply. */
@@ -62,5 +65,14 @@ void cmp_mask_add(cmp_acc *m, const float *a, const float *b, size_t n, float t)
 /* box-f1 of one batch: FP32's output 0 fp (fp_n floats) and scores (fs, CMP_OUT_BOXES) against the QDQ
  * model's plan outputs. */
 ptq_status cmp_box_add(cmp_acc *m, int kind, const ptq_plan *p, int nb, const float *fp, size_t fp_n, const float *fs);
+
+/* The score from which a detection counts for mAP (Ultralytics' validation: conf 0.001). */
+#define CMP_TRUTH_CONF 0.001f
+/* The detections of image i (of nb) for mAP, in the image's own pixels: output 0 of kind
+ * CMP_OUT_YOLO (decoded as box-f1 does, from CMP_TRUTH_CONF) or CMP_OUT_DETECTIONS (rows scoring
+ * >= CMP_TRUTH_CONF), y its y_n floats (y0: a tensor of its shape), mapped back through the
+ * preprocessing (cfg, tensor tw x th, meta: the image's). *out malloc'd (none when y_n does not fit). */
+ptq_status cmp_image_dets(int kind, const ptq_tensor *y0, int nb, const float *y, size_t y_n, int i, const pp_config *cfg,
+                          int tw, int th, const pp_meta *meta, cmp_det **out, int *n_out);
 
 #endif
