@@ -330,9 +330,18 @@ int cmd_compare(int argc, char **argv)
     if (truth)
         printf("FP32 against %s: mAP50 %.4f, mAP50-95 %.4f (COCO evaluation, boxes scoring >= 0.001)\n", labels,
                metrics[0].fp32_map50, metrics[0].fp32_map);
-    if (ocr)
-        printf("FP32 against %s: CER %.4f, lines read exactly %.4f (greedy CTC)\n", labels, metrics[0].fp32_cer,
-               metrics[0].fp32_line_acc);
+    if (ocr) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"
+               "  FP32 CER %.4f [%.4f, %.4f], lines read exactly %.4f [%.4f, %.4f]\n",
+               labels, f->images, f->fp32_cer, f->fp32_cer_ci[0], f->fp32_cer_ci[1], f->fp32_line_acc, f->fp32_line_acc_ci[0],
+               f->fp32_line_acc_ci[1]);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s CER %.4f, minus FP32's %+.4f [%+.4f, %+.4f]; lines %.4f, minus FP32's %+.4f [%+.4f, %+.4f]\n",
+                   tags[m], metrics[m].cer, metrics[m].cer - metrics[m].fp32_cer, metrics[m].cer_delta_ci[0],
+                   metrics[m].cer_delta_ci[1], metrics[m].line_acc, metrics[m].line_acc - metrics[m].fp32_line_acc,
+                   metrics[m].line_acc_delta_ci[0], metrics[m].line_acc_delta_ci[1]);
+    }
     printf("best: %s (by %s)\n", tags[best], res.criterion);
     st = eng_compare_refinements(&job, &res);
     for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */

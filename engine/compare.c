@@ -592,10 +592,55 @@ done:
     return st;
 }
 
+/* Per line of a recogniser's labels, for the bootstrap intervals: the edits of each set (the
+ * variants, then FP32) and whether it read the line exactly, by evaluation image. */
+typedef struct {
+    double **edits, **exact, *chars, *ones;
+    int n_sets, cap;
+} ocr_lines;
+
+static void ocr_lines_free(ocr_lines *o)
+{
+    for (int s = 0; o->edits && s < o->n_sets; s++) {
+        free(o->edits[s]);
+        free(o->exact[s]);
+    }
+    free(o->edits);
+    free(o->exact);
+    free(o->chars);
+    free(o->ones);
+    memset(o, 0, sizeof *o);
+}
+
+static ptq_status ocr_lines_reserve(ocr_lines *o, int n)
+{
+    ptq_status st = PTQ_OK;
+    if (n <= o->cap) return PTQ_OK;
+    int cap = n > 2 * o->cap ? n : 2 * o->cap;
+    double *c = realloc(o->chars, sizeof *c * (size_t)cap);
+    CHECK_ALLOC(c);
+    o->chars = c;
+    double *one = realloc(o->ones, sizeof *one * (size_t)cap);
+    CHECK_ALLOC(one);
+    o->ones = one;
+    for (int s = 0; s < o->n_sets; s++) {
+        double *e = realloc(o->edits[s], sizeof *e * (size_t)cap);
+        CHECK_ALLOC(e);
+        o->edits[s] = e;
+        double *x = realloc(o->exact[s], sizeof *x * (size_t)cap);
+        CHECK_ALLOC(x);
+        o->exact[s] = x;
+    }
+    o->cap = cap;
+done:
+    return st;
+}
+
 /* A recogniser's reading of every image of a batch (output 0 y, [N, T, C] or [N, C, T] by axis)
- * against its labels (lab: each image's index in tl) into a. row: room for T + 1. */
+ * against its labels (lab: each image's index in tl) into a, and per line into set s of ol from
+ * image img0 on. */
 static ptq_status ocr_add(cmp_acc *a, const io_text_labels *tl, const ptq_tensor *y0, int axis, const float *y, size_t y_n,
-                          int nb, const int *lab)
+                          int nb, const int *lab, ocr_lines *ol, int s, int img0)
 {
     ptq_status st = PTQ_OK;
     int ax = axis < 0 ? 2 : axis, tax = ax == 2 ? 1 : 2;
@@ -621,6 +666,11 @@ static ptq_status ocr_add(cmp_acc *a, const io_text_labels *tl, const ptq_tensor
         a->ocr_chars += tl->len[lab[i]];
         a->ocr_lines++;
         a->ocr_exact += e == 0;
+        TRY(ocr_lines_reserve(ol, img0 + i + 1));
+        ol->edits[s][img0 + i] = (double)e;
+        ol->exact[s][img0 + i] = e == 0;
+        ol->chars[img0 + i] = tl->len[lab[i]];
+        ol->ones[img0 + i] = 1;
     }
 done:
     free(r);
@@ -632,7 +682,7 @@ done:
  * output whose size differs, as data-dependent ones may, adds to no cmp_sums). */
 static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
                               int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs,
-                              const truth_batch *tb, const io_text_labels *tl)
+                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
@@ -645,8 +695,8 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
         }
         if (tl) { /* FP32's reading once, in accs[n] */
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
-            if (k == 0) TRY(ocr_add(&accs[n], tl, y, metric->axis, fp32[0], fp32_n[0], nb, labels));
-            TRY(ocr_add(&accs[k], tl, y, metric->axis, y->data, ptq_tensor_numel(y), nb, labels));
+            if (k == 0) TRY(ocr_add(&accs[n], tl, y, metric->axis, fp32[0], fp32_n[0], nb, labels, ol, n, img0));
+            TRY(ocr_add(&accs[k], tl, y, metric->axis, y->data, ptq_tensor_numel(y), nb, labels, ol, k, img0));
         }
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
@@ -695,6 +745,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     io_box_labels boxes = {0};
     io_text_labels texts = {0};
     truth_set ts = {0};
+    ocr_lines ol = {0};
     const char *lpath;
     io_labels_kind lkind = ev->labels ? io_labels_parse(ev->labels, &lpath) : IO_LABELS_NONE;
     int box_labels = lkind == IO_LABELS_YOLO || lkind == IO_LABELS_COCO;
@@ -716,7 +767,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     mem.pool = ref.popt.pool;
     ref.shared = &mem;
     for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
-    if (text_labels) TRY(io_text_labels_load(ev->labels, &texts));
+    if (text_labels) {
+        TRY(io_text_labels_load(ev->labels, &texts));
+        ol.n_sets = n + 1;
+        ol.edits = calloc((size_t)n + 1, sizeof *ol.edits);
+        ol.exact = calloc((size_t)n + 1, sizeof *ol.exact);
+        CHECK_ALLOC(ol.edits && ol.exact ? ol.edits : NULL);
+    }
     if (cache && cache->complete) { /* decoded and run in FP32 before */
         struct timespec c0, c1;
         int done_images = 0;
@@ -733,7 +790,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
             truth_batch tb = {&ts, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
             TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
-                            accs, box_labels ? &tb : NULL, text_labels ? &texts : NULL));
+                            accs, box_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, done_images));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -827,7 +884,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab, meta);
         truth_batch tb = {&ts, images, meta, &ev->cfg, w, h};
         TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs, box_labels ? &tb : NULL,
-                        text_labels ? &texts : NULL));
+                        text_labels ? &texts : NULL, &ol, images));
         images += nb;
     }
     if (images == 0) {
@@ -859,11 +916,24 @@ scored:
         if (box_labels) TRY(truth_map(&ts, k, &out[k]));
         const cmp_acc *a = &accs[k], *f = &accs[n];
         out[k].cer = out[k].line_acc = out[k].fp32_cer = out[k].fp32_line_acc = NAN;
+        for (int c = 0; c < 2; c++)
+            out[k].cer_ci[c] = out[k].line_acc_ci[c] = out[k].fp32_cer_ci[c] = out[k].fp32_line_acc_ci[c] =
+                out[k].cer_delta_ci[c] = out[k].line_acc_delta_ci[c] = NAN;
         if (text_labels && a->ocr_lines && f->ocr_lines) {
             out[k].cer = (double)a->ocr_edits / (double)(a->ocr_chars ? a->ocr_chars : 1);
             out[k].line_acc = (double)a->ocr_exact / (double)a->ocr_lines;
             out[k].fp32_cer = (double)f->ocr_edits / (double)(f->ocr_chars ? f->ocr_chars : 1);
             out[k].fp32_line_acc = (double)f->ocr_exact / (double)f->ocr_lines;
+            int nl = (int)a->ocr_lines;
+            TRY(cmp_bootstrap_ratio(ol.edits[k], NULL, ol.chars, nl, &out[k].cer_ci[0], &out[k].cer_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[k], NULL, ol.ones, nl, &out[k].line_acc_ci[0], &out[k].line_acc_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.edits[n], NULL, ol.chars, nl, &out[k].fp32_cer_ci[0], &out[k].fp32_cer_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[n], NULL, ol.ones, nl, &out[k].fp32_line_acc_ci[0],
+                                    &out[k].fp32_line_acc_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.edits[k], ol.edits[n], ol.chars, nl, &out[k].cer_delta_ci[0],
+                                    &out[k].cer_delta_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[k], ol.exact[n], ol.ones, nl, &out[k].line_acc_delta_ci[0],
+                                    &out[k].line_acc_delta_ci[1]));
         }
     }
 done:
@@ -881,6 +951,7 @@ done:
     labels_free(&labels);
     io_box_labels_free(&boxes);
     io_text_labels_free(&texts);
+    ocr_lines_free(&ol);
     truth_free(&ts);
     return st;
 }

@@ -130,6 +130,9 @@ typedef struct {
      * CTC reading against the text, CER (edit distance summed over the lines / the labels'
      * characters) and the share of lines read exactly, of this model and of FP32; NAN without. */
     double cer, line_acc, fp32_cer, fp32_line_acc;
+    /* their 95 % percentile bootstrap intervals over the lines (compare_truth.h), and those of the
+     * paired differences to FP32 (this model's minus FP32's) */
+    double cer_ci[2], line_acc_ci[2], fp32_cer_ci[2], fp32_line_acc_ci[2], cer_delta_ci[2], line_acc_delta_ci[2];
     int n_ap;                    /* classes in ap50/ap (0 without labels) */
     float ap50[CMP_AP_CLASSES], ap[CMP_AP_CLASSES], fp32_ap50[CMP_AP_CLASSES], fp32_ap[CMP_AP_CLASSES];
     int images;

@@ -116,7 +116,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
-             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : (isnan(m0->cer) ? "a sequence: seq-top1, seq-chars, seq-exact (text-chars, text-lines with --labels paddle:|text:)" : "a sequence: seq-top1, seq-chars, seq-exact, text-chars, text-lines")) : res->map ? "a map: mask-iou:T" : res->boxes ? (isnan(m0->map) ? "a detector's boxes: box-f1 (map50, map with --labels yolo:|coco:)" : "a detector's boxes: box-f1, map50, map") : "cosine or sqnr only");
+             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : (isnan(m0->cer) ? "a sequence: seq-top1, seq-chars, seq-exact" : "a sequence: seq-top1, seq-chars, seq-exact, text-chars, text-lines")) : res->map ? "a map: mask-iou:T" : res->boxes ? (isnan(m0->map) ? "a detector's boxes: box-f1" : "a detector's boxes: box-f1, map50, map") : "cosine or sqnr only");
     snprintf(res->criterion, sizeof res->criterion, "%s%s",
              !job->metric_given && res->classifier ? (res->labelled ? "top-1 accuracy" : "top-1 agreement") : res->metric_name,
              res->metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
@@ -302,6 +302,12 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
     r->ap = fp32 ? m->fp32_ap : m->ap;
     r->cer = fp32 ? m->fp32_cer : m->cer;
     r->line_acc = fp32 ? m->fp32_line_acc : m->line_acc;
+    for (int k = 0; k < 2; k++) {
+        r->cer_ci[k] = fp32 ? m->fp32_cer_ci[k] : m->cer_ci[k];
+        r->line_acc_ci[k] = fp32 ? m->fp32_line_acc_ci[k] : m->line_acc_ci[k];
+        r->cer_delta_ci[k] = fp32 ? (double)NAN : m->cer_delta_ci[k];
+        r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
+    }
 }
 
 ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_result *res, const char *excl_out,

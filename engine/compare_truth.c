@@ -2,6 +2,7 @@
 #include "engine/compare_truth.h"
 
 #include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,5 +223,99 @@ done:
         free(c.ig[t]);
     }
     if (st != PTQ_OK) cmp_map_result_free(out);
+    return st;
+}
+
+/* ---- bootstrap intervals ---- */
+
+typedef struct {
+    uint32_t s[624];
+    int i;
+} mt19937;
+
+static void mt_seed(mt19937 *m, uint32_t seed) /* numpy's mt19937_seed (init_genrand) */
+{
+    for (int k = 0; k < 624; k++) {
+        m->s[k] = seed;
+        seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)k + 1u;
+    }
+    m->i = 624;
+}
+
+static uint32_t mt_next(mt19937 *m)
+{
+    if (m->i >= 624) {
+        for (int k = 0; k < 624; k++) {
+            uint32_t y = (m->s[k] & 0x80000000u) | (m->s[(k + 1) % 624] & 0x7fffffffu);
+            m->s[k] = m->s[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+        }
+        m->i = 0;
+    }
+    uint32_t y = m->s[m->i++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+/* numpy's randint(0, n): a 32-bit draw masked to the smallest power of two above n - 1, redrawn while >= n. */
+static int mt_below(mt19937 *m, uint32_t n)
+{
+    uint32_t rng = n - 1, mask = rng;
+    mask |= mask >> 1;
+    mask |= mask >> 2;
+    mask |= mask >> 4;
+    mask |= mask >> 8;
+    mask |= mask >> 16;
+    if (!rng) return 0;
+    uint32_t v;
+    while ((v = mt_next(m) & mask) > rng) {
+    }
+    return (int)v;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy.percentile(sorted x, q), linear */
+static double percentile(const double *x, int n, double q)
+{
+    double pos = q / 100.0 * (n - 1);
+    int lo = (int)floor(pos);
+    if (lo >= n - 1) return x[n - 1];
+    double t = pos - lo;
+    return t >= 0.5 ? x[lo + 1] - (x[lo + 1] - x[lo]) * (1 - t) : x[lo] + (x[lo + 1] - x[lo]) * t;
+}
+
+ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const double *den, int n, double *lo, double *hi)
+{
+    ptq_status st = PTQ_OK;
+    double *stats = malloc(sizeof *stats * CMP_BOOT);
+    mt19937 *m = malloc(sizeof *m);
+    CHECK_ALLOC(stats && m ? stats : NULL);
+    *lo = *hi = NAN;
+    if (n < 1) goto done;
+    mt_seed(m, CMP_BOOT_SEED);
+    for (int b = 0; b < CMP_BOOT; b++) {
+        double s = 0, sa = 0, d = 0;
+        for (int i = 0; i < n; i++) {
+            int k = mt_below(m, (uint32_t)n);
+            s += num[k];
+            if (num_a) sa += num_a[k];
+            d += den[k];
+        }
+        d = fmax(d, 1e-300);
+        stats[b] = s / d - (num_a ? sa / d : 0.0);
+    }
+    qsort(stats, CMP_BOOT, sizeof *stats, by_value);
+    *lo = percentile(stats, CMP_BOOT, 2.5);
+    *hi = percentile(stats, CMP_BOOT, 97.5);
+done:
+    free(stats);
+    free(m);
     return st;
 }

@@ -1,5 +1,6 @@
 /* compare_truth.h: metrics against the user's own labels (engine/compare_truth.c): a detector's
- * mAP as COCO's evaluation (pycocotools COCOeval, bbox) computes it.
+ * mAP as COCO's evaluation (pycocotools COCOeval, bbox) computes it, and percentile bootstrap
+ * intervals of ratios over images (a recogniser's CER and exact lines).
  *
  *   cmp_map_result r;
  *   TRY(cmp_coco_map(gt, n_gt, dt, n_dt, n_images, n_classes, &r));  // r.map50, r.map, r.ap[k]
@@ -42,5 +43,13 @@ typedef struct {
 ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
                         int n_images, int n_classes, cmp_map_result *out);
 void cmp_map_result_free(cmp_map_result *r); /* NULL-safe */
+
+/* Percentile bootstrap over images (tests/oracle/bootstrap.py): CMP_BOOT resamples of the n images
+ * with replacement, drawn as numpy's RandomState(CMP_BOOT_SEED).randint(0, n, (CMP_BOOT, n))
+ * (MT19937, masked rejection), the ratio sum(num) / sum(den) of each, and the 2.5th and 97.5th
+ * percentiles (linear interpolation). With num_a, the interval of the paired difference
+ * num / den - num_a / den under the same draws. */
+enum { CMP_BOOT = 1000, CMP_BOOT_SEED = 1 };
+ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const double *den, int n, double *lo, double *hi);
 
 #endif

@@ -170,7 +170,17 @@ static int add_item(cJSON *array, cJSON *item)
 /* mAP and per-class AP (nulls for classes without ground truth), or CER and line accuracy, into o. */
 static int add_map(cJSON *o, const io_report_truth *m)
 {
-    if (!isnan(m->cer)) return add_num(o, "cer", m->cer) && add_num(o, "line_acc", m->line_acc);
+    if (!isnan(m->cer)) {
+        int ok = add_num(o, "cer", m->cer) && add_num(o, "line_acc", m->line_acc);
+        const char *keys[4] = {"cer_ci", "line_acc_ci", "cer_delta_ci", "line_acc_delta_ci"};
+        const double *v[4] = {m->cer_ci, m->line_acc_ci, m->cer_delta_ci, m->line_acc_delta_ci};
+        for (int k = 0; k < 4 && ok; k++) {
+            if (isnan(v[k][0])) continue;
+            cJSON *a = cJSON_AddArrayToObject(o, keys[k]);
+            ok = a && add_item(a, num_item(v[k][0])) && add_item(a, num_item(v[k][1]));
+        }
+        return ok;
+    }
     int ok = add_num(o, "map50", m->map50) && add_num(o, "map", m->map);
     cJSON *a50 = ok ? cJSON_AddArrayToObject(o, "ap50") : NULL, *a = a50 ? cJSON_AddArrayToObject(o, "ap") : NULL;
     if (!a) return 0;

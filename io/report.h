@@ -61,6 +61,8 @@ typedef struct {
     int n_ap;
     const float *ap50, *ap; /* per class (n_ap each; NaN: the class has no ground truth box) */
     double cer, line_acc; /* a recogniser: character error rate, share of lines read exactly */
+    double cer_ci[2], line_acc_ci[2];             /* their 95 % bootstrap intervals */
+    double cer_delta_ci[2], line_acc_delta_ci[2]; /* of the difference to FP32 (NaN for FP32 itself) */
 } io_report_truth;
 
 /* One quantized tensor, for the method named by io_report.layers_method. */

@@ -184,7 +184,8 @@ check "detector labels on a classifier: refused, naming the labels and the model
 
 # A recogniser against its text: PP-OCRv4 rec on tests/oracle/textpages.py's labelled crops, the
 # labels as PaddleOCR's list (path<TAB>text) and as one STEM.txt per crop. Asserted: CER and the
-# share of lines read exactly, of FP32 and of max, equal a python port (greedy CTC with the
+# share of lines read exactly, of FP32 and of max, with their bootstrap intervals and those of the
+# paired differences (tests/oracle/bootstrap.py, numpy's draws), equal a python port (greedy CTC with the
 # dictionary as PaddleOCR's CTCLabelDecode, Levenshtein on the strings) on ptq run's outputs, the
 # texts made partly wrong (a character replaced, dropped, or one the dictionary lacks added).
 REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
@@ -230,6 +231,7 @@ import numpy as np
 d, report, keys, oracle = sys.argv[1:5]
 sys.path.insert(0, oracle)
 from edit_distance import levenshtein
+from bootstrap import ratio, paired_delta
 chars = ['blank'] + [l.rstrip('\n').rstrip('\r') for l in open(keys, encoding='utf-8')] + [' ']
 paths = [l.strip() for l in open(d + '/rec.list')]
 truth = dict(l.rstrip('\n').split(',', 1) for l in open(d + '/truth.labels', encoding='utf-8'))
@@ -240,17 +242,26 @@ def read(prob):  # PaddleOCR's CTCLabelDecode: argmax, repeats merged, blank dro
     keep &= idx != 0
     return ''.join(chars[i] for i in idx[keep])
 r = json.load(open(report))
+per = {}
+near = lambda a, b: abs(a[0] - b[0]) <= 1e-4 and abs(a[1] - b[1]) <= 1e-4
 for name, prefix, got in (('FP32', 'rfp', r['fp32']), ('max', 'rq', r['methods'][0])):
-    edits = n = exact = 0
+    edits, nchars, exact = [], [], []
     for i, p in enumerate(paths):
         y = np.load(glob.glob('%s/%s.%d/*.npy' % (d, prefix, i))[0])[0]
         ref = truth[os.path.basename(p)]
         e = levenshtein(read(y), ref)
-        edits += e; n += len(ref); exact += e == 0
-    cer, acc = edits / n, exact / len(paths)
+        edits.append(e); nchars.append(len(ref)); exact.append(float(e == 0))
+    per[name] = (edits, exact)
+    cer, lo, hi = ratio(edits, nchars)
+    acc, alo, ahi = ratio(exact, [1] * len(paths))
     assert abs(got['cer'] - cer) <= 1e-4 and abs(got['line_acc'] - acc) <= 1e-4, (name, got, cer, acc)
-    print('%s CER %.4f lines %.4f' % (name, cer, acc), end='; ')
-print('%d lines' % len(paths))
+    assert near(got['cer_ci'], (lo, hi)) and near(got['line_acc_ci'], (alo, ahi)), (name, got, lo, hi, alo, ahi)
+    print('%s CER %.4f [%.4f, %.4f] lines %.4f [%.4f, %.4f]' % (name, cer, lo, hi, acc, alo, ahi), end='; ')
+m = r['methods'][0]
+_, lo, hi = paired_delta(per['FP32'][0], per['max'][0], nchars)
+_, alo, ahi = paired_delta(per['FP32'][1], per['max'][1], [1] * len(paths))
+assert near(m['cer_delta_ci'], (lo, hi)) and near(m['line_acc_delta_ci'], (alo, ahi)), (m, lo, hi, alo, ahi)
+print('max - FP32 CER [%.4f, %.4f]; %d lines' % (lo, hi, len(paths)))
 PYEOF2
 for spec in "paddle:$TMP/rec.paddle:dict=$KEYS" "text:$TMP/ocrtext:dict=$KEYS"; do
   kind=${spec%%:*}

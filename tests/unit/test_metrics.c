@@ -254,6 +254,19 @@ TEST(target_drop_against_fp32s_own_value)
     EXPECT(!cmp_meets(&t, &m));
 }
 
+TEST(bootstrap_intervals_equal_numpys_draws)
+{
+    /* tests/oracle/bootstrap.py's ratio and paired_delta on these numbers (numpy RandomState(1)) */
+    const double num[7] = {3, 0, 5, 1, 2, 7, 0}, den[7] = {20, 15, 30, 9, 11, 40, 5}, na[7] = {1, 0, 2, 1, 0, 3, 0};
+    double lo, hi;
+    EXPECT_EQ_INT(cmp_bootstrap_ratio(num, NULL, den, 7, &lo, &hi), PTQ_OK);
+    EXPECT_NEAR(lo, 0.07575757575757576, 1e-12, 0);
+    EXPECT_NEAR(hi, 0.16771285659319518, 1e-12, 0);
+    EXPECT_EQ_INT(cmp_bootstrap_ratio(num, na, den, 7, &lo, &hi), PTQ_OK);
+    EXPECT_NEAR(lo, 0.04052702702702704, 1e-12, 0);
+    EXPECT_NEAR(hi, 0.11025809273840768, 1e-12, 0);
+}
+
 int main(void)
 {
     op_test_seed(2026u);
@@ -267,5 +280,6 @@ int main(void)
     RUN(coco_map_crowd_and_categories_without_truth);
     RUN(coco_map_keeps_100_detections_per_image_and_category);
     RUN(target_drop_against_fp32s_own_value);
+    RUN(bootstrap_intervals_equal_numpys_draws);
     return test_summary();
 }
