@@ -40,8 +40,15 @@ static void usage(FILE *fp)
             "usage: ptq compare MODEL --images CALIB_DIR --eval-images EVAL_DIR --preset P [options]\n"
             "  --methods M,...        methods to compare (default max,percentile:99.99,percentile:99.999,entropy,mse;\n"
             "                         'all' adds percentile:99.9)\n"
-            "  --labels FILE|folders  ground truth: 'image,class' lines, or one sub-folder per class (one label\n"
-            "                         for every evaluation image, none for another file: checked first)\n"
+            "  --labels FILE|list:FILE|folders  a classifier's ground truth: 'image,class' lines, 'image class'\n"
+            "                         lines (ImageNet-style lists), or one sub-folder per class (one label for every\n"
+            "                         evaluation image, none for another file: checked first)\n"
+            "  --labels yolo:DIR|coco:FILE  a detector's boxes: DIR/STEM.txt 'class cx cy w h' (normalised, as\n"
+            "                         Ultralytics writes) or COCO instances JSON; adds COCO mAP50 and mAP50-95\n"
+            "                         of FP32 and every method (--metric map50|map)\n"
+            "  --labels paddle:FILE:dict=KEYS|text:DIR:dict=KEYS  a recogniser's text: PaddleOCR's 'path<TAB>text'\n"
+            "                         list, or DIR/STEM.txt per crop, read with the dictionary KEYS; adds the CER and\n"
+            "                         the lines read exactly (greedy CTC) of FP32 and every method\n"
             "  --layers-method M      method of the layer-wise table (default: the best)\n"
             "  --target-cosine X      return the most harmful layers to float until the output cosine >= X\n"
             "  --target-top1-drop X   ... until top-1 (accuracy with labels, else agreement) drops by <= X\n"
@@ -50,8 +57,13 @@ static void usage(FILE *fp)
             "                         position, e.g. CTC recognisers), seq-chars[:AXIS] (1 - the CER of the greedy CTC\n"
             "                         reading against FP32's), seq-exact[:AXIS] (lines read identically),\n"
             "                         mask-iou:T (output map binarised at > T), box-f1 (a detector's boxes against\n"
-            "                         FP32's: final boxes with scores, or a YOLOv8-style raw head, decoded)\n"
+            "                         FP32's: final boxes with scores, or a YOLOv8-style raw head, decoded),\n"
+            "                         map50, map (COCO mAP@0.5 and mAP@0.5:0.95 against --labels yolo:|coco:;\n"
+            "                         map is the default with them), text-chars, text-lines (1 - the CER and the\n"
+            "                         lines read exactly against --labels paddle:|text:; text-chars the default)\n"
             "  --target X             return the most harmful layers to float until the --metric reaches X\n"
+            "  --target-drop X        ... until the --metric is at most X below FP32's own value of it (map50, map:\n"
+            "                         FP32's mAP against the labels; top1: FP32's accuracy; agreement metrics: 1)\n"
             "  --exclusions FILE      write the excluded node names, one per line (for --exclude-nodes @FILE)\n"
             "  --json FILE, --html FILE   the full report\n"
             "  --exclude-nodes N, --exclude-op-types T   as in ptq quantize (applied to every method)\n"
@@ -82,7 +94,7 @@ static void print_sums(const char *name, const cmp_metrics *m)
 
 int cmd_compare(int argc, char **argv)
 {
-    enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_EXCL_OUT, O_JSON, O_HTML,
+    enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_TMDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
            O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT, O_MEMORY };
     static const struct option longopts[] = {
@@ -95,6 +107,7 @@ int cmd_compare(int argc, char **argv)
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
+        {"target-drop", required_argument, 0, O_TMDROP},
         {"exclusions", required_argument, 0, O_EXCL_OUT}, {"json", required_argument, 0, O_JSON},
         {"html", required_argument, 0, O_HTML},        {"exclude-nodes", required_argument, 0, O_EXN},
         {"exclude-op-types", required_argument, 0, O_EXT}, {"eval-limit", required_argument, 0, O_EVAL_LIMIT},
@@ -111,7 +124,7 @@ int cmd_compare(int argc, char **argv)
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0, refine_images = 32;
     int refine_bc = 0, refine_ada = 0, refine_eq = 0, float16 = 1;
-    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
+    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}, NAN};
     cmp_metric metric;
     int metric_given = 0;
     cmp_metric_parse("cosine", &metric);
@@ -161,6 +174,13 @@ int cmd_compare(int argc, char **argv)
                 return cli_usage_error("compare", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
             metric_given = 1;
             break;
+        case O_TMDROP: {
+            char *end;
+            tg.drop = strtod(optarg, &end);
+            if (*end || end == optarg || !(tg.drop >= 0 && tg.drop <= 1e30))
+                return cli_usage_error("compare", "bad --target-drop '%s'", optarg);
+            break;
+        }
         case O_TARGET: {
             char *end;
             tg.metric = strtod(optarg, &end);
@@ -202,10 +222,12 @@ int cmd_compare(int argc, char **argv)
         default: return cli_bad_option("compare", c, argv);
         }
     }
+    if (!isnan(tg.drop) && metric.kind == CMP_METRIC_SQNR)
+        return cli_usage_error("compare", "--target-drop: FP32 has no sqnr of its own; use --target X");
     if (optind != argc - 1) return cli_usage_error("compare", "expected one model");
     if (!src.o.images || !eval_dir) return cli_usage_error("compare", "--images CALIB_DIR and --eval-images EVAL_DIR are required");
     {
-        const char *in[] = {src.o.images, eval_dir, labels && strcmp(labels, "folders") ? labels : NULL};
+        const char *in[] = {src.o.images, eval_dir, cmp_labels_path(labels)};
         const char *outs[] = {json, html, excl_out};
         int bad = cli_check_paths("compare", in, 3, outs, 3);
         if (bad) return bad;
@@ -282,7 +304,7 @@ int cmd_compare(int argc, char **argv)
     const cmp_metrics *metrics = res.metrics;
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     int boxes = res.boxes;
-    int seq_ctc = !isnan(metrics[0].seq_chars);
+    int seq_ctc = !isnan(metrics[0].seq_chars), truth = !isnan(metrics[0].fp32_map), ocr = !isnan(metrics[0].fp32_cer);
     printf("model %s, %d calibration images, %d evaluation images, float part in %s\n", model, src.images,
            metrics[0].images, float16 ? "FP16" : "FP32");
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
@@ -292,6 +314,8 @@ int cmd_compare(int argc, char **argv)
     if (seq_ctc) printf(" %10s %10s", "seq-chars", "seq-exact");
     if (map) printf(" %10s", "mask-iou");
     if (boxes) printf(" %10s", "box-f1");
+    if (truth) printf(" %10s %10s", "mAP50", "mAP50-95");
+    if (ocr) printf(" %10s %10s", "CER", "lines");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
         print_sums(tags[m], &metrics[m]);
@@ -301,9 +325,26 @@ int cmd_compare(int argc, char **argv)
         if (seq_ctc) printf(" %10.4f %10.4f", metrics[m].seq_chars, metrics[m].seq_exact);
         if (map) printf(" %10.4f", metrics[m].mask_iou);
         if (boxes) printf(" %10.4f", metrics[m].box_f1);
+        if (truth) printf(" %10.4f %10.4f", metrics[m].map50, metrics[m].map);
+        if (ocr) printf(" %10.4f %10.4f", metrics[m].cer, metrics[m].line_acc);
         printf("%s\n", m == best ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
+    if (truth)
+        printf("FP32 against %s: mAP50 %.4f, mAP50-95 %.4f (COCO evaluation, boxes scoring >= 0.001)\n", labels,
+               metrics[0].fp32_map50, metrics[0].fp32_map);
+    if (ocr) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"
+               "  FP32 CER %.4f [%.4f, %.4f], lines read exactly %.4f [%.4f, %.4f]\n",
+               labels, f->images, f->fp32_cer, f->fp32_cer_ci[0], f->fp32_cer_ci[1], f->fp32_line_acc, f->fp32_line_acc_ci[0],
+               f->fp32_line_acc_ci[1]);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s CER %.4f, minus FP32's %+.4f [%+.4f, %+.4f]; lines %.4f, minus FP32's %+.4f [%+.4f, %+.4f]\n",
+                   tags[m], metrics[m].cer, metrics[m].cer - metrics[m].fp32_cer, metrics[m].cer_delta_ci[0],
+                   metrics[m].cer_delta_ci[1], metrics[m].line_acc, metrics[m].line_acc - metrics[m].fp32_line_acc,
+                   metrics[m].line_acc_delta_ci[0], metrics[m].line_acc_delta_ci[1]);
+    }
     printf("best: %s (by %s)\n", tags[best], res.criterion);
     st = eng_compare_refinements(&job, &res);
     for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */
@@ -315,6 +356,8 @@ int cmd_compare(int argc, char **argv)
         if (seq_ctc) printf(" %10.4f %10.4f", m->seq_chars, m->seq_exact);
         if (map) printf(" %10.4f", m->mask_iou);
         if (boxes) printf(" %10.4f", m->box_f1);
+        if (truth) printf(" %10.4f %10.4f", m->map50, m->map);
+        if (ocr) printf(" %10.4f %10.4f", m->cer, m->line_acc);
         printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
     }
     if (st != PTQ_OK) goto fail;

@@ -57,8 +57,10 @@ static void usage(FILE *fp)
                 "                        N files merged (ptq stats merge) equal one pass byte for byte (docs/cluster.md)\n"
                 "  --trt-version V       cache header version: your TensorRT's (default 8601 = 8.6.1; 10.14.1 is 101401)\n"
                 "  --trt-algorithm A     cache header algorithm (default EntropyCalibration2, what trtexec reads)\n");
-    fprintf(fp, "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X)\n"
-                "  [--eval-limit N] [--labels FILE|folders]   (the evaluation images and their classes, as in ptq compare)\n"
+    fprintf(fp, "  --auto-exclude --eval-images DIR (--target-cosine X | --target-top1-drop X | --metric M --target X\n"
+                "                        | --metric M --target-drop X: M at most X below FP32's own value, e.g. map)\n"
+                "  [--eval-limit N] [--labels FILE|list:FILE|folders|yolo:DIR|coco:FILE|paddle:FILE:dict=KEYS|\n"
+                "                        text:DIR:dict=KEYS]   (the evaluation images and their labels, as in ptq compare)\n"
                 "                        leave the most harmful layers in float until the target is met (see ptq compare)\n"
                 "  --float fp16|fp32     how measurements on images (--auto-exclude, --recipe's method choice, the\n"
                 "                        refinement check) evaluate the layers in float (default fp16, as ptq compare)\n"
@@ -86,7 +88,7 @@ int cmd_quantize(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_PRESET, O_INPUT, O_METHOD, O_BATCH, O_CACHE, O_JSON, O_REPORT, O_EXN, O_EXT, O_WEIGHTS,
            O_DEDICATED, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_TRTV, O_TRTA, O_STATS, O_FROM_STATS, O_EXIF,
-           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE,
+           O_FROM_CACHE, O_AUTO, O_TCOS, O_TDROP, O_TMDROP, O_EVAL, O_EVAL_LIMIT, O_LABELS, O_SET, O_METRIC, O_TARGET, O_BIASC, O_NO_BIASC, O_REFINE_IMAGES, O_ADAROUND, O_SHARD, O_EQUALIZE, O_REFINE_MEMORY, O_NO_REFINE_CHECK, O_RECIPE,
            O_FLOAT, O_FLOAT_DTYPE, O_MEMORY };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},   {"preset", required_argument, 0, O_PRESET},
@@ -103,7 +105,8 @@ int cmd_quantize(int argc, char **argv)
         {"stats", required_argument, 0, O_STATS},     {"from-stats", required_argument, 0, O_FROM_STATS},
         {"from-cache", required_argument, 0, O_FROM_CACHE},
         {"auto-exclude", no_argument, 0, O_AUTO},     {"target-cosine", required_argument, 0, O_TCOS},
-        {"target-top1-drop", required_argument, 0, O_TDROP}, {"eval-images", required_argument, 0, O_EVAL},
+        {"target-top1-drop", required_argument, 0, O_TDROP},
+        {"target-drop", required_argument, 0, O_TMDROP}, {"eval-images", required_argument, 0, O_EVAL},
         {"eval-limit", required_argument, 0, O_EVAL_LIMIT}, {"labels", required_argument, 0, O_LABELS},
         {"metric", required_argument, 0, O_METRIC},   {"target", required_argument, 0, O_TARGET},
         {"bias-correction", no_argument, 0, O_BIASC}, {"no-bias-correction", no_argument, 0, O_NO_BIASC},
@@ -126,7 +129,7 @@ int cmd_quantize(int argc, char **argv)
     const char *recipe = NULL;
     eng_refine_options ro = eng_refine_defaults();
     ro.bias_correction = 0;
-    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}};
+    cmp_target tg = {NAN, NAN, 1.0, NAN, {0}, NAN};
     cmp_metric_parse("cosine", &tg.kind);
     cli_names ex_nodes = {0}, ex_types = {0};
     int c, rc = CLI_EXIT_OK;
@@ -216,6 +219,13 @@ int cmd_quantize(int argc, char **argv)
                 return cli_usage_error("quantize", "bad --metric '%s' (" CMP_METRIC_SPELLINGS ")", optarg);
             metric_given = 1;
             break;
+        case O_TMDROP: {
+            char *end;
+            tg.drop = strtod(optarg, &end);
+            if (*end || end == optarg || !(tg.drop >= 0 && tg.drop <= 1e30))
+                return cli_usage_error("quantize", "bad --target-drop '%s'", optarg);
+            break;
+        }
         case O_TARGET: {
             char *end;
             tg.metric = strtod(optarg, &end);
@@ -266,10 +276,12 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "preprocessing options do not apply to --from-%s", from_stats ? "stats" : "cache");
     if (from_cache && method_given)
         return cli_usage_error("quantize", "--method does not apply to --from-cache: the ranges are the cache's");
-    if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop) && isnan(tg.metric)) || !src.o.images))
-        return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X");
+    if (auto_exclude && (!eval_dir || (isnan(tg.cosine) && isnan(tg.top1_drop) && isnan(tg.metric) && isnan(tg.drop)) || !src.o.images))
+        return cli_usage_error("quantize", "--auto-exclude needs --images, --eval-images and --target-cosine, --target-top1-drop or --metric M --target X|--target-drop X");
+    if (!isnan(tg.drop) && tg.kind.kind == CMP_METRIC_SQNR)
+        return cli_usage_error("quantize", "--target-drop: FP32 has no sqnr of its own; use --target X");
     int refining = ro.bias_correction || ro.adaround_iters > 0 || !strcmp(method_arg, "output-mse");
-    if (!auto_exclude && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric)))
+    if (!auto_exclude && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric) || !isnan(tg.drop)))
         return cli_usage_error("quantize", "--target* go with --auto-exclude");
     if (recipe && strcmp(recipe, "fast")) refining = 1; /* balanced and best measure on them */
     if (!auto_exclude && eval_dir && (!refining || !refine_check))
@@ -293,7 +305,7 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error("quantize", "bad --method '%s' (max, percentile[:P], entropy, mse)", method_arg);
     {
         const char *in[] = {src.o.images, src.input_npy, from_stats, from_cache, eval_dir,
-                            labels && strcmp(labels, "folders") ? labels : NULL};
+                            cmp_labels_path(labels)};
         const char *outs[] = {out, cache, json, report, stats};
         int bad = cli_check_paths("quantize", in, 6, outs, 5);
         if (bad) return bad;

@@ -64,7 +64,13 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *     [N, K, 6] (x1 y1 x2 y2 score class, as YOLO exports with NMS give) or a YOLOv8-style raw
  *     head [N, 4 + classes, anchors] (cx cy w h, class scores), decoded with per-class NMS at IoU
  *     0.7 (300 boxes at most per image), recognised when anchors = the cells of strides 8, 16, 32
- *     of the input or when box-f1 is asked for. */
+ *     of the input or when box-f1 is asked for;
+ *   map50, map: with a detector's labels (--labels yolo:DIR or coco:FILE), COCO's mAP@0.5 and
+ *     mAP@0.5:0.95 (engine/compare_truth.h) of the boxes scoring >= 0.001 (a raw head decoded as
+ *     for box-f1), mapped back through the preprocessing to the image's own pixels;
+ *   text-chars, text-lines: with a recogniser's labels (--labels paddle:FILE:dict=KEYS or
+ *     text:DIR:dict=KEYS), 1 - the CER of the greedy CTC reading against the text, and the share
+ *     of lines read exactly. */
 typedef enum {
     CMP_METRIC_COSINE = 0,
     CMP_METRIC_SQNR,
@@ -73,10 +79,14 @@ typedef enum {
     CMP_METRIC_MASK_IOU,
     CMP_METRIC_SEQ_CHARS,
     CMP_METRIC_SEQ_EXACT,
-    CMP_METRIC_BOX_F1
+    CMP_METRIC_BOX_F1,
+    CMP_METRIC_MAP50,
+    CMP_METRIC_MAP,
+    CMP_METRIC_TEXT_CHARS,
+    CMP_METRIC_TEXT_LINES
 } cmp_metric_kind;
 /* The metrics' spellings, for error messages. */
-#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1"
+#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1, map50, map, text-chars, text-lines"
 typedef struct {
     cmp_metric_kind kind;
     int axis;          /* seq-*: the argmax axis of output 0, -1 = the last */
@@ -92,7 +102,8 @@ typedef struct {
     const char *model;          /* its path: QDQ variants are loaded from it */
     pp_dataset_options o;       /* the evaluation images */
     pp_config cfg;
-    const char *labels;         /* NULL, a file "image,label" or "folders" (one folder per class) */
+    const char *labels;         /* NULL, a file "image,label", "list:FILE" ("image class" lines), "folders"
+                                   (one folder per class), or a detector's "yolo:DIR" / "coco:FILE" (io/labels.h) */
     int nthreads;
     int quiet;
     cmp_cache *cache;           /* NULL: none (borrowed) */
@@ -102,6 +113,8 @@ typedef struct {
                                    TensorRT runs it with --fp16; 0: float32 */
 } cmp_eval;
 
+enum { CMP_AP_CLASSES = 100 };
+
 typedef struct {
     double cosine, sqnr_db, max_abs;
     double top1_agree, top1_acc; /* NAN when not a classifier / no labels */
@@ -110,6 +123,18 @@ typedef struct {
     double mask_iou;             /* NAN unless output 0 is a map [N, 1, H, W] */
     float mask_threshold;        /* the threshold mask_iou used */
     double box_f1;               /* NAN unless output 0 is a detector's boxes (box-f1) */
+    /* With a detector's labels (--labels yolo:DIR or coco:FILE): COCO mAP (engine/compare_truth.h)
+     * of this model and of the FP32 model, per class for the first CMP_AP_CLASSES classes; NAN without. */
+    double map50, map, fp32_map50, fp32_map;
+    /* With a recogniser's labels (--labels paddle:FILE:dict=KEYS or text:DIR:dict=KEYS): the greedy
+     * CTC reading against the text, CER (edit distance summed over the lines / the labels'
+     * characters) and the share of lines read exactly, of this model and of FP32; NAN without. */
+    double cer, line_acc, fp32_cer, fp32_line_acc;
+    /* their 95 % percentile bootstrap intervals over the lines (compare_truth.h), and those of the
+     * paired differences to FP32 (this model's minus FP32's) */
+    double cer_ci[2], line_acc_ci[2], fp32_cer_ci[2], fp32_line_acc_ci[2], cer_delta_ci[2], line_acc_delta_ci[2];
+    int n_ap;                    /* classes in ap50/ap (0 without labels) */
+    float ap50[CMP_AP_CLASSES], ap[CMP_AP_CLASSES], fp32_ap50[CMP_AP_CLASSES], fp32_ap[CMP_AP_CLASSES];
     int images;
 } cmp_metrics;
 /* The value of metric k in m (top1: accuracy with labels, else agreement); NAN when it
@@ -149,11 +174,17 @@ void cmp_layers_by_harm(const cmp_layer *layers, int n, const cmp_layer **order)
 
 /* A quality target: output cosine >= cosine, and/or a top-1 drop (accuracy with labels,
  * else agreement with FP32, whose own value is fp32_top1: 1 for agreement) <= top1_drop,
- * and/or the chosen metric (cmp_eval.metric) >= metric. NAN leaves a criterion out. */
+ * and/or the chosen metric (cmp_eval.metric) >= metric, and/or that metric at most `drop` below
+ * FP32's own value of it (map50, map: FP32's mAP against the labels, measured in the same pass;
+ * top1: fp32_top1; the metrics of agreement with FP32: 1; not sqnr). NAN leaves a criterion out. */
 typedef struct {
     double cosine, top1_drop, fp32_top1, metric;
-    cmp_metric kind; /* the metric of `metric` */
+    cmp_metric kind; /* the metric of `metric` and `drop` */
+    double drop;
 } cmp_target;
+/* FP32's own value of t->kind for the drop criterion (m: any evaluation of the same images);
+ * NAN for sqnr. */
+double cmp_target_fp32(const cmp_target *t, const cmp_metrics *m);
 int cmp_meets(const cmp_target *t, const cmp_metrics *m);
 /* Sets t->fp32_top1: the FP32 model's top-1 accuracy with labels (one evaluation pass),
  * else 1 (FP32 agrees with itself). */
@@ -163,6 +194,9 @@ ptq_status cmp_target_baseline(const cmp_eval *ev, cmp_target *t);
  * twice, a label naming no evaluation image unless limited) or the image without a label.
  * "folders": every image must sit in a class folder. */
 ptq_status cmp_labels_check(const char *labels, const char *eval_images, int limited);
+/* The file or folder --labels names (the part after list:, yolo: or coco:), NULL for NULL, "folders"
+ * or a recogniser's paddle:/text: labels (their files are checked when read). */
+const char *cmp_labels_path(const char *labels);
 
 typedef struct {
     char **nodes;               /* nodes to keep in float, owned */

@@ -41,7 +41,7 @@ eng_compare_job eng_compare_job_defaults(void)
     j.layers_method = -1;
     j.qo = quant_defaults();
     j.refine_images = 32;
-    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
+    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}, NAN};
     j.float16 = 1;
     return j;
 }
@@ -111,10 +111,12 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     res->metric = job->metric;
     if (!job->metric_given && res->classifier) cmp_metric_parse("top1", &res->metric);
     if (!job->metric_given && res->boxes) cmp_metric_parse("box-f1", &res->metric);
+    if (!job->metric_given && !isnan(m0->map)) cmp_metric_parse("map", &res->metric);
+    if (!job->metric_given && !isnan(m0->cer)) cmp_metric_parse("text-chars", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
-             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : "a sequence: seq-top1, seq-chars, seq-exact") : res->map ? "a map: mask-iou:T" : res->boxes ? "a detector's boxes: box-f1" : "cosine or sqnr only");
+             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : (isnan(m0->cer) ? "a sequence: seq-top1, seq-chars, seq-exact" : "a sequence: seq-top1, seq-chars, seq-exact, text-chars, text-lines")) : res->map ? "a map: mask-iou:T" : res->boxes ? (isnan(m0->map) ? "a detector's boxes: box-f1" : "a detector's boxes: box-f1, map50, map") : "cosine or sqnr only");
     snprintf(res->criterion, sizeof res->criterion, "%s%s",
              !job->metric_given && res->classifier ? (res->labelled ? "top-1 accuracy" : "top-1 agreement") : res->metric_name,
              res->metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
@@ -246,7 +248,8 @@ done:
 /* Whether the job asks for an exclusion search (a target). */
 static int wants_exclusion(const eng_compare_job *job)
 {
-    return !isnan(job->target.cosine) || !isnan(job->target.top1_drop) || !isnan(job->target.metric);
+    return !isnan(job->target.cosine) || !isnan(job->target.top1_drop) || !isnan(job->target.metric) ||
+           !isnan(job->target.drop);
 }
 
 ptq_status eng_compare_layers(const eng_compare_job *job, eng_compare_result *res)
@@ -289,11 +292,30 @@ done:
     return st;
 }
 
+/* The mAP fields of a report row from m (fp32: the FP32 model's, which every cmp_metrics carries). */
+static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
+{
+    r->map50 = fp32 ? m->fp32_map50 : m->map50;
+    r->map = fp32 ? m->fp32_map : m->map;
+    r->n_ap = m->n_ap;
+    r->ap50 = fp32 ? m->fp32_ap50 : m->ap50;
+    r->ap = fp32 ? m->fp32_ap : m->ap;
+    r->cer = fp32 ? m->fp32_cer : m->cer;
+    r->line_acc = fp32 ? m->fp32_line_acc : m->line_acc;
+    for (int k = 0; k < 2; k++) {
+        r->cer_ci[k] = fp32 ? m->fp32_cer_ci[k] : m->cer_ci[k];
+        r->line_acc_ci[k] = fp32 ? m->fp32_line_acc_ci[k] : m->line_acc_ci[k];
+        r->cer_delta_ci[k] = fp32 ? (double)NAN : m->cer_delta_ci[k];
+        r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
+    }
+}
+
 ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_result *res, const char *excl_out,
                              const char *json, const char *html)
 {
     ptq_status st = PTQ_OK;
     io_report_method rm[ENG_COMPARE_MAX_METHODS], rr[ENG_COMPARE_MAX_ROWS];
+    io_report_truth mm_map[ENG_COMPARE_MAX_METHODS], rr_map[ENG_COMPARE_MAX_ROWS];
     io_report_layer *rl = NULL;
     io_report_hist rh[N_HISTS];
     double *hist_bins = NULL;
@@ -315,13 +337,18 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
         rm[m] = (io_report_method){res->tags[m], mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
                                    mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold,
                                    mm->box_f1};
+        report_map(&mm_map[m], mm, 0);
     }
     for (int k = 0; k < res->n_rows; k++) {
         const cmp_metrics *mm = &res->rows[k].m;
         rr[k] = (io_report_method){res->rows[k].name, mm->cosine, mm->sqnr_db, mm->max_abs, mm->top1_agree, mm->top1_acc,
                                    mm->seq_top1, mm->seq_chars, mm->seq_exact, mm->mask_iou, mm->mask_threshold,
                                    mm->box_f1};
+        report_map(&rr_map[k], mm, 0);
     }
+    io_report_truth fp32;
+    report_map(&fp32, &res->metrics[0], 1);
+    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
     if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");
@@ -345,13 +372,17 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
         n_hists++;
     }
     io_report_exclusion ex = {0};
-    char target_text[96];
+    char target_text[160];
     const cmp_target *tg = &res->target;
     if (res->want_target) {
         const cmp_metrics *r = &res->excl.reached;
         double top1 = !isnan(r->top1_acc) ? r->top1_acc : r->top1_agree;
         double reached = tg->fp32_top1 - top1;
-        if (!isnan(tg->metric)) {
+        if (!isnan(tg->drop)) {
+            snprintf(target_text, sizeof target_text, "%s drop <= %g (FP32 %.6g)", res->metric_name, tg->drop,
+                     cmp_target_fp32(tg, r));
+            reached = cmp_target_fp32(tg, r) - cmp_metric_value(&res->metric, r);
+        } else if (!isnan(tg->metric)) {
             snprintf(target_text, sizeof target_text, "%s >= %g", res->metric_name, tg->metric);
             reached = cmp_metric_value(&res->metric, r);
         } else if (!isnan(tg->cosine)) {
@@ -368,7 +399,9 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
                    .n_methods = n_methods, .methods = rm,
                    .n_refinements = res->n_rows, .refinements = rr,
                    .layers_method = res->tags[res->layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,
-                   .hists = rh, .exclusion = res->want_target ? &ex : NULL};
+                   .hists = rh, .exclusion = res->want_target ? &ex : NULL, .labels = job->labels,
+                   .fp32_map = truth ? &fp32 : NULL, .method_maps = truth ? mm_map : NULL,
+                   .refinement_maps = truth ? rr_map : NULL};
     if (json) TRY(io_report_write_json(json, &r));
     if (html) TRY(io_report_write_html(html, &r));
 done:

@@ -160,7 +160,7 @@ eng_quantize_job eng_quantize_job_defaults(void)
     j.ro.bias_correction = 0;
     j.refine_images = 32;
     j.refine_check = 1;
-    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}};
+    j.target = (cmp_target){NAN, NAN, 1.0, NAN, {0}, NAN};
     cmp_metric_parse("cosine", &j.target.kind);
     j.eval_float16 = 1;
     return j;

@@ -167,7 +167,31 @@ static int add_item(cJSON *array, cJSON *item)
 }
 
 /* An array of method rows under key. */
-static int add_methods(cJSON *root, const char *key, const io_report_method *ms, int n)
+/* mAP and per-class AP (nulls for classes without ground truth), or CER and line accuracy, into o. */
+static int add_map(cJSON *o, const io_report_truth *m)
+{
+    if (!isnan(m->cer)) {
+        int ok = add_num(o, "cer", m->cer) && add_num(o, "line_acc", m->line_acc);
+        const char *keys[4] = {"cer_ci", "line_acc_ci", "cer_delta_ci", "line_acc_delta_ci"};
+        const double *v[4] = {m->cer_ci, m->line_acc_ci, m->cer_delta_ci, m->line_acc_delta_ci};
+        for (int k = 0; k < 4 && ok; k++) {
+            if (isnan(v[k][0])) continue;
+            cJSON *a = cJSON_AddArrayToObject(o, keys[k]);
+            ok = a && add_item(a, num_item(v[k][0])) && add_item(a, num_item(v[k][1]));
+        }
+        return ok;
+    }
+    int ok = add_num(o, "map50", m->map50) && add_num(o, "map", m->map);
+    cJSON *a50 = ok ? cJSON_AddArrayToObject(o, "ap50") : NULL, *a = a50 ? cJSON_AddArrayToObject(o, "ap") : NULL;
+    if (!a) return 0;
+    for (int k = 0; k < m->n_ap && ok; k++) {
+        ok &= add_item(a50, num_item((double)m->ap50[k]));
+        ok &= add_item(a, num_item((double)m->ap[k]));
+    }
+    return ok;
+}
+
+static int add_methods(cJSON *root, const char *key, const io_report_method *ms, const io_report_truth *maps, int n)
 {
     int ok = 1;
     cJSON *arr = cJSON_AddArrayToObject(root, key);
@@ -189,6 +213,7 @@ static int add_methods(cJSON *root, const char *key, const io_report_method *ms,
         ok &= add_num(o, "mask_iou", m->mask_iou);
         ok &= add_num(o, "mask_threshold", isnan(m->mask_iou) ? (double)NAN : m->mask_threshold);
         ok &= add_num(o, "box_f1", m->box_f1);
+        if (maps) ok &= add_map(o, &maps[i]);
     }
     return ok;
 }
@@ -213,8 +238,13 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
     ok &= add_str(root, "criterion", r->criterion);
     ok &= add_str(root, "best_method", r->best_method);
     ok &= add_str(root, "float_part", r->float_part);
-    ok &= add_methods(root, "methods", r->methods, r->n_methods);
-    ok &= add_methods(root, "refinements", r->refinements, r->n_refinements);
+    ok &= add_methods(root, "methods", r->methods, r->method_maps, r->n_methods);
+    ok &= add_methods(root, "refinements", r->refinements, r->refinement_maps, r->n_refinements);
+    ok &= add_str(root, "labels", r->labels);
+    if (r->fp32_map) { /* the FP32 model against the labels */
+        cJSON *f = cJSON_AddObjectToObject(root, "fp32");
+        ok &= f && add_map(f, r->fp32_map);
+    }
     ok &= add_str(root, "layers_method", r->layers_method);
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
     CHECK_ALLOC(layers);
@@ -666,8 +696,8 @@ static void num_cell(FILE *fp, const char *fmt, double v)
 }
 
 /* One row of the methods table (refined rows: class "refined"). */
-static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, int refined, int agree, int acc, int seq,
-                           int ctc, int iou, int box)
+static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, const io_report_truth *mp, int refined,
+                           int agree, int acc, int seq, int ctc, int iou, int box)
 {
     int best = !refined && r->best_method && m->method && strcmp(r->best_method, m->method) == 0;
     fprintf(fp, "<tr%s><td class=\"name\">", best ? " class=\"best\"" : refined ? " class=\"refined\"" : "");
@@ -686,6 +716,11 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
     }
     if (iou) num_cell(fp, "%.4f", m->mask_iou);
     if (box) num_cell(fp, "%.4f", m->box_f1);
+    if (r->fp32_map) {
+        int ocr = !isnan(r->fp32_map->cer);
+        num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->cer : mp->map50);
+        num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->line_acc : mp->map);
+    }
     fputs("</tr>\n", fp);
 }
 
@@ -715,9 +750,24 @@ static void put_methods(FILE *fp, const io_report *r)
     if (ctc) fputs("<th class=\"num\">CTC characters</th><th class=\"num\">CTC lines identical</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     if (box) fputs("<th class=\"num\">box F1</th>", fp);
+    if (r->fp32_map)
+        fputs(isnan(r->fp32_map->cer) ? "<th class=\"num\">mAP50</th><th class=\"num\">mAP50-95</th>"
+                                      : "<th class=\"num\">CER</th><th class=\"num\">lines exact</th>",
+              fp);
     fputs("</tr></thead>\n<tbody>\n", fp);
-    for (int i = 0; i < r->n_methods; i++) put_method_row(fp, r, &r->methods[i], 0, agree, acc, seq, ctc, iou, box);
-    for (int i = 0; i < r->n_refinements; i++) put_method_row(fp, r, &r->refinements[i], 1, agree, acc, seq, ctc, iou, box);
+    if (r->fp32_map) { /* FP32 against the labels: only its mAP */
+        fputs("<tr class=\"refined\"><td class=\"name\">FP32</td>", fp);
+        for (int i = 0; i < 3 + agree + acc + seq + 2 * ctc + iou + box; i++) fputs("<td class=\"num\"></td>", fp);
+        int ocr = !isnan(r->fp32_map->cer);
+        num_cell(fp, "%.4f", ocr ? r->fp32_map->cer : r->fp32_map->map50);
+        num_cell(fp, "%.4f", ocr ? r->fp32_map->line_acc : r->fp32_map->map);
+        fputs("</tr>\n", fp);
+    }
+    for (int i = 0; i < r->n_methods; i++)
+        put_method_row(fp, r, &r->methods[i], r->method_maps ? &r->method_maps[i] : NULL, 0, agree, acc, seq, ctc, iou, box);
+    for (int i = 0; i < r->n_refinements; i++)
+        put_method_row(fp, r, &r->refinements[i], r->refinement_maps ? &r->refinement_maps[i] : NULL, 1, agree, acc, seq, ctc,
+                       iou, box);
     fputs("</tbody>\n</table>\n</section>\n", fp);
 }
 

@@ -55,6 +55,16 @@ typedef struct {
     double box_f1;        /* a detector's boxes against FP32's (compare.h: box-f1); NaN if n/a */
 } io_report_method;
 
+/* A model against the user's labels (compare --labels yolo:|coco:|paddle:|text:); NaN: n/a. */
+typedef struct {
+    double map50, map;    /* a detector: COCO mAP@0.5 and mAP@0.5:0.95 */
+    int n_ap;
+    const float *ap50, *ap; /* per class (n_ap each; NaN: the class has no ground truth box) */
+    double cer, line_acc; /* a recogniser: character error rate, share of lines read exactly */
+    double cer_ci[2], line_acc_ci[2];             /* their 95 % bootstrap intervals */
+    double cer_delta_ci[2], line_acc_delta_ci[2]; /* of the difference to FP32 (NaN for FP32 itself) */
+} io_report_truth;
+
 /* One quantized tensor, for the method named by io_report.layers_method. */
 typedef struct {
     const char *tensor;   /* output tensor name */
@@ -107,6 +117,10 @@ typedef struct {
     int n_hists;
     const io_report_hist *hists;
     const io_report_exclusion *exclusion; /* NULL if no exclusion search was run */
+    const char *labels;           /* the --labels spec, or NULL */
+    /* With a detector's or a recogniser's labels: FP32's figures, and each method's and refinement's
+     * (n_methods and n_refinements of them); all NULL without. */
+    const io_report_truth *fp32_map, *method_maps, *refinement_maps;
 } io_report;
 
 /* Writes the JSON layout above (cJSON's pretty print: tab indents; every double reads back exactly). */

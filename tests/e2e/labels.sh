@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ptq compare --labels FILE refuses a labelled set whose labels do not match its images, with one
+# ptq compare --labels FILE (and list:FILE) refuses a labelled set whose labels do not match its images, with one
 # line naming the file (and the line): a label naming no evaluation image, an empty label or image
 # name, an image labelled twice, an evaluation image without a label. A matching set is read and
 # its top-1 accuracy equals the oracle's (tests/oracle/ocr_pipeline.py classify + top1 on ONNX
@@ -33,6 +33,17 @@ check "a label without an image name is refused" refused "noname.labels:$((n + 1
 tail -n +2 "$L" > "$TMP/missing.labels"
 check "an evaluation image without a label is refused (names the image)" \
   refused "$first: evaluation image without a label in $TMP/missing.labels" cmp_labels "$TMP/missing.labels"
+
+# the same labels as an ImageNet-style list ("path class", a space or a tab): the same top-1 accuracy
+sed 's/,\([0-9]*\)$/ \1/' "$L" > "$TMP/list.labels"
+check "--labels list:FILE ('image class' lines) gives the same top-1 accuracy as the CSV" bash -c "
+  '$PTQ' compare '$CLS' --images '$E' --eval-images '$E' --preset paddleocr-cls --methods max --labels 'list:$TMP/list.labels' \
+      --json '$TMP/list.json' >/dev/null 2>&1 &&
+  '$PY' -c \"import json; a = json.load(open('$TMP/ok.json'))['methods'][0]['top1_acc']; b = json.load(open('$TMP/list.json'))['methods'][0]['top1_acc']
+assert a == b and a is not None, (a, b); print('top-1', a)\""
+{ cat "$TMP/list.labels"; echo "x.png one"; } > "$TMP/list_bad.labels"
+check "a list line whose class is not an index is refused (file:line)" \
+  refused "list_bad.labels:$((n + 1)): expected 'image class' with a class index" cmp_labels "list:$TMP/list_bad.labels"
 
 # FP32 top-1 against the labels equals the oracle's (ONNX Runtime, PaddleOCR's cls preprocessing)
 if [ -d "$ROOT/build/oracle/node_modules/onnxruntime-node" ]; then

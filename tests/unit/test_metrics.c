@@ -1,12 +1,18 @@
 /* test_metrics.c: the pieces of compare's CTC metrics (engine/compare.h): greedy CTC reading
  * (argmax per position, repeats collapsed, the blank dropped; both layouts [T, C] and [C, T]) on
  * hand-made sequences, and the edit distance against a plain full-table Levenshtein on random
- * strings and on known pairs; metric names parse and print back. */
+ * strings and on known pairs; metric names parse and print back. COCO mAP (engine/compare_truth.h)
+ * on hand-made images whose AP follows from COCOeval's definition by hand: a perfect detection,
+ * a false positive ranked first, a match that holds up to IoU 0.70 only, crowd boxes ignored,
+ * categories without ground truth left out of the mean, 100 detections per image and category; a
+ * target drop measured from FP32's own value (its mAP, its accuracy, 1 for agreement). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/compare.h"
+#include "engine/compare_truth.h"
 #include "tests/unit/op_test.h"
 
 enum { C = 5 };
@@ -138,6 +144,129 @@ TEST(metric_names_parse_and_print_back)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) EXPECT_EQ_INT(cmp_metric_parse(bad[i], &m), -1);
 }
 
+/* mAP over one image: gt and dt given, n_classes classes. */
+static cmp_map_result map_of(const cmp_gt *gt, int ng, const cmp_det *dt, int nd, int n_classes)
+{
+    cmp_map_result r = {0};
+    const cmp_gt *g[1] = {gt};
+    const cmp_det *d[1] = {dt};
+    if (cmp_coco_map(g, &ng, d, &nd, 1, n_classes, &r) != PTQ_OK) TEST_FAILF("cmp_coco_map failed");
+    return r;
+}
+
+TEST(coco_map_perfect_and_false_positive_first)
+{
+    cmp_gt gt[1] = {{10, 10, 20, 20, 400, 0, 0}};
+    cmp_det hit = {10, 10, 20, 20, 0.9, 0};
+    cmp_map_result r = map_of(gt, 1, &hit, 1, 1);
+    EXPECT_NEAR(r.map50, 1.0, 1e-12, 0);
+    EXPECT_NEAR(r.map, 1.0, 1e-12, 0);
+    cmp_map_result_free(&r);
+    /* a miss scoring higher: precision 1/2 at recall 1, made monotone: AP 0.5 at every threshold */
+    cmp_det two[2] = {{100, 100, 5, 5, 0.95, 0}, {10, 10, 20, 20, 0.9, 0}};
+    r = map_of(gt, 1, two, 2, 1);
+    EXPECT_NEAR(r.map50, 0.5, 1e-12, 0);
+    EXPECT_NEAR(r.map, 0.5, 1e-12, 0);
+    EXPECT_NEAR(r.ap[0], 0.5, 1e-12, 0);
+    cmp_map_result_free(&r);
+    /* the hit first, then the miss: precision 1 up to recall 1 */
+    cmp_det rev[2] = {{10, 10, 20, 20, 0.95, 0}, {100, 100, 5, 5, 0.9, 0}};
+    r = map_of(gt, 1, rev, 2, 1);
+    EXPECT_NEAR(r.map50, 1.0, 1e-12, 0);
+    cmp_map_result_free(&r);
+}
+
+TEST(coco_map_iou_thresholds)
+{
+    /* IoU 0.72 (ground truth 10x10, detection shifted to 8.4 columns of overlap: 84 / 116): matched at
+     * 0.50 .. 0.70 (5 of 10 thresholds), so AP50 1 and AP 0.5 */
+    cmp_gt gt[1] = {{0, 0, 10, 10, 100, 0, 0}};
+    cmp_det d = {1.6, 0, 10, 10, 0.5, 0};
+    cmp_map_result r = map_of(gt, 1, &d, 1, 1);
+    EXPECT_NEAR(r.map50, 1.0, 1e-12, 0);
+    EXPECT_NEAR(r.map, 0.5, 1e-12, 0);
+    cmp_map_result_free(&r);
+    /* the wrong class: nothing matched */
+    d.cls = 1;
+    r = map_of(gt, 1, &d, 1, 2);
+    EXPECT_NEAR(r.map50, 0.0, 1e-12, 0);
+    EXPECT(isnan(r.ap50[1])); /* class 1 has no ground truth: left out of the mean */
+    cmp_map_result_free(&r);
+}
+
+TEST(coco_map_crowd_and_categories_without_truth)
+{
+    /* a detection inside a crowd box only: matched to it, ignored (neither a hit nor a miss) */
+    cmp_gt gt[2] = {{0, 0, 10, 10, 100, 0, 0}, {50, 50, 40, 40, 1600, 0, 1}};
+    cmp_det d[2] = {{55, 55, 10, 10, 0.99, 0}, {0, 0, 10, 10, 0.5, 0}};
+    cmp_map_result r = map_of(gt, 2, d, 2, 1);
+    EXPECT_NEAR(r.map50, 1.0, 1e-12, 0);
+    cmp_map_result_free(&r);
+    /* only crowd ground truth: the category is left out, no category left: NaN */
+    r = map_of(gt + 1, 1, d, 1, 1);
+    EXPECT(isnan(r.map50) && isnan(r.map) && isnan(r.ap50[0]));
+    cmp_map_result_free(&r);
+    /* no detections at all: AP 0 */
+    r = map_of(gt, 1, NULL, 0, 1);
+    EXPECT_NEAR(r.map, 0.0, 1e-12, 0);
+    cmp_map_result_free(&r);
+}
+
+TEST(coco_map_keeps_100_detections_per_image_and_category)
+{
+    enum { N = 150 };
+    cmp_gt gt[1] = {{0, 0, 10, 10, 100, 0, 0}};
+    cmp_det d[N];
+    for (int i = 0; i < N; i++) d[i] = (cmp_det){200.0 + i, 200, 5, 5, 1.0 - i * 0.001, 0};
+    d[N - 1] = (cmp_det){0, 0, 10, 10, 0.01, 0}; /* the hit, ranked 150th: cut */
+    cmp_map_result r = map_of(gt, 1, d, N, 1);
+    EXPECT_NEAR(r.map50, 0.0, 1e-12, 0);
+    cmp_map_result_free(&r);
+    d[N - 1].score = 0.9915; /* now ranked 10th: precision 1/10 at recall 1 */
+    r = map_of(gt, 1, d, N, 1);
+    EXPECT_NEAR(r.map50, 0.1, 1e-12, 0);
+    cmp_map_result_free(&r);
+}
+
+TEST(target_drop_against_fp32s_own_value)
+{
+    cmp_target t = {NAN, NAN, 1.0, NAN, {0}, 0.005};
+    cmp_metrics m;
+    memset(&m, 0, sizeof m);
+    EXPECT_EQ_INT(cmp_metric_parse("map", &t.kind), 0);
+    m.fp32_map = 0.40;
+    m.map = 0.396; /* 0.4 points below FP32: within 0.005 */
+    EXPECT(cmp_meets(&t, &m));
+    m.map = 0.394;
+    EXPECT(!cmp_meets(&t, &m));
+    m.map = NAN; /* no labels: never met */
+    EXPECT(!cmp_meets(&t, &m));
+    EXPECT_EQ_INT(cmp_metric_parse("seq-exact", &t.kind), 0); /* agreement: FP32's own value is 1 */
+    m.seq_exact = 0.996;
+    EXPECT(cmp_meets(&t, &m));
+    m.seq_exact = 0.99;
+    EXPECT(!cmp_meets(&t, &m));
+    EXPECT_EQ_INT(cmp_metric_parse("top1", &t.kind), 0); /* accuracy: against fp32_top1 */
+    t.fp32_top1 = 0.75;
+    m.top1_acc = 0.746;
+    EXPECT(cmp_meets(&t, &m));
+    m.top1_acc = 0.74;
+    EXPECT(!cmp_meets(&t, &m));
+}
+
+TEST(bootstrap_intervals_equal_numpys_draws)
+{
+    /* tests/oracle/bootstrap.py's ratio and paired_delta on these numbers (numpy RandomState(1)) */
+    const double num[7] = {3, 0, 5, 1, 2, 7, 0}, den[7] = {20, 15, 30, 9, 11, 40, 5}, na[7] = {1, 0, 2, 1, 0, 3, 0};
+    double lo, hi;
+    EXPECT_EQ_INT(cmp_bootstrap_ratio(num, NULL, den, 7, &lo, &hi), PTQ_OK);
+    EXPECT_NEAR(lo, 0.07575757575757576, 1e-12, 0);
+    EXPECT_NEAR(hi, 0.16771285659319518, 1e-12, 0);
+    EXPECT_EQ_INT(cmp_bootstrap_ratio(num, na, den, 7, &lo, &hi), PTQ_OK);
+    EXPECT_NEAR(lo, 0.04052702702702704, 1e-12, 0);
+    EXPECT_NEAR(hi, 0.11025809273840768, 1e-12, 0);
+}
+
 int main(void)
 {
     op_test_seed(2026u);
@@ -146,5 +275,11 @@ int main(void)
     RUN(edit_distance_known_pairs);
     RUN(edit_distance_equals_the_full_table_on_random_strings);
     RUN(metric_names_parse_and_print_back);
+    RUN(coco_map_perfect_and_false_positive_first);
+    RUN(coco_map_iou_thresholds);
+    RUN(coco_map_crowd_and_categories_without_truth);
+    RUN(coco_map_keeps_100_detections_per_image_and_category);
+    RUN(target_drop_against_fp32s_own_value);
+    RUN(bootstrap_intervals_equal_numpys_draws);
     return test_summary();
 }

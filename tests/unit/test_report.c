@@ -622,6 +622,49 @@ TEST(sample_report)
     free(html);
 }
 
+TEST(truth_figures_in_json_and_html)
+{
+    io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0.5}};
+    float ap50[3] = {0.5f, NAN, 0.25f}, ap[3] = {0.25f, NAN, 0.125f};
+    io_report_truth fp32 = {.map50 = 0.75, .map = 0.5, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN};
+    io_report_truth mm[1] = {{.map50 = 0.375, .map = 0.1875, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN}};
+    io_report r = {.n_methods = 1, .methods = m, .best_method = "max", .labels = "yolo:labels",
+                   .fp32_map = &fp32, .method_maps = mm};
+    const char *path = tmp_path("truth.json");
+    EXPECT_EQ_INT(io_report_write_json(path, &r), PTQ_OK);
+    char *js = slurp(path);
+    if (!js) return;
+    EXPECT(strstr(js, "\"labels\":\t\"yolo:labels\"") != NULL);
+    EXPECT(strstr(js, "\"map50\":\t0.75") != NULL && strstr(js, "\"map50\":\t0.375") != NULL);
+    EXPECT(strstr(js, "\"map\":\t0.1875") != NULL);
+    EXPECT_EQ_INT(count_of(js, "\"ap50\":"), 2);
+    EXPECT_EQ_INT(count_of(js, "\"ap50\":\t[0.5, null, 0.25]"), 2); /* a class without ground truth: null */
+    free(js);
+    const char *hp = tmp_path("truth.html");
+    EXPECT_EQ_INT(io_report_write_html(hp, &r), PTQ_OK);
+    char *html = slurp(hp);
+    if (!html) return;
+    EXPECT_WELL_FORMED(html);
+    EXPECT(strstr(html, ">mAP50-95</th>") != NULL);
+    EXPECT(strstr(html, "<td class=\"name\">FP32</td>") != NULL);
+    free(html);
+    /* a recogniser: CER and exact lines instead */
+    io_report_truth f2 = {.map50 = NAN, .map = NAN, .cer = 0.125, .line_acc = 0.5, .cer_ci = {0.0625, 0.25},
+                          .line_acc_ci = {0.25, 0.75}, .cer_delta_ci = {NAN, NAN}, .line_acc_delta_ci = {NAN, NAN}};
+    io_report_truth m2[1] = {{.map50 = NAN, .map = NAN, .cer = 0.25, .line_acc = 0.375, .cer_ci = {0.125, 0.5},
+                              .line_acc_ci = {0.25, 0.5}, .cer_delta_ci = {0, 0.25}, .line_acc_delta_ci = {-0.25, 0}}};
+    r.fp32_map = &f2;
+    r.method_maps = m2;
+    EXPECT_EQ_INT(io_report_write_json(path, &r), PTQ_OK);
+    js = slurp(path);
+    if (!js) return;
+    EXPECT(strstr(js, "\"cer\":\t0.125") != NULL && strstr(js, "\"line_acc\":\t0.375") != NULL);
+    EXPECT(strstr(js, "\"ap50\"") == NULL);
+    EXPECT(strstr(js, "\"cer_ci\":\t[0.0625, 0.25]") != NULL && strstr(js, "\"cer_delta_ci\":\t[0, 0.25]") != NULL);
+    EXPECT_EQ_INT(count_of(js, "\"cer_delta_ci\""), 1); /* not for FP32 */
+    free(js);
+}
+
 int main(void)
 {
     tmp_dir = make_tmp_dir("report");
@@ -637,5 +680,6 @@ int main(void)
     RUN(exclusion_arguments);
     RUN(bad_arguments_and_unwritable_paths);
     RUN(sample_report);
+    RUN(truth_figures_in_json_and_html);
     return test_summary();
 }

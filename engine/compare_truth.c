@@ -1,0 +1,321 @@
+/* compare_truth.c: metrics against the user's labels (see compare_truth.h). */
+#include "engine/compare_truth.h"
+
+#include <float.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AREA_MAX 1e10 /* COCO's area range "all": [0, 1e5 ** 2] */
+
+void cmp_map_result_free(cmp_map_result *r)
+{
+    if (!r) return;
+    free(r->ap50);
+    free(r->ap);
+    r->ap50 = r->ap = NULL;
+}
+
+/* numpy.linspace(start, stop, num)[i] as numpy computes it: i * ((stop - start) / (num - 1)) + start,
+ * the last exactly stop. */
+static double linspace(double start, double stop, int num, int i)
+{
+    return i == num - 1 ? stop : (double)i * ((stop - start) / (double)(num - 1)) + start;
+}
+
+/* pycocotools' bbox IoU (maskApi.c bbIou): a crowd box's union is the detection's area. */
+static double iou(const cmp_det *d, const cmp_gt *g)
+{
+    double w = fmin(d->x + d->w, g->x + g->w) - fmax(d->x, g->x);
+    if (w <= 0) return 0;
+    double h = fmin(d->y + d->h, g->y + g->h) - fmax(d->y, g->y);
+    if (h <= 0) return 0;
+    double i = w * h, da = d->w * d->h, u = g->crowd ? da : da + g->w * g->h - i;
+    return i / u;
+}
+
+typedef struct {
+    double score;
+    int pos;
+} ranked;
+
+static int by_score(const void *pa, const void *pb) /* score descending, then position: a stable sort */
+{
+    const ranked *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* One category's detections over every image, in image order, each image's by score and cut
+ * at CMP_MAP_MAX_DETS: score, and per IoU threshold matched / ignored. */
+typedef struct {
+    double *score;
+    unsigned char *tp[CMP_MAP_IOUS], *ig[CMP_MAP_IOUS];
+    int n, cap;
+    long npig; /* ground truth boxes not ignored */
+} cat_eval;
+
+static int cat_grow(cat_eval *c, int more)
+{
+    if (c->n + more <= c->cap) return 0;
+    int cap = c->cap * 2 > c->n + more ? c->cap * 2 : c->n + more + 64;
+    double *s = realloc(c->score, sizeof *s * (size_t)cap);
+    if (!s) return -1;
+    c->score = s;
+    for (int t = 0; t < CMP_MAP_IOUS; t++) {
+        unsigned char *a = realloc(c->tp[t], (size_t)cap), *b;
+        if (!a) return -1;
+        c->tp[t] = a;
+        if (!(b = realloc(c->ig[t], (size_t)cap))) return -1;
+        c->ig[t] = b;
+    }
+    c->cap = cap;
+    return 0;
+}
+
+/* COCOeval.evaluateImg for one image and category: gt (non-ignored first, stable) and dt (by
+ * score) matched at each threshold; appends to c. scratch: room for the boxes. */
+static int eval_image(cat_eval *c, const cmp_gt **g, int ng, const cmp_det **d, int nd, double *ious,
+                      unsigned char *gtm, const double *thr)
+{
+    if (!ng && !nd) return 0;
+    if (nd > CMP_MAP_MAX_DETS) nd = CMP_MAP_MAX_DETS;
+    if (cat_grow(c, nd)) return -1;
+    for (int j = 0; j < ng; j++) c->npig += !(g[j]->crowd || g[j]->area < 0 || g[j]->area > AREA_MAX);
+    for (int i = 0; i < nd; i++)
+        for (int j = 0; j < ng; j++) ious[i * ng + j] = iou(d[i], g[j]);
+    for (int t = 0; t < CMP_MAP_IOUS; t++) {
+        memset(gtm, 0, (size_t)ng + 1);
+        for (int i = 0; i < nd; i++) {
+            double best = fmin(thr[t], 1 - 1e-10);
+            int m = -1;
+            for (int j = 0; j < ng; j++) {
+                int gig = g[j]->crowd || g[j]->area < 0 || g[j]->area > AREA_MAX;
+                if (gtm[j] && !g[j]->crowd) continue;
+                if (m > -1 && !(g[m]->crowd || g[m]->area < 0 || g[m]->area > AREA_MAX) && gig) break;
+                if (ious[i * ng + j] < best) continue;
+                best = ious[i * ng + j];
+                m = j;
+            }
+            int k = c->n + i;
+            double area = d[i]->w * d[i]->h;
+            if (m == -1) {
+                c->tp[t][k] = 0;
+                c->ig[t][k] = area < 0 || area > AREA_MAX;
+                continue;
+            }
+            gtm[m] = 1;
+            c->tp[t][k] = 1;
+            c->ig[t][k] = (unsigned char)(g[m]->crowd || g[m]->area < 0 || g[m]->area > AREA_MAX);
+        }
+    }
+    for (int i = 0; i < nd; i++) c->score[c->n + i] = d[i]->score;
+    c->n += nd;
+    return 0;
+}
+
+/* COCOeval.accumulate for one category at threshold t: the mean of the 101 interpolated
+ * precisions. order: the detections by score; pr, rc: room for c->n. */
+static double cat_ap(const cat_eval *c, int t, const ranked *order, double *pr, double *rc)
+{
+    double tp = 0, fp = 0, sum = 0;
+    int nd = c->n;
+    for (int i = 0; i < nd; i++) {
+        int k = order[i].pos;
+        if (!c->ig[t][k]) {
+            tp += c->tp[t][k];
+            fp += !c->tp[t][k];
+        }
+        rc[i] = tp / (double)c->npig;
+        pr[i] = tp / (fp + tp + DBL_EPSILON);
+    }
+    for (int i = nd - 1; i > 0; i--)
+        if (pr[i] > pr[i - 1]) pr[i - 1] = pr[i];
+    int p = 0;
+    for (int r = 0; r < CMP_MAP_RECALLS; r++) { /* searchsorted(rc, thr, 'left'): the first rc >= thr */
+        double want = linspace(0.0, 1.0, CMP_MAP_RECALLS, r);
+        while (p < nd && rc[p] < want) p++;
+        if (p < nd) sum += pr[p];
+    }
+    return sum / CMP_MAP_RECALLS;
+}
+
+ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
+                        int n_images, int n_classes, cmp_map_result *out)
+{
+    ptq_status st = PTQ_OK;
+    int max_g = 0, max_d = 0;
+    for (int i = 0; i < n_images; i++) {
+        if (n_gt[i] > max_g) max_g = n_gt[i];
+        if (n_dt[i] > max_d) max_d = n_dt[i];
+    }
+    double thr[CMP_MAP_IOUS];
+    for (int t = 0; t < CMP_MAP_IOUS; t++) thr[t] = linspace(0.5, 0.95, CMP_MAP_IOUS, t);
+    const cmp_gt **g = malloc(sizeof *g * (size_t)(max_g + 1));
+    const cmp_det **d = malloc(sizeof *d * (size_t)(max_d + 1));
+    ranked *rk = malloc(sizeof *rk * (size_t)(max_d + 1));
+    double *ious = malloc(sizeof *ious * (size_t)(max_g + 1) * (size_t)(CMP_MAP_MAX_DETS + 1));
+    unsigned char *gtm = malloc((size_t)max_g + 1);
+    ranked *order = NULL;
+    double *pr = NULL, *rc = NULL;
+    cat_eval c = {0};
+    memset(out, 0, sizeof *out);
+    out->n_classes = n_classes;
+    out->ap50 = malloc(sizeof *out->ap50 * (size_t)(n_classes + 1));
+    out->ap = malloc(sizeof *out->ap * (size_t)(n_classes + 1));
+    CHECK_ALLOC(g && d && rk && ious && gtm && out->ap50 && out->ap ? g : NULL);
+    double s50 = 0, s = 0;
+    int cats = 0;
+    for (int k = 0; k < n_classes; k++) {
+        c.n = 0;
+        c.npig = 0;
+        for (int i = 0; i < n_images; i++) {
+            int ng = 0, nd = 0, nr = 0;
+            for (int j = 0; j < n_gt[i]; j++) /* non-ignored first, each group in file order */
+                if (gt[i][j].cls == k && !(gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
+            for (int j = 0; j < n_gt[i]; j++)
+                if (gt[i][j].cls == k && (gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
+            for (int j = 0; j < n_dt[i]; j++)
+                if (dt[i][j].cls == k) rk[nr++] = (ranked){dt[i][j].score, j};
+            qsort(rk, (size_t)nr, sizeof *rk, by_score);
+            for (int j = 0; j < nr; j++) d[nd++] = &dt[i][rk[j].pos];
+            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory");
+        }
+        out->ap50[k] = out->ap[k] = NAN;
+        if (!c.npig) continue;
+        ranked *o2 = realloc(order, sizeof *o2 * (size_t)(c.n + 1));
+        CHECK_ALLOC(o2);
+        order = o2;
+        double *p2 = realloc(pr, sizeof *p2 * (size_t)(c.n + 1));
+        CHECK_ALLOC(p2);
+        pr = p2;
+        double *r2 = realloc(rc, sizeof *r2 * (size_t)(c.n + 1));
+        CHECK_ALLOC(r2);
+        rc = r2;
+        for (int i = 0; i < c.n; i++) order[i] = (ranked){c.score[i], i};
+        qsort(order, (size_t)c.n, sizeof *order, by_score);
+        double all = 0;
+        for (int t = 0; t < CMP_MAP_IOUS; t++) {
+            double ap = cat_ap(&c, t, order, pr, rc);
+            if (t == 0) out->ap50[k] = ap;
+            all += ap;
+        }
+        out->ap[k] = all / CMP_MAP_IOUS;
+        s50 += out->ap50[k];
+        s += out->ap[k];
+        cats++;
+    }
+    out->map50 = cats ? s50 / cats : (double)NAN;
+    out->map = cats ? s / cats : (double)NAN;
+done:
+    free(g);
+    free(d);
+    free(rk);
+    free(ious);
+    free(gtm);
+    free(order);
+    free(pr);
+    free(rc);
+    free(c.score);
+    for (int t = 0; t < CMP_MAP_IOUS; t++) {
+        free(c.tp[t]);
+        free(c.ig[t]);
+    }
+    if (st != PTQ_OK) cmp_map_result_free(out);
+    return st;
+}
+
+/* ---- bootstrap intervals ---- */
+
+typedef struct {
+    uint32_t s[624];
+    int i;
+} mt19937;
+
+static void mt_seed(mt19937 *m, uint32_t seed) /* numpy's mt19937_seed (init_genrand) */
+{
+    for (int k = 0; k < 624; k++) {
+        m->s[k] = seed;
+        seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)k + 1u;
+    }
+    m->i = 624;
+}
+
+static uint32_t mt_next(mt19937 *m)
+{
+    if (m->i >= 624) {
+        for (int k = 0; k < 624; k++) {
+            uint32_t y = (m->s[k] & 0x80000000u) | (m->s[(k + 1) % 624] & 0x7fffffffu);
+            m->s[k] = m->s[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+        }
+        m->i = 0;
+    }
+    uint32_t y = m->s[m->i++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+/* numpy's randint(0, n): a 32-bit draw masked to the smallest power of two above n - 1, redrawn while >= n. */
+static int mt_below(mt19937 *m, uint32_t n)
+{
+    uint32_t rng = n - 1, mask = rng;
+    mask |= mask >> 1;
+    mask |= mask >> 2;
+    mask |= mask >> 4;
+    mask |= mask >> 8;
+    mask |= mask >> 16;
+    if (!rng) return 0;
+    uint32_t v;
+    while ((v = mt_next(m) & mask) > rng) {
+    }
+    return (int)v;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy.percentile(sorted x, q), linear */
+static double percentile(const double *x, int n, double q)
+{
+    double pos = q / 100.0 * (n - 1);
+    int lo = (int)floor(pos);
+    if (lo >= n - 1) return x[n - 1];
+    double t = pos - lo;
+    return t >= 0.5 ? x[lo + 1] - (x[lo + 1] - x[lo]) * (1 - t) : x[lo] + (x[lo + 1] - x[lo]) * t;
+}
+
+ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const double *den, int n, double *lo, double *hi)
+{
+    ptq_status st = PTQ_OK;
+    double *stats = malloc(sizeof *stats * CMP_BOOT);
+    mt19937 *m = malloc(sizeof *m);
+    CHECK_ALLOC(stats && m ? stats : NULL);
+    *lo = *hi = NAN;
+    if (n < 1) goto done;
+    mt_seed(m, CMP_BOOT_SEED);
+    for (int b = 0; b < CMP_BOOT; b++) {
+        double s = 0, sa = 0, d = 0;
+        for (int i = 0; i < n; i++) {
+            int k = mt_below(m, (uint32_t)n);
+            s += num[k];
+            if (num_a) sa += num_a[k];
+            d += den[k];
+        }
+        d = fmax(d, 1e-300);
+        stats[b] = s / d - (num_a ? sa / d : 0.0);
+    }
+    qsort(stats, CMP_BOOT, sizeof *stats, by_value);
+    *lo = percentile(stats, CMP_BOOT, 2.5);
+    *hi = percentile(stats, CMP_BOOT, 97.5);
+done:
+    free(stats);
+    free(m);
+    return st;
+}

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# compare against a detector's own labels: the YOLO-style detector with NMS in the zoo
+# (yolov8n_like_nms, detections [1, K, 6], untrained: its boxes are noise, but mAP against labels
+# written from FP32's own detections, jittered, plus boxes of its own, is a number both sides must
+# agree on). Labels as Ultralytics writes them (yolo:DIR, one STEM.txt of normalised boxes per
+# image) and as COCO's instances JSON (coco:FILE, category ids 1.., a crowd box). Asserted: the
+# FP32 model's and the method's mAP50 and mAP50-95 in compare's JSON equal, within 1e-4, an
+# independent numpy port of COCOeval (tests/oracle/cocoeval.py) applied to ptq run's outputs of
+# the FP32 model and of the model `ptq quantize` writes with the same method, mapped back through
+# Ultralytics' letterbox by python here; map is the metric that picks the method; --metric map
+# --target-drop X leaves layers in float until mAP50-95 is within X of FP32's; bad label files are
+# refused in one line naming the file and line. Then a recogniser against its text (below).
+. "$(dirname "$0")/lib.sh"
+export OMP_WAIT_POLICY=passive
+M=$ROOT/build/zoo/yolov8n_like_nms.op13.onnx
+[ -f "$M" ] || { skip "truth labels" "no $M (make zoo)"; finish; }
+ls "$ROOT"/build/photos/* | grep -v truncated | sort > "$TMP/all.list"
+awk 'NR % 3 == 1' "$TMP/all.list" | head -n 4 > "$TMP/calib.list"
+awk 'NR % 3 == 2' "$TMP/all.list" | head -n 6 > "$TMP/eval.list"
+PRE=(--preset yolo-letterbox-640 --size 320x320)
+
+# the evaluation images as compare sees them, one tensor per image, and FP32's outputs
+"$PTQ" preprocess --images "$TMP/eval.list" "${PRE[@]}" --dump "$TMP/eval.npy" >/dev/null 2>&1
+$PY -c "
+import numpy as np; x = np.load('$TMP/eval.npy')
+for i in range(x.shape[0]): np.save('$TMP/img%d.npy' % i, x[i:i + 1])
+print(x.shape[0])" > "$TMP/n_eval"
+N=$(cat "$TMP/n_eval")
+"$PTQ" quantize "$M" --images "$TMP/calib.list" "${PRE[@]}" --method max -o "$TMP/q.onnx" >/dev/null 2>&1
+for i in $(seq 0 $((N - 1))); do
+  "$PTQ" run "$M" --input "$TMP/img$i.npy" --output-dir "$TMP/fp.$i" >/dev/null
+  "$PTQ" run "$TMP/q.onnx" --input "$TMP/img$i.npy" --output-dir "$TMP/q.$i" >/dev/null
+done
+
+# detections in image pixels (Ultralytics' scale_boxes after its letterbox), as COCO results;
+# labels written from FP32's detections
+cat > "$TMP/dets.py" <<'PYEOF'
+import glob, json, sys
+import numpy as np
+from PIL import Image
+def image_sizes(lst):
+    paths = [l.strip() for l in open(lst) if l.strip()]
+    return paths, [Image.open(p).size for p in paths]
+def detections(prefix, paths, sizes, S=320):
+    out = []
+    for i, (w, h) in enumerate(sizes):
+        d = np.load(glob.glob('%s.%d/*.npy' % (prefix, i))[0]).reshape(-1, 6)
+        keep = [j for j in range(len(d)) if d[j, 4] >= np.float32(0.001)]
+        keep.sort(key=lambda j: (-float(d[j, 4]), j))
+        gain = min(S / h, S / w)
+        px, py = round((S - w * gain) / 2 - 0.1), round((S - h * gain) / 2 - 0.1)
+        for j in keep:
+            x1, y1, x2, y2 = [float(v) for v in d[j, :4]]
+            x1, x2 = [min(max((v - px) / gain, 0.0), w) for v in (x1, x2)]
+            y1, y2 = [min(max((v - py) / gain, 0.0), h) for v in (y1, y2)]
+            out.append({'image_id': i, 'category_id': int(d[j, 5]), 'bbox': [x1, y1, x2 - x1, y2 - y1],
+                        'score': float(d[j, 4])})
+    return out
+PYEOF
+$PY - "$TMP" <<'PYEOF'
+import json, os, sys
+import numpy as np
+d = sys.argv[1]
+sys.path.insert(0, d)
+from dets import image_sizes, detections
+paths, sizes = image_sizes(d + '/eval.list')
+fp = detections(d + '/fp', paths, sizes)
+rng = np.random.default_rng(35)
+os.makedirs(d + '/yolo', exist_ok=True)
+anns, images = [], []
+for i, (p, (w, h)) in enumerate(zip(paths, sizes)):
+    stem = os.path.splitext(os.path.basename(p))[0]
+    mine = [x for x in fp if x['image_id'] == i][:4]
+    boxes = []
+    for x in mine:  # FP32's boxes moved by up to 10 % of their size
+        bx, by, bw, bh = x['bbox']
+        j = rng.uniform(-0.1, 0.1, 4)
+        bx, by = min(max(bx + j[0] * bw, 0), w - 2), min(max(by + j[1] * bh, 0), h - 2)
+        bw, bh = max(min(bw * (1 + j[2]), w - bx), 1), max(min(bh * (1 + j[3]), h - by), 1)
+        boxes.append((x['category_id'], bx, by, bw, bh))
+    cls = int(rng.integers(0, 80))  # and one box of its own
+    boxes.append((cls, w * 0.25, h * 0.25, w * 0.4, h * 0.3))
+    with open('%s/yolo/%s.txt' % (d, stem), 'w') as f:
+        for c, bx, by, bw, bh in boxes:
+            f.write('%d %.6f %.6f %.6f %.6f\n' % (c, (bx + bw / 2) / w, (by + bh / 2) / h, bw / w, bh / h))
+    images.append({'id': 100 + i, 'file_name': 'val/' + os.path.basename(p), 'width': w, 'height': h})
+    for c, bx, by, bw, bh in boxes:
+        anns.append({'id': len(anns) + 1, 'image_id': 100 + i, 'category_id': c + 1, 'bbox': [bx, by, bw, bh],
+                     'area': bw * bh, 'iscrowd': 0})
+anns[0]['iscrowd'] = 1
+cats = [{'id': c + 1, 'name': 'class%d' % c} for c in range(80)]
+json.dump({'images': images, 'annotations': anns, 'categories': cats}, open(d + '/coco.json', 'w'))
+PYEOF
+
+# the port: the YOLO labels read back from their files (normalised -> pixels), the COCO file as it is
+cat > "$TMP/port.py" <<'PYEOF'
+import glob, json, os, sys
+d, kind, report = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, d)
+sys.path.insert(0, sys.argv[4])
+from dets import image_sizes, detections
+from cocoeval import coco_map
+paths, sizes = image_sizes(d + '/eval.list')
+ids = list(range(len(paths)))
+if kind == 'yolo':
+    gts = []
+    for i, (p, (w, h)) in enumerate(zip(paths, sizes)):
+        for line in open('%s/yolo/%s.txt' % (d, os.path.splitext(os.path.basename(p))[0])):
+            c, cx, cy, bw, bh = [float(v) for v in line.split()]
+            gts.append({'image_id': i, 'category_id': int(c), 'bbox': [(cx - bw / 2) * w, (cy - bh / 2) * h, bw * w, bh * h],
+                        'area': bw * w * bh * h, 'iscrowd': 0})
+    cats = list(range(max(g['category_id'] for g in gts) + 1))
+else:
+    coco = json.load(open(d + '/coco.json'))
+    by_id = {im['id']: k for k, im in enumerate(coco['images'])}
+    gts = [dict(a, image_id=by_id[a['image_id']], category_id=a['category_id'] - 1) for a in coco['annotations']]
+    cats = list(range(80))
+r = json.load(open(report))
+worst = 0
+for name, prefix, got in (('FP32', d + '/fp', r['fp32']), ('max', d + '/q', r['methods'][0])):
+    m50, m, ap50, ap = coco_map(gts, detections(prefix, paths, sizes), ids, cats)
+    for key, want in (('map50', m50), ('map', m)):
+        if not abs(got[key] - want) <= 1e-4:
+            sys.exit('%s %s: ptq %.6f, port %.6f' % (name, key, got[key], want))
+    for k, c in enumerate(cats):
+        if (ap[c] is None) != (got['ap'][k] is None) or (ap[c] is not None and abs(ap[c] - got['ap'][k]) > 1e-4):
+            sys.exit('%s class %d: ptq %s, port %s' % (name, c, got['ap'][k], ap[c]))
+    worst = max(worst, abs(got['map'] - m), abs(got['map50'] - m50))
+    print('%s mAP50 %.4f mAP50-95 %.4f' % (name, m50, m), end='; ')
+print('largest difference %.2g' % worst)
+PYEOF
+
+for kind in yolo coco; do
+  spec=$kind:$TMP/yolo; [ $kind = coco ] && spec=$kind:$TMP/coco.json
+  check "compare --labels $kind: mAP of FP32 and max equal the COCOeval port on ptq run's outputs" bash -c "
+    '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max --float fp32 \
+        --labels '$spec' --json '$TMP/report_$kind.json' > '$TMP/$kind.out' 2>&1 || { cat '$TMP/$kind.out'; exit 1; }
+    grep -q 'mAP50-95' '$TMP/$kind.out' && grep -q '^FP32 against' '$TMP/$kind.out' &&
+    $PY '$TMP/port.py' '$TMP' $kind '$TMP/report_$kind.json' '$ROOT/tests/oracle'"
+done
+check "compare with detector labels: map is the metric that picks the method" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max,mse \
+      --labels 'yolo:$TMP/yolo' 2>/dev/null | grep -E '^best: .* \(by map, then cosine\)'"
+
+check "--metric map --target-drop: the layers left in float keep mAP50-95 within 0.02 of FP32's" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max --float fp32 \
+      --labels 'yolo:$TMP/yolo' --eval-limit 3 --metric map --target-drop 0.02 --json '$TMP/drop.json' > '$TMP/drop.out' 2>&1 || { cat '$TMP/drop.out'; exit 1; }
+  $PY -c \"import json; r = json.load(open('$TMP/drop.json')); x = r['exclusion']
+assert x['target'].startswith('map drop <= 0.02 (FP32 '), x['target']
+assert x['reached'] <= 0.02, x
+print(x['target'], 'reached', x['reached'], 'with', len(x['nodes']), 'nodes in float')\""
+check "--target-drop with sqnr: refused" refused "--target-drop: FP32 has no sqnr of its own" "$PTQ" compare "$M" \
+  --images "$TMP/calib.list" --eval-images "$TMP/eval.list" "${PRE[@]}" --metric sqnr --target-drop 1
+
+# untrusted label files: one line naming the file and line or entry
+mkdir -p "$TMP/bad1" "$TMP/bad2"
+cp "$TMP"/yolo/*.txt "$TMP/bad1/"
+first=$(ls "$TMP/bad1" | head -n 1)
+echo "3 0.5 0.5 1.5 0.2" >> "$TMP/bad1/$first"
+n1=$(wc -l < "$TMP/bad1/$first")
+check "a yolo box outside 0..1: refused naming the file and line" \
+  refused "$TMP/bad1/$first:$n1: 1.5 is outside 0..1" "$PTQ" compare "$M" --images "$TMP/calib.list" \
+    --eval-images "$TMP/eval.list" "${PRE[@]}" --methods max --labels "yolo:$TMP/bad1"
+cp "$TMP"/yolo/*.txt "$TMP/bad2/"
+echo "0 0.5 0.5 0.1 0.1" > "$TMP/bad2/not_an_image.txt"
+check "a yolo label file of no evaluation image: refused naming it" \
+  refused "not_an_image.txt is not among the evaluation images" "$PTQ" compare "$M" --images "$TMP/calib.list" \
+    --eval-images "$TMP/eval.list" "${PRE[@]}" --methods max --labels "yolo:$TMP/bad2"
+$PY -c "
+import json; c = json.load(open('$TMP/coco.json')); c['annotations'][2]['category_id'] = 500
+json.dump(c, open('$TMP/bad_cat.json', 'w'))
+c = json.load(open('$TMP/coco.json')); c['images'] = c['images'][1:]; c['annotations'] = [a for a in c['annotations'] if a['image_id'] != 100]
+json.dump(c, open('$TMP/bad_img.json', 'w'))"
+check "a coco annotation of an unknown category: refused naming the entry" \
+  refused "bad_cat.json: annotations[2]: category_id 500 is not in categories" "$PTQ" compare "$M" \
+    --images "$TMP/calib.list" --eval-images "$TMP/eval.list" "${PRE[@]}" --methods max --labels "coco:$TMP/bad_cat.json"
+check "an evaluation image missing from the coco file: refused naming it" \
+  refused "evaluation image not among the images of $TMP/bad_img.json" "$PTQ" compare "$M" \
+    --images "$TMP/calib.list" --eval-images "$TMP/eval.list" "${PRE[@]}" --methods max --labels "coco:$TMP/bad_img.json"
+check "detector labels on a classifier: refused, naming the labels and the model" bash -c "
+  err=\$('$PTQ' compare '$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx' --images '$TMP/calib.list' \
+      --eval-images '$TMP/eval.list' --preset paddleocr-cls --methods max --labels 'yolo:$TMP/yolo' 2>&1 >/dev/null) && exit 1
+  echo \"\$err\" | grep -F -- \"--labels yolo:$TMP/yolo: a detector's labels, but $MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx's output 0 is not\""
+
+# A recogniser against its text: PP-OCRv4 rec on tests/oracle/textpages.py's labelled crops, the
+# labels as PaddleOCR's list (path<TAB>text) and as one STEM.txt per crop. Asserted: CER and the
+# share of lines read exactly, of FP32 and of max, with their bootstrap intervals and those of the
+# paired differences (tests/oracle/bootstrap.py, numpy's draws), equal a python port (greedy CTC with the
+# dictionary as PaddleOCR's CTCLabelDecode, Levenshtein on the strings) on ptq run's outputs, the
+# texts made partly wrong (a character replaced, dropped, or one the dictionary lacks added).
+REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
+KEYS=$MODELS/ppocr_keys_v1.txt
+if [ ! -f "$REC" ] || ! fc-list 2>/dev/null | grep -qi wqy; then
+  skip "recogniser labels" "needs build/models and the fonts of scripts/deps.sh (make deps)"; finish
+fi
+rm -rf "$TMP/ocr" "$TMP/ocrtext"
+$PY "$ROOT/tests/oracle/textpages.py" "$TMP/ocr" --pages 1 --split eval >/dev/null
+ls "$TMP"/ocr/rec/*.png | sort > "$TMP/rec.list"
+$PY - "$TMP" <<'PYEOF2'
+import os, sys
+d = sys.argv[1]
+os.makedirs(d + '/ocrtext', exist_ok=True)
+# some texts made wrong, so that the readings have errors to count: a character replaced, one
+# the dictionary lacks appended, one dropped
+lines = []
+for k, line in enumerate(open(d + '/ocr/rec.labels', encoding='utf-8')):
+    name, text = line.rstrip('\n').split(',', 1)
+    text = [text, text[:-1] + 'Q', text + '\u2603', text[1:]][k % 4] if len(text) > 1 else text
+    lines.append('%s,%s\n' % (name, text))
+open(d + '/truth.labels', 'w', encoding='utf-8').writelines(lines)
+with open(d + '/rec.paddle', 'w', encoding='utf-8') as f:
+    for line in lines:
+        name, text = line.rstrip('\n').split(',', 1)
+        f.write('rec/%s\t%s\n' % (name, text))
+        open('%s/ocrtext/%s.txt' % (d, os.path.splitext(name)[0]), 'w', encoding='utf-8').write(text + '\n')
+PYEOF2
+RPRE=(--preset paddleocr-rec)
+"$PTQ" preprocess --images "$TMP/rec.list" "${RPRE[@]}" --dump "$TMP/rec.npy" >/dev/null 2>&1
+NR=$($PY -c "
+import numpy as np; x = np.load('$TMP/rec.npy')
+for i in range(x.shape[0]): np.save('$TMP/rec%d.npy' % i, x[i:i + 1])
+print(x.shape[0])")
+"$PTQ" quantize "$REC" --images "$TMP/rec.list" "${RPRE[@]}" --method max -o "$TMP/rec.q.onnx" >/dev/null 2>&1
+for i in $(seq 0 $((NR - 1))); do
+  "$PTQ" run "$REC" --input "$TMP/rec$i.npy" --output-dir "$TMP/rfp.$i" >/dev/null
+  "$PTQ" run "$TMP/rec.q.onnx" --input "$TMP/rec$i.npy" --output-dir "$TMP/rq.$i" >/dev/null
+done
+cat > "$TMP/ocr_port.py" <<'PYEOF2'
+import glob, json, os, sys
+import numpy as np
+d, report, keys, oracle = sys.argv[1:5]
+sys.path.insert(0, oracle)
+from edit_distance import levenshtein
+from bootstrap import ratio, paired_delta
+chars = ['blank'] + [l.rstrip('\n').rstrip('\r') for l in open(keys, encoding='utf-8')] + [' ']
+paths = [l.strip() for l in open(d + '/rec.list')]
+truth = dict(l.rstrip('\n').split(',', 1) for l in open(d + '/truth.labels', encoding='utf-8'))
+def read(prob):  # PaddleOCR's CTCLabelDecode: argmax, repeats merged, blank dropped
+    idx = prob.argmax(axis=1)
+    keep = np.ones(len(idx), bool)
+    keep[1:] = idx[1:] != idx[:-1]
+    keep &= idx != 0
+    return ''.join(chars[i] for i in idx[keep])
+r = json.load(open(report))
+per = {}
+near = lambda a, b: abs(a[0] - b[0]) <= 1e-4 and abs(a[1] - b[1]) <= 1e-4
+for name, prefix, got in (('FP32', 'rfp', r['fp32']), ('max', 'rq', r['methods'][0])):
+    edits, nchars, exact = [], [], []
+    for i, p in enumerate(paths):
+        y = np.load(glob.glob('%s/%s.%d/*.npy' % (d, prefix, i))[0])[0]
+        ref = truth[os.path.basename(p)]
+        e = levenshtein(read(y), ref)
+        edits.append(e); nchars.append(len(ref)); exact.append(float(e == 0))
+    per[name] = (edits, exact)
+    cer, lo, hi = ratio(edits, nchars)
+    acc, alo, ahi = ratio(exact, [1] * len(paths))
+    assert abs(got['cer'] - cer) <= 1e-4 and abs(got['line_acc'] - acc) <= 1e-4, (name, got, cer, acc)
+    assert near(got['cer_ci'], (lo, hi)) and near(got['line_acc_ci'], (alo, ahi)), (name, got, lo, hi, alo, ahi)
+    print('%s CER %.4f [%.4f, %.4f] lines %.4f [%.4f, %.4f]' % (name, cer, lo, hi, acc, alo, ahi), end='; ')
+m = r['methods'][0]
+_, lo, hi = paired_delta(per['FP32'][0], per['max'][0], nchars)
+_, alo, ahi = paired_delta(per['FP32'][1], per['max'][1], [1] * len(paths))
+assert near(m['cer_delta_ci'], (lo, hi)) and near(m['line_acc_delta_ci'], (alo, ahi)), (m, lo, hi, alo, ahi)
+print('max - FP32 CER [%.4f, %.4f]; %d lines' % (lo, hi, len(paths)))
+PYEOF2
+for spec in "paddle:$TMP/rec.paddle:dict=$KEYS" "text:$TMP/ocrtext:dict=$KEYS"; do
+  kind=${spec%%:*}
+  check "compare --labels $kind: CER and exact lines of FP32 and max equal the python port on ptq run's outputs; text-chars picks the method" bash -c "
+    '$PTQ' compare '$REC' --images '$TMP/rec.list' --eval-images '$TMP/rec.list' ${RPRE[*]} --methods max --float fp32 \
+        --labels '$spec' --json '$TMP/ocr_$kind.json' > '$TMP/ocr_$kind.out' 2>&1 || { cat '$TMP/ocr_$kind.out'; exit 1; }
+    grep -q '^FP32 against' '$TMP/ocr_$kind.out' && grep -q '(by text-chars, then cosine)' '$TMP/ocr_$kind.out' &&
+    $PY '$TMP/ocr_port.py' '$TMP' '$TMP/ocr_$kind.json' '$KEYS' '$ROOT/tests/oracle'"
+done
+{ cat "$TMP/rec.paddle"; printf 'rec/nosuch.png\tabc\n'; } > "$TMP/rec_extra.paddle"
+check "a recogniser label naming no evaluation image: refused naming the file and line" \
+  refused "rec_extra.paddle:$(($(wc -l < "$TMP/rec.paddle") + 1)): nosuch.png is not among the evaluation images" \
+  "$PTQ" compare "$REC" --images "$TMP/rec.list" --eval-images "$TMP/rec.list" "${RPRE[@]}" --methods max \
+    --labels "paddle:$TMP/rec_extra.paddle:dict=$KEYS"
+check "a recogniser's labels without a dictionary: refused" \
+  refused "a recogniser's labels are paddle:FILE:dict=KEYS or text:DIR:dict=KEYS" \
+  "$PTQ" compare "$REC" --images "$TMP/rec.list" --eval-images "$TMP/rec.list" "${RPRE[@]}" --methods max \
+    --labels "paddle:$TMP/rec.paddle"
+finish
