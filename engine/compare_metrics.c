@@ -25,41 +25,6 @@ void cmp_sums_add(cmp_sums *m, const float *a, const float *b, size_t n)
     m->n += (double)n;
 }
 
-/* cmp_sums_add in 8 interleaved double lanes (element i goes to lane i mod 8, the lanes added
- * in a fixed order at the end): the same sums up to rounding, at any thread count the same
- * bits, and several times faster than one dependent chain per sum. For the layer-wise errors,
- * whose tensors are large; the output metrics keep cmp_sums_add's order (tests/e2e/compare.sh
- * recomputes them exactly). */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void cmp_sums_add_lanes(cmp_sums *m, const float *a, const float *b, size_t n)
-{
-    double ab[CMP_LANES] = {0}, aa[CMP_LANES] = {0}, bb[CMP_LANES] = {0}, dd[CMP_LANES] = {0}, mx[CMP_LANES] = {0};
-    int nan = 0;
-    for (size_t i = 0; i < n; i += CMP_LANES) { /* past the end, both sides are 0: nothing added */
-        int k = n - i < CMP_LANES ? (int)(n - i) : CMP_LANES;
-        for (int l = 0; l < CMP_LANES; l++) {
-            double x = l < k ? (double)a[i + l] : 0.0, y = l < k ? (double)b[i + l] : 0.0, d = x - y, ad = fabs(d);
-            ab[l] += x * y;
-            aa[l] += x * x;
-            bb[l] += y * y;
-            dd[l] += d * d;
-            mx[l] = ad > mx[l] ? ad : mx[l];
-            nan |= d != d;
-        }
-    }
-    for (int l = 0; l < CMP_LANES; l++) {
-        m->ab += ab[l];
-        m->aa += aa[l];
-        m->bb += bb[l];
-        m->dd += dd[l];
-        if (mx[l] > m->max_abs) m->max_abs = mx[l];
-    }
-    if (nan) m->max_abs = INFINITY;
-    m->n += (double)n;
-}
-
-
-
 /* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
  * than output 0 whose shape is y's without its last dim; -1 when there is none. */
 int cmp_box_scores_output(const ptq_plan *p, const ptq_tensor *y)

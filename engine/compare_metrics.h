@@ -38,12 +38,6 @@ enum { CMP_OUT_OTHER = 0, CMP_OUT_CLASSIFIER, CMP_OUT_SEQUENCE, CMP_OUT_MAP, CMP
 #define CMP_LANES 8
 
 void cmp_sums_add(cmp_sums *m, const float *a, const float *b, size_t n);
-/* cmp_sums_add in 8 interleaved double lanes (element i goes to lane i mod 8, the lanes added
- * in a fixed order at the end): the same sums up to rounding, at any thread count the same
- * bits, and several times faster than one dependent chain per sum. For the layer-wise errors,
- * whose tensors are large; the output metrics keep cmp_sums_add's order (tests/e2e/compare.sh
- * recomputes them exactly). */
-void cmp_sums_add_lanes(cmp_sums *m, const float *a, const float *b, size_t n);
 /* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
  * than output 0 whose shape is y's without its last dim; -1 when there is none. */
 int cmp_box_scores_output(const ptq_plan *p, const ptq_tensor *y);

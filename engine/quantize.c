@@ -33,7 +33,7 @@ ptq_status eng_methods_ranges(const eng_collector *col, const calib_method *meth
         int w[CALIB_MAX_METHODS];
         ptq_status s = calib_amaxes(col->t[i].stats, methods, n_methods, a, w);
         if (s != PTQ_OK) {
-#pragma omp critical(eng_methods_ranges_err)
+#pragma omp critical /* unnamed: a named one exports a .gomp_critical_user_ symbol from libptq.so */
             if (i < first) {
                 first = i;
                 st = s;
