@@ -161,12 +161,8 @@ static ptq_status labels_load(const char *spec, const char *images, label_set *l
     io_labels_parse(spec, &file);
     TRY(io_read_file(file, &buf, &len, 1 << 26));
     int line_no = 0;
-    for (char *line = (char *)buf, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        line_no++;
-        size_t k = strlen(line);
-        while (k && (line[k - 1] == '\r' || (list && (line[k - 1] == ' ' || line[k - 1] == '\t')))) line[--k] = 0;
+    size_t k;
+    for (char *cur = (char *)buf, *line; (line = io_text_line(&cur, list, &line_no, &k));) {
         if (!k || line[0] == '#') continue;
         char *comma = list ? strrchr(line, ' ') : strrchr(line, ',');
         if (list && (!comma || strrchr(line, '\t') > comma)) comma = strrchr(line, '\t');

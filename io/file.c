@@ -14,6 +14,20 @@
 
 #include "runtime/graph.h"
 
+char *io_text_line(char **cur, int trim_blanks, int *line_no, size_t *len)
+{
+    char *line = *cur;
+    if (!line || !*line) return NULL;
+    char *next = strchr(line, '\n');
+    if (next) *next++ = 0;
+    *cur = next;
+    (*line_no)++;
+    size_t k = strlen(line);
+    while (k && (line[k - 1] == '\r' || (trim_blanks && (line[k - 1] == ' ' || line[k - 1] == '\t')))) line[--k] = 0;
+    *len = k;
+    return line;
+}
+
 ptq_status io_read_file(const char *path, uint8_t **data, size_t *len, size_t max_bytes)
 {
     ptq_status st = PTQ_OK;

@@ -33,6 +33,12 @@
 /* Reads the whole file; fails (IO) naming the path, or (FORMAT) if larger than max_bytes. */
 ptq_status io_read_file(const char *path, uint8_t **data, size_t *len, size_t max_bytes);
 ptq_status io_write_atomic(const char *path, const void *data, size_t len);
+/* The next line of the NUL-terminated text at *cur (io_read_file's buffer), cut in place: without
+ * its '\n' and a final '\r' (with trim_blanks, also trailing spaces and tabs); *len its length,
+ * *line_no counted up. NULL at the end of the text.
+ *   char *cur = (char *)buf, *line; size_t k; int n = 0;
+ *   while ((line = io_text_line(&cur, 0, &n, &k))) { ... }  */
+char *io_text_line(char **cur, int trim_blanks, int *line_no, size_t *len);
 
 typedef struct {
     FILE *fp;

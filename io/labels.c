@@ -101,12 +101,8 @@ static ptq_status yolo_file(io_box_labels *l, const char *dir, const char *fname
     io_image_boxes *b = image_add(l, fname, (size_t)(dot - fname));
     CHECK_ALLOC(b);
     int line_no = 0;
-    for (char *line = (char *)buf, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        line_no++;
-        size_t k = strlen(line);
-        while (k && (line[k - 1] == '\r' || line[k - 1] == ' ' || line[k - 1] == '\t')) line[--k] = 0;
+    size_t k;
+    for (char *cur = (char *)buf, *line; (line = io_text_line(&cur, 1, &line_no, &k));) {
         if (!k) continue;
         double v[5];
         char *p = line, *end;
@@ -338,12 +334,8 @@ static ptq_status load_dict(const char *path, int **codes, int *n_classes)
     c = malloc(sizeof *c * (len + 3));
     CHECK_ALLOC(c);
     c[0] = -1;
-    for (char *line = (char *)buf, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        line_no++;
-        size_t k = strlen(line);
-        if (k && line[k - 1] == '\r') line[--k] = 0;
+    size_t k;
+    for (char *cur = (char *)buf, *line; (line = io_text_line(&cur, 0, &line_no, &k));) {
         int adv = 0;
         long cp = k ? utf8_next((const unsigned char *)line, k, &adv) : -1;
         if (cp < 0 || (size_t)adv != k)
@@ -472,12 +464,8 @@ ptq_status io_text_labels_load(const char *spec, io_text_labels *out)
     } else {
         TRY(io_read_file(out->path, &buf, &len, LABEL_FILE_MAX));
         int line_no = 0;
-        for (char *line = (char *)buf, *next; line && *line; line = next) {
-            next = strchr(line, '\n');
-            if (next) *next++ = 0;
-            line_no++;
-            size_t k = strlen(line);
-            if (k && line[k - 1] == '\r') line[--k] = 0;
+        size_t k;
+        for (char *cur = (char *)buf, *line; (line = io_text_line(&cur, 0, &line_no, &k));) {
             if (!k) continue;
             char *tab = strchr(line, '\t');
             if (!tab || tab == line) FAIL(PTQ_ERR_FORMAT, "%s:%d: expected 'image<TAB>text'", out->path, line_no);
