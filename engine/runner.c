@@ -69,8 +69,10 @@ size_t eng_cache_budget_bytes(const pp_dataset_options *o)
     return eng_memory_budget_bytes(o) / 2;
 }
 
-/* Bytes of the block a bound_memory plan of g needs at batch n of w x h (0: it cannot be planned). */
-static size_t plan_bytes(const ptq_graph *g, const pp_config *cfg, int w, int h, int n, const ptq_plan_options *popt)
+/* Bytes of the block a bound_memory plan of g needs at batch n of w x h (0: it cannot be planned);
+ * out of memory is the caller's error (*nomem), never a reason to pick another batch. */
+static size_t plan_bytes(const ptq_graph *g, const pp_config *cfg, int w, int h, int n, const ptq_plan_options *popt,
+                         int *nomem)
 {
     ptq_tensor x = eng_shaped_tensor(cfg, w, h, NULL, n), xm = eng_model_tensor(g, &x);
     ptq_input_shape s = {.name = g->values[eng_graph_input(g)].name, .rank = xm.rank};
@@ -79,7 +81,9 @@ static size_t plan_bytes(const ptq_graph *g, const pp_config *cfg, int w, int h,
     po.bound_memory = 1;
     po.pool = NULL;
     ptq_plan *p = NULL;
-    if (ptq_plan_create(g, &s, 1, &po, &p) != PTQ_OK) return 0;
+    ptq_status st = ptq_plan_create(g, &s, 1, &po, &p);
+    if (st == PTQ_ERR_NOMEM) *nomem = 1;
+    if (st != PTQ_OK) return 0;
     size_t bytes = ptq_plan_memory_bytes(p);
     ptq_plan_destroy(p);
     return bytes;
@@ -106,7 +110,9 @@ ptq_status eng_fit_batch_memory(const ptq_graph *g, const char *model, const pp_
         while ((size_t)(h + 1) * (size_t)(h + 1) * 3 <= floats) h++;
     }
     if (dyn) w = (int)(floats / 3 / (size_t)h);
-    size_t b1 = plan_bytes(g, cfg, w, h, 1, popt), b2 = b1 ? plan_bytes(g, cfg, w, h, 2, popt) : 0;
+    int nomem = 0;
+    size_t b1 = plan_bytes(g, cfg, w, h, 1, popt, &nomem), b2 = b1 ? plan_bytes(g, cfg, w, h, 2, popt, &nomem) : 0;
+    if (nomem) return PTQ_ERR_NOMEM; /* ptq_plan_create's message: what was being allocated */
     if (!b1) { /* not plannable at that size: batch 1, and the pass's own plan says why if it fails too */
         o->batch = m.batch = 1;
         if (mb) *mb = m;
