@@ -167,6 +167,8 @@ PTQ_API ptq_err ptq_dataset_open(const char *images, const ptq_dataset_options *
     if (o->shard_count < 0 || (o->shard_count && (o->shard_index < 0 || o->shard_index >= o->shard_count)) ||
         (!o->shard_count && o->shard_index))
         FAIL(PTQ_ERR_ARG, "bad shard %d/%d (index 0 to count - 1)", o->shard_index, o->shard_count);
+    if (o->memory_mb && (o->memory_mb < 64 || o->memory_mb > 1048576))
+        FAIL(PTQ_ERR_ARG, "bad memory_mb %d (MB, from 64 to 1048576, or 0: 512)", o->memory_mb);
     if (n < 0 || (n && !o->overrides)) FAIL(PTQ_ERR_ARG, "bad overrides");
     ds = calloc(1, sizeof *ds);
     keys = calloc((size_t)n + 1, sizeof *keys);
@@ -198,6 +200,7 @@ PTQ_API ptq_err ptq_dataset_open(const char *images, const ptq_dataset_options *
     ds->src.o.threads = o->threads;
     ds->src.o.shard_index = o->shard_index;
     ds->src.o.shard_count = o->shard_count;
+    ds->src.o.memory_mb = o->memory_mb;
     ds->src.o.log = log_of(&o->log);
     /* lists the files now, so that a folder without images fails here */
     pp_dataset_options po = ds->src.o;

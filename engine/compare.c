@@ -698,7 +698,7 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
         for (int o = 0; o < n_out; o++) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
             if (y->dtype == PTQ_F32 && fp32[o] && fp32_n[o] == ptq_tensor_numel(y))
-                cmp_sums_add(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y));
+                cmp_sums_add_images(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y), nb);
         }
         if (kind == CMP_OUT_BOXES || kind == CMP_OUT_YOLO || kind == CMP_OUT_DETECTIONS) {
             int so = kind == CMP_OUT_BOXES ? cmp_box_scores_output(rs[k].plan, ptq_plan_output(rs[k].plan, 0, NULL)) : 0;

@@ -80,6 +80,7 @@ typedef struct {
     int pending;                     /* layer the QDQ plan is being stepped to, or -1 */
     spares spare;                    /* one slot per layer: a layer holds a copy or a spare */
     int nthreads;
+    int images;                      /* in the batch being compared */
     const float *fp32;               /* that layer's FP32 data */
 } lockstep;
 
@@ -100,7 +101,8 @@ static int wants_qdq(const char *name, void *user)
     return node >= 0 && ls->dq_slot[node] >= 0;
 }
 
-static ptq_status layer_sums(const float *a, const float *b, size_t n, float scale, int nthreads, cmp_sums *m);
+static ptq_status layer_sums(const float *a, const float *b, size_t n, int images, float scale, int nthreads,
+                             cmp_sums *m);
 
 /* QDQ side: a dequantized tensor. Compared at once when the FP32 side is waiting for it,
  * copied when it came first. */
@@ -115,7 +117,7 @@ static ptq_status observe_qdq(const char *name, int node, const ptq_tensor *t, v
     size_t n = ptq_tensor_numel(t);
     if (k == ls->pending) {
         ls->pending = -1;
-        return layer_sums(ls->fp32, t->data, n, 0.0f, ls->nthreads, &l->acc);
+        return layer_sums(ls->fp32, t->data, n, ls->images, 0.0f, ls->nthreads, &l->acc);
     }
     spare_put(&ls->spare, l->copy, l->copy_cap);
     l->copy = spare_take(&ls->spare, n, &l->copy_cap);
@@ -195,22 +197,27 @@ static void isolated_sums(const float *a, size_t n, float scale, cmp_sums *m)
     }
 }
 
-/* The layer-wise cmp_sums of a (and b, or DQ(Q(a)) with `scale` when b is NULL) over blocks of
- * 2^16 elements, the blocks in parallel and their cmp_sums added in block order: the same bits at
- * any thread count. */
+/* The layer-wise cmp_sums of a (and b, or DQ(Q(a)) with `scale` when b is NULL): image by image
+ * (the tensor's n / images elements in turn, when they divide n), each image over blocks of 2^16
+ * elements; the blocks run in parallel and their cmp_sums are added in order. The same bits at any
+ * thread count, and at any batch size for a tensor whose images lie one after another (batch
+ * first, as the layers of image models hold them). */
 #define SUM_BLOCK ((size_t)1 << 16)
-static ptq_status layer_sums(const float *a, const float *b, size_t n, float scale, int nthreads, cmp_sums *m)
+static ptq_status layer_sums(const float *a, const float *b, size_t n, int images, float scale, int nthreads,
+                             cmp_sums *m)
 {
-    size_t nb = (n + SUM_BLOCK - 1) / SUM_BLOCK;
+    if (n == 0) return PTQ_OK;
+    size_t per = images > 1 && n % (size_t)images == 0 ? n / (size_t)images : n;
+    size_t bpi = (per + SUM_BLOCK - 1) / SUM_BLOCK, nb = n / per * bpi;
     cmp_sums *part = calloc(nb + 1, sizeof *part);
     if (!part) {
-        ptq_error("out of memory comparing layers");
+        ptq_error("out of memory comparing layers (the partial sums of %zu blocks)", nb);
         return PTQ_ERR_NOMEM;
     }
     int nt = nthreads > 1 && nb > 1 ? nthreads : 1;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (size_t k = 0; k < nb; k++) {
-        size_t off = k * SUM_BLOCK, len = n - off < SUM_BLOCK ? n - off : SUM_BLOCK;
+        size_t j = (k % bpi) * SUM_BLOCK, off = k / bpi * per + j, len = per - j < SUM_BLOCK ? per - j : SUM_BLOCK;
         if (b) cmp_sums_add_lanes(&part[k], a + off, b + off, len);
         else isolated_sums(a + off, len, scale, &part[k]);
     }
@@ -239,9 +246,9 @@ static ptq_status observe_fp32(const char *name, int node, const ptq_tensor *t, 
     const float *a = t->data;
     size_t n = ptq_tensor_numel(t);
     if (l->order < 0) l->order = ls->seen++;
-    TRY(layer_sums(a, NULL, n, l->scale, ls->nthreads, &l->iso));
+    TRY(layer_sums(a, NULL, n, ls->images, l->scale, ls->nthreads, &l->iso));
     if (l->copy) {
-        if (l->copy_n == n) TRY(layer_sums(a, l->copy, n, 0.0f, ls->nthreads, &l->acc));
+        if (l->copy_n == n) TRY(layer_sums(a, l->copy, n, ls->images, 0.0f, ls->nthreads, &l->acc));
         spare_put(&ls->spare, l->copy, l->copy_cap);
         l->copy = NULL;
         return PTQ_OK;
@@ -326,6 +333,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
             ls.spare.slab = ptq_arena_pool_take(cmp_cache_pool(ev->cache), ptq_plan_arena_bytes(rb.plan), &ls.spare.slab_cap);
         ls.qplan = rb.plan;
         ls.q_finished = 0;
+        ls.images = nb;
         ptq_tensor tm = eng_model_tensor(ev->g, &t);
         TRY(ptq_plan_begin(rb.plan, &tm, 1));
         TRY(ptq_plan_run(ra.plan, &tm, 1));

@@ -25,6 +25,12 @@ void cmp_sums_add(cmp_sums *m, const float *a, const float *b, size_t n)
     m->n += (double)n;
 }
 
+void cmp_sums_add_images(cmp_sums *m, const float *a, const float *b, size_t n, int images)
+{
+    size_t per = images > 1 && n % (size_t)images == 0 ? n / (size_t)images : n;
+    for (size_t off = 0; off < n; off += per) cmp_sums_add(m, a + off, b + off, per);
+}
+
 /* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
  * than output 0 whose shape is y's without its last dim; -1 when there is none. */
 int cmp_box_scores_output(const ptq_plan *p, const ptq_tensor *y)

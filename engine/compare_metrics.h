@@ -3,7 +3,7 @@
  * internal to engine/. The metrics themselves are described in compare.h.
  *
  *   cmp_acc a = {0};
- *   cmp_sums_add(&a.s, fp32, qdq, n);   // per batch, per output
+ *   cmp_sums_add_images(&a.s, fp32, qdq, n, images);   // per batch, per output
  *   cmp_metrics_of(&a, kind, labelled, images, threshold, &m);
  */
 #ifndef PTQ_ENGINE_COMPARE_METRICS_H
@@ -38,6 +38,9 @@ enum { CMP_OUT_OTHER = 0, CMP_OUT_CLASSIFIER, CMP_OUT_SEQUENCE, CMP_OUT_MAP, CMP
 #define CMP_LANES 8
 
 void cmp_sums_add(cmp_sums *m, const float *a, const float *b, size_t n);
+/* cmp_sums_add of each image's n / images elements in turn (when they divide n): the sums of a
+ * batch-first tensor are then the same at any batch size. */
+void cmp_sums_add_images(cmp_sums *m, const float *a, const float *b, size_t n, int images);
 /* The float output holding the scores of final boxes y ([K, 4] or [N, K, 4]): the first one other
  * than output 0 whose shape is y's without its last dim; -1 when there is none. */
 int cmp_box_scores_output(const ptq_plan *p, const ptq_tensor *y);

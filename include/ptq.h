@@ -82,7 +82,8 @@ typedef struct {
     const char *const *overrides;    /* n_overrides "key=value" strings, e.g. "mean=0,0,0", "size=192x48" (the CLI's --key value) */
     int n_overrides;
     int batch;                       /* images per batch: 0 = the model's (1 for a model without a batch dim,
-                                        k for one that fixes it to k), else 8 */
+                                        k for one that fixes it to k), else the most, up to 8, that
+                                        memory_mb holds (8 when the dataset is read alone) */
     int limit;                       /* at most this many usable images: 0 = all */
     int shuffle;                     /* 0 */
     uint64_t seed;                   /* shuffle seed: 0 */
@@ -92,6 +93,9 @@ typedef struct {
     int shard_index, shard_count;    /* keep list positions k with k % shard_count == shard_index
                                         (the CLI's --shard I/N; docs/cluster.md): 0, 0 = the whole list */
     ptq_log log;                     /* progress and skipped-image warnings: none */
+    int memory_mb;                   /* the memory budget in MB (the CLI's --memory; docs/reference.md#memory):
+                                        the default batch and the images kept for replay follow it;
+                                        0 = 512; else 64 to 1048576 */
 } ptq_dataset_options;
 PTQ_API void ptq_dataset_defaults(ptq_dataset_options *o);
 

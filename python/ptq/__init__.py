@@ -150,8 +150,8 @@ class _Log:
 # the preprocessing overrides every image command takes (the command's --size, --mean, ...)
 OVERRIDES = ("size", "mode", "resize", "shorter", "mean", "std", "scale", "channel_order", "layout", "pad_value",
              "max_width", "limit_side", "limit_type", "multiple", "max_side")
-# the image-source options (--batch --limit --shuffle --seed --strict --exif --threads --shard)
-SOURCE = ("batch", "limit", "shuffle", "seed", "strict", "exif", "threads", "shard")
+# the image-source options (--batch --limit --shuffle --seed --strict --exif --threads --shard --memory)
+SOURCE = ("batch", "limit", "shuffle", "seed", "strict", "exif", "threads", "shard", "memory")
 
 
 def _override_value(key, v):
@@ -217,6 +217,8 @@ class _DatasetHandle(_Closing):
             o.exif = int(exif != "off") if isinstance(exif, str) else int(bool(exif))
         if src.get("threads") is not None:
             o.threads = int(src["threads"])
+        if src.get("memory") is not None:  # MB, as the CLI's --memory
+            o.memory_mb = int(src["memory"])
         shard = src.get("shard")
         if shard is not None:  # "I/N" as the CLI's --shard, or (I, N)
             try:
@@ -333,7 +335,9 @@ class Dataset(_Closing):
 
         for x in ptq.Dataset("photos", preset="paddleocr-cls", size="192x48", batch=4): ...
 
-    Options: batch (the model's when quantizing; 8 when iterated alone), limit, shuffle, seed, strict, exif (True | "on" | "off"), threads, shard ("I/N"), and the
+    Options: batch (the model's when quantizing: the most, up to 8, that memory holds; 8 when iterated
+    alone), memory (the budget in MB, as --memory: 512), limit, shuffle, seed, strict, exif (True | "on" |
+    "off"), threads, shard ("I/N"), and the
     overrides (size, mode, resize, shorter, mean, std, scale, channel_order, layout, pad_value,
     max_width, limit_side, limit_type, multiple, max_side). A Dataset can also be given as the
     images of quantize(), calibrate() and compare()."""
@@ -676,7 +680,7 @@ def compare(model, images, eval_images, preset=None, methods=None, metric=None, 
             esrc = {}
             if eval_limit is not None:
                 esrc["limit"] = eval_limit
-            esrc.update({k: v for k, v in calib.src.items() if k in ("batch", "exif", "threads", "strict")})
+            esrc.update({k: v for k, v in calib.src.items() if k in ("batch", "exif", "threads", "strict", "memory")})
             ev = hs.add(_DatasetHandle(eval_images, eval_preset if eval_preset is not None else calib.preset, esrc,
                                        calib.overrides, lg))
         o = _capi.CompareOptions()

@@ -33,7 +33,7 @@ class DatasetOptions(ctypes.Structure):
                 ("batch", ctypes.c_int), ("limit", ctypes.c_int), ("shuffle", ctypes.c_int),
                 ("seed", ctypes.c_uint64), ("strict", ctypes.c_int), ("exif", ctypes.c_int),
                 ("threads", ctypes.c_int), ("shard_index", ctypes.c_int), ("shard_count", ctypes.c_int),
-                ("log", Log)]
+                ("log", Log), ("memory_mb", ctypes.c_int)]
 
 
 class CalibrateOptions(ctypes.Structure):

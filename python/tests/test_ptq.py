@@ -402,3 +402,15 @@ def test_shards_equal_the_cli(tmp):
     for bad in ("3/3", "-1/2", "x"):
         with pytest.raises(ptq.Error, match="shard"):
             ptq.Dataset(PHOTOS, preset=PRESET, shard=bad)
+
+
+def test_memory_budget_reaches_the_library(tmp):
+    """memory= is the CLI's --memory: the same files at a 64 MB budget, and a budget out of range refused."""
+    ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, method="max", memory=64, output=tmp / "py" / "m64.onnx",
+                 cache=tmp / "py" / "m64.cache")
+    cli("quantize", MODEL, "--images", PHOTOS, "--preset", PRESET, "--limit", LIMIT, "--method", "max", "--memory", 64,
+        "-o", tmp / "cli" / "m64.onnx", "--cache", tmp / "cli" / "m64.cache")
+    for f in ("m64.onnx", "m64.cache"):
+        same_file(tmp / "py" / f, tmp / "cli" / f)
+    with pytest.raises(ptq.Error, match="memory_mb 10"):
+        ptq.quantize(MODEL, PHOTOS, preset=PRESET, limit=LIMIT, memory=10, output=tmp / "py" / "m10.onnx")

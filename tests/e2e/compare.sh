@@ -12,7 +12,7 @@
 # to the last bit of the JSON's doubles, those of ptq's own run of the model `ptq quantize`
 # writes with that method (--float-dtype fp16: the float part as compare's default --float fp16
 # evaluates it) against ptq's run of the FP32 model, scored here as compare
-# scores (per batch of --batch images, sums of double products in order): compare
+# scores (image by image, sums of double products in order): compare
 # evaluates exactly the model quantize writes, with the executor `ptq run` uses.
 # ONNX Runtime (--opt disable, FP32 reference from ORT too) is printed beside, not asserted:
 # its kernels round differently in the last bit, a value near a rounding tie then quantizes
@@ -34,7 +34,7 @@ awk 'NR % 2 == 0' "$TMP/all.list" | head -n 4 > "$TMP/eval.list"
 head -n 2 "$TMP/eval.list" > "$TMP/eval2.list"
 
 # compare's figures for METHOD (REPORT.json) against FP32.npy / QDQ.npy (ptq run), scored
-# as cli/compare.c scores them: per batch of BATCH images, a sequential double sum of each
+# as engine/compare.c scores them: per image (BATCH 1), a sequential double sum of each
 # product (float32 products are exact in double), added to the total; cosine ab/sqrt(aa bb),
 # SQNR 10 log10(aa/dd). Equal exactly. ORT's pair, if given, is printed beside.
 cat > "$TMP/metrics.py" <<'PYEOF'
@@ -105,7 +105,7 @@ print(r['best_method'], len(r['layers']), 'layers')\" && grep '^best' '$TMP/$tag
       node '$ROOT/tests/oracle/ort.js' '$TMP/$tag.$m.onnx' --input x='$TMP/$tag.eval.npy' --out-dir '$TMP/$tag.$m.ort' --opt disable >/dev/null &&
       '$PTQ' run '$TMP/$tag.$m.onnx' --input '$TMP/$tag.eval.npy' --output-dir '$TMP/$tag.$m.ptq' &&
       '$PTQ' run '$model' --input '$TMP/$tag.eval.npy' --output-dir '$TMP/$tag.fp32.ptq' &&
-      $PY '$TMP/metrics.py' '$TMP/$tag.json' $m 2 '$TMP/$tag.fp32.ptq/$out.npy' '$TMP/$tag.$m.ptq/$out.npy' \
+      $PY '$TMP/metrics.py' '$TMP/$tag.json' $m 1 '$TMP/$tag.fp32.ptq/$out.npy' '$TMP/$tag.$m.ptq/$out.npy' \
         '$TMP/$tag.fp32/$out.npy' '$TMP/$tag.$m.ort/$out.npy'"
   done
 done
@@ -157,6 +157,18 @@ a = np.load('$TMP/rec.fp32.ptq/softmax_11.tmp_0.npy').argmax(-1); b = np.load('$
 n = len(open('$TMP/rec.excl').read().split())
 assert (a == b).all(), (a != b).sum()
 print(n, 'nodes in float: every position agrees')\""
+check "the figures and the layer-wise errors do not depend on the batch: --batch 1 and --batch 3, the same JSON" bash -c "
+  for b in 1 3; do '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls \
+     --batch \$b --methods max,entropy --json '$TMP/b\$b.json' >/dev/null 2>&1 || exit 1; done
+  $PY -c \"
+import json
+def strip(x):
+    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if not any(w in k for w in ('second', 'rss', 'batch', 'time'))}
+    if isinstance(x, list): return [strip(v) for v in x]
+    return x
+a, b = (strip(json.load(open('$TMP/b%d.json' % k))) for k in (1, 3))
+assert a == b, [k for k in a if a[k] != b.get(k)]
+print(len(a['layers']), 'layers and', len(a['methods']), 'methods alike')\""
 check "compare: a missing --eval-images is a usage error" bash -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --preset paddleocr-cls 2>'$TMP/u.err'; [ \$? = 2 ] && grep -q 'eval-images' '$TMP/u.err'"
 # On a terminal, the progress line names the phase: calibration, each method with its
