@@ -193,10 +193,13 @@ static int64_t conv_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s
 }
 
 /* Adds the sums of one image's input patches over every output position to sum ([groups * k];
- * (ci, kh, kw) order within a group) and returns the number of positions. x is the image's
- * slice of the layer input: [C, H, W] for Conv, [rows, K] for Gemm/MatMul. Parallel over
- * channels; each sum runs in a fixed order, so the result is the same at any thread count. */
-enum { PATCH_ROWS = 8 };
+ * (ci, kh, kw) order within a group) and returns the number of positions, or -1 when out of memory.
+ * x is the image's slice of the layer input: [C, H, W] for Conv, [rows, K] for Gemm/MatMul.
+ * A Conv tap (a, b) sees, in output row oh, input row ih = oh sh - ph + a dh over the columns of
+ * its kernel column b: so each input row's sum over kernel column b's columns is taken once, then
+ * added over the rows of each kernel row a (kh times fewer additions than tap by tap). Parallel
+ * over channels; every sum runs in a fixed order, so the result is the same at any thread count. */
+enum { PATCH_LANES = 4 };
 static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, double *sum, int nthreads)
 {
     if (L->kind != L_CONV) {
@@ -207,49 +210,45 @@ static int64_t patch_sums(const layer *L, const float *x, const ptq_tensor *t, d
     }
     int64_t C = t->dims[1], H = t->dims[2], W = t->dims[3], cin_g = L->k / (L->kh * L->kw);
     int64_t OH = conv_out(H, L->ph, L->ph_end, L->kh, L->sh, L->dh), OW = conv_out(W, L->pw, L->pw_end, L->kw, L->sw, L->dw);
-#pragma omp parallel for schedule(static) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads())
+    int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+    if (nt > C) nt = C > 0 ? (int)C : 1;
+    if (C * H * W * L->kw < ((int64_t)1 << 18)) nt = 1; /* less work than waking the threads costs */
+    double *rows = malloc(sizeof *rows * (size_t)nt * (size_t)(L->kw * H) + 1);
+    if (!rows) return -1;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t c = 0; c < C; c++) {
         double *base = sum + (c / cin_g) * L->k + (c % cin_g) * L->kh * L->kw;
+        double *rs = rows + (size_t)omp_get_thread_num() * (size_t)(L->kw * H); /* [kw][H] */
+        const float *xc = x + c * H * W;
+        for (int64_t b = 0; b < L->kw; b++) {
+            /* the output columns whose input column iw = ow sw + off lies in [0, W) */
+            int64_t off = b * L->dw - L->pw;
+            int64_t lo = off >= 0 ? 0 : (-off + L->sw - 1) / L->sw;
+            int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / L->sw;
+            hi = hi < OW - 1 ? hi : OW - 1;
+            for (int64_t ih = 0; ih < H; ih++) {
+                /* PATCH_LANES chains over the columns (column j into lane j mod PATCH_LANES),
+                 * added in lane order */
+                const float *r = xc + ih * W + lo * L->sw + off;
+                double s[PATCH_LANES] = {0};
+                int64_t n = hi - lo + 1, j = 0;
+                for (; j + PATCH_LANES <= n; j += PATCH_LANES)
+                    for (int l = 0; l < PATCH_LANES; l++) s[l] += (double)r[(j + l) * L->sw];
+                for (; j < n; j++) s[j % PATCH_LANES] += (double)r[j * L->sw];
+                rs[b * H + ih] = (s[0] + s[1]) + (s[2] + s[3]);
+            }
+        }
         for (int64_t a = 0; a < L->kh; a++)
             for (int64_t b = 0; b < L->kw; b++) {
-                /* the output columns whose input column iw = ow sw + off lies in [0, W) */
-                int64_t off = b * L->dw - L->pw;
-                int64_t lo = off >= 0 ? 0 : (-off + L->sw - 1) / L->sw;
-                int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / L->sw;
-                hi = hi < OW - 1 ? hi : OW - 1;
-                /* tap (a, b)'s sum: each output row's sum over its columns in order, added in
-                 * row order; PATCH_ROWS rows' sums run side by side (independent chains) */
                 double acc = base[a * L->kw + b];
-                const float *rows[PATCH_ROWS];
-                int n = 0;
                 for (int64_t oh = 0; oh < OH; oh++) {
                     int64_t ih = oh * L->sh - L->ph + a * L->dh;
-                    if (ih >= 0 && ih < H) rows[n++] = x + (c * H + ih) * W;
-                    if (n == PATCH_ROWS || (oh == OH - 1 && n > 0)) {
-                        /* all PATCH_ROWS chains run (a short block repeats its first row, and
-                         * those sums are dropped), so that they stay in registers */
-                        for (int i = n; i < PATCH_ROWS; i++) rows[i] = rows[0];
-                        const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
-                        const float *r4 = rows[4], *r5 = rows[5], *r6 = rows[6], *r7 = rows[7];
-                        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-                        for (int64_t ow = lo, at = lo * L->sw + off; ow <= hi; ow++, at += L->sw) {
-                            s0 += (double)r0[at];
-                            s1 += (double)r1[at];
-                            s2 += (double)r2[at];
-                            s3 += (double)r3[at];
-                            s4 += (double)r4[at];
-                            s5 += (double)r5[at];
-                            s6 += (double)r6[at];
-                            s7 += (double)r7[at];
-                        }
-                        const double s[PATCH_ROWS] = {s0, s1, s2, s3, s4, s5, s6, s7};
-                        for (int i = 0; i < n; i++) acc += s[i];
-                        n = 0;
-                    }
+                    if (ih >= 0 && ih < H) acc += rs[b * H + ih];
                 }
                 base[a * L->kw + b] = acc;
             }
     }
+    free(rows);
     return OH * OW;
 }
 
@@ -333,15 +332,24 @@ typedef struct {
     int nthreads;
 } ctx;
 
+static ptq_status patch_sums_failed(const layer *L)
+{
+    ptq_error("out of memory summing the input patches of the layer reading '%s'", L->t);
+    return PTQ_ERR_NOMEM;
+}
+
 /* The FP32 patch sums of the group's layers over one batch x, and the positions counted. */
-static void observe_fp(ctx *c, const ptq_tensor *x)
+static ptq_status observe_fp(ctx *c, const ptq_tensor *x)
 {
     size_t per = ptq_tensor_numel(x) / (size_t)x->dims[0];
     for (int64_t i = 0; i < x->dims[0]; i++)
         for (int gi = 0; gi < c->ng; gi++) {
             layer *L = &c->L[c->group[gi]];
-            L->count += (double)patch_sums(L, (const float *)x->data + (size_t)i * per, x, L->sum_fp, c->nthreads);
+            int64_t n = patch_sums(L, (const float *)x->data + (size_t)i * per, x, L->sum_fp, c->nthreads);
+            if (n < 0) return patch_sums_failed(L);
+            L->count += (double)n;
         }
+    return PTQ_OK;
 }
 
 /* x~ of one batch whose first image is `first` (c->fp: x of the same images). */
@@ -361,7 +369,7 @@ static ptq_status observe_q(ctx *c, const char *name, int first, const ptq_tenso
         for (int gi = 0; gi < c->ng; gi++) {
             int li = c->group[gi];
             layer *L = &c->L[li];
-            if (c->sums) patch_sums(L, xq, t, L->sum_q, c->nthreads);
+            if (c->sums && patch_sums(L, xq, t, L->sum_q, c->nthreads) < 0) return patch_sums_failed(L);
             if (!c->samples) continue;
             int64_t np = positions(L, t), rows = L->groups * L->k;
             int take = np > 0 ? (c->per_image < L->cap - L->filled ? c->per_image : L->cap - L->filled) : 0;
@@ -741,7 +749,7 @@ static ptq_status group_step(eng_stepper *sf, eng_stepper *sq, ctx *c, const cha
         ptq_tensor x, xq;
         if (sf) {
             TRY(eng_stepper_get(sf, fp_name, b, &x));
-            if (fp_sums) observe_fp(c, &x);
+            if (fp_sums) TRY(observe_fp(c, &x));
             c->fp = &x;
         }
         TRY(eng_stepper_get(sq, q_name, b, &xq));
