@@ -73,3 +73,6 @@ print(f'| $m | ${shape//,/x} | $isa | $pm | $gf | {f / c:.1f} | {100 * f / c / $
     done
   done
 } | tee "$OUT/peak.md"
+
+# where the second thread idles: the slowest layers at 1 thread and at $THREADS (bench/layers.sh)
+REPEAT=$REPEAT THREADS=$THREADS BUILD=$BUILD bench/layers.sh
