@@ -14,7 +14,8 @@
  * so few strips reuse a panel that packing it costs more than it saves. Between k
  * blocks an element's accumulator goes through C unchanged (a float store and load), so
  * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
- * microkernel on a padded copy of the tile. */
+ * microkernel on a padded copy of the tile. SG_TAPS_FN (the includer names it too) runs the
+ * taps of a shifted convolution in one call. */
 #include <stdint.h>
 #include <string.h>
 
@@ -101,6 +102,39 @@ static void sg_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t ld
     for (int64_t p = 0; p < k; p++) {
         const float av = trans_a ? a[p * lda] : a[p], *bp = b + p * ldb;
         for (int64_t j = 0; j < n; j++) c[j] = fmaf(av, bp[j], c[j]);
+    }
+}
+
+/* The taps of a shifted convolution: C [m x n] = sum over t in [0, ntaps) of A_t B_t, each A_t
+ * [m x k] packed whole (apk[t], as sg_pack_a with p0 = 0 and kc = k), B_t = b + boff[t] (row
+ * pitch ldb, not transposed). Each element's chain runs tap after tap, p in order within a tap,
+ * from +0.0f: the chain of calling SG_FN per tap with accumulate = (t > 0). Column panel by
+ * panel: for one panel every tap, and for each tap every strip of rows, so that the panel of C
+ * (m x SG_NR) stays in L1 across the taps and a tap's B panel across the strips. A partial
+ * panel (and, with more than SG_DIRECT_ROWS rows, every panel) is packed into ws, which holds
+ * at least k * SG_NR floats. */
+static void SG_TAPS_FN(int64_t m, int64_t n, int64_t k, int ntaps, const float *const *apk, const float *b,
+                       int64_t ldb, const int64_t *boff, float *c, int64_t ldc, float *ws)
+{
+    for (int64_t jr = 0; jr < n; jr += SG_NR) {
+        int64_t nr = n - jr < SG_NR ? n - jr : SG_NR;
+        for (int t = 0; t < ntaps; t++) {
+            const float *bq = b + boff[t] + jr;
+            int64_t ldbq = ldb;
+            if (nr < SG_NR || m > SG_DIRECT_ROWS) {
+                sg_pack_b(0, b + boff[t], ldb, 0, k, jr, nr, ws);
+                bq = ws;
+                ldbq = SG_NR;
+            }
+            for (int64_t ir = 0; ir < m; ir += SG_MR) {
+                int64_t mr = m - ir < SG_MR ? m - ir : SG_MR;
+                float *cc = c + ir * ldc + jr;
+                if (mr == SG_MR && nr == SG_NR)
+                    sg_micro(k, apk[t] + ir * k, bq, ldbq, cc, ldc, t > 0);
+                else
+                    sg_edge(k, apk[t] + ir * k, bq, ldbq, cc, ldc, t > 0, mr, nr);
+            }
+        }
     }
 }
 
