@@ -32,7 +32,9 @@
  * order on one thread; else every tile is its own task. When the kernel equals the
  * stride without padding (upsampling by 2x2 stride 2, as in PP-OCR det) every output
  * gets exactly one tap: tiles are then bands of whole input rows, and each output row
- * is written once as bias + tap and activated while in cache.
+ * is written once as bias + tap, then the fused per-channel steps (plan_fuse.c: a bias Add,
+ * a BatchNormalization) and the activation while in cache; otherwise those run per plane at
+ * the end.
  *
  * Other than the shifted path's reorder, weights are used in place (kern_sgemm packs them
  * per call); constant and runtime weights take the same paths. */
@@ -595,6 +597,7 @@ static void convt_exact_tile(const ptq_op_ctx *ctx, const convt_state *s, int64_
                     for (int64_t b = 0; b < s2; b++)
                         for (int64_t i = 0; i < IW; i++) o[i * s2 + b] = bv + src[b * np + i];
                 }
+                if (ctx->n_chan) chan_ops_row(ctx, o, OW, grp * s->cout_g + c0 + c);
                 if (act) kern_act_f32(&ctx->act, o, (size_t)OW);
             }
     }
@@ -644,9 +647,12 @@ static ptq_status convt_run(ptq_op_ctx *ctx)
             else
                 convt_tile(ctx, s, n, grp, cb_i, tn_i, buf);
         }
-        if (has_act) {
+        if (has_act || ctx->n_chan) {
 #pragma omp for schedule(static)
-            for (int64_t pl = 0; pl < planes; pl++) kern_act_f32(&ctx->act, yd + pl * s->out_vol, (size_t)s->out_vol);
+            for (int64_t pl = 0; pl < planes; pl++) {
+                if (ctx->n_chan) chan_ops_row(ctx, yd + pl * s->out_vol, s->out_vol, pl % g->c_out);
+                if (has_act) kern_act_f32(&ctx->act, yd + pl * s->out_vol, (size_t)s->out_vol);
+            }
         }
     }
     return PTQ_OK;
