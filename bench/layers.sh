@@ -12,7 +12,7 @@ BUILD=${BUILD:-build}
 PTQ=$BUILD/ptq
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}
 REPEAT=${REPEAT:-10}
 THREADS=${THREADS:-2}
 TOP=${TOP:-15}
