@@ -11,6 +11,7 @@
 # (build/bench/peak.md). Both count CPU seconds, so the share holds on a machine shared with
 # other work, where wall-clock rates do not; the generic path runs GENERIC_REPEAT times (default
 # 2: it is some 100x slower). SPECS="model:dims ..." picks the models.
+# Last, bench/layers.sh: the slowest layers at 1 thread and at $THREADS, with their speed-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
