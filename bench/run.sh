@@ -11,6 +11,7 @@
 # (build/bench/peak.md). Both count CPU seconds, so the share holds on a machine shared with
 # other work, where wall-clock rates do not; the generic path runs GENERIC_REPEAT times (default
 # 2: it is some 100x slower). SPECS="model:dims ..." picks the models.
+# Last, bench/layers.sh: the slowest layers at 1 thread and at $THREADS, with their speed-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -73,3 +74,6 @@ print(f'| $m | ${shape//,/x} | $isa | $pm | $gf | {f / c:.1f} | {100 * f / c / $
     done
   done
 } | tee "$OUT/peak.md"
+
+# where the second thread idles: the slowest layers at 1 thread and at $THREADS (bench/layers.sh)
+REPEAT=$REPEAT THREADS=$THREADS BUILD=$BUILD bench/layers.sh

@@ -90,7 +90,7 @@ typedef struct {
     ptq_activation act;          /* fused activation (only for ops with PTQ_OP_FUSE_ACT) */
     int nthreads;                /* threads run may use (>= 1) */
     ptq_tile_sink *sink;         /* NULL, or out[0]'s tiles go there (PTQ_OP_TILES ops) */
-    ptq_chan_op chan[PTQ_MAX_CHAN_OPS]; /* Conv only: applied in order after the bias, before act */
+    ptq_chan_op chan[PTQ_MAX_CHAN_OPS]; /* Conv and ConvTranspose: in order after the bias, before act */
     int n_chan;
     /* PTQ_OP_DYNAMIC ops: infer sets it when an output's shape depends on input data it does
      * not have yet (outputs' shapes then need not be set); the planner infers the node again

@@ -297,13 +297,16 @@ done:
 /* keep_values plans: a Conv's single-use output followed by BatchNormalization or by Mul,
  * Add, Sub or Div with a constant (scalar or per channel) becomes steps of the conv's
  * epilogue (op.h: ptq_chan_op), each computed as the op computes it, so every value that
- * remains is bit for bit the unfused model's; the activation after them can then fuse too. */
-static ptq_status fuse_channel_ops(ptq_plan *p)
+ * remains is bit for bit the unfused model's; the activation after them can then fuse too.
+ * ConvTranspose's (a separate bias Add, a BatchNormalization: PP-OCR det's head) in every
+ * plan (with_conv 0: only those), its weights never folded. */
+static ptq_status fuse_channel_ops(ptq_plan *p, int with_conv)
 {
     ptq_status st = PTQ_OK;
     for (int i = 0; i < p->n_steps; i++) {
         plan_step *conv = &p->steps[i];
-        if (conv->skip || conv->dyn || !op_is(p, conv, "Conv") || conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
+        if (conv->skip || conv->dyn || !(op_is(p, conv, "ConvTranspose") || (with_conv && op_is(p, conv, "Conv"))) ||
+            conv->ctx.n_out != 1 || conv->ctx.act.kind != PTQ_ACT_NONE ||
             conv->ctx.act.has_post || conv->out_vals[0] < 0)
             continue;
         const ptq_tensor *y0 = &p->vals[conv->out_vals[0]];
@@ -494,8 +497,9 @@ ptq_status plan_fuse(ptq_plan *p)
     if (!p->opt.keep_values) {
         TRY(fuse_batchnorm(p));
         TRY(fold_affine(p));
+        TRY(fuse_channel_ops(p, 0));
     } else {
-        TRY(fuse_channel_ops(p));
+        TRY(fuse_channel_ops(p, 1));
     }
     TRY(fuse_activations(p));
     TRY(fuse_hardswish_pattern(p));

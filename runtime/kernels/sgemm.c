@@ -189,6 +189,27 @@ void kern_sgemm_packed(const kern_sgemm_apack *p, int trans_b, int64_t n, const 
     sgemm_on(p->isa, 0, trans_b, p->m, n, p->k, NULL, 0, b, ldb, accumulate, c, ldc, p->data);
 }
 
+void kern_sgemm_packed_taps(const kern_sgemm_apack *taps, int ntaps, const int64_t *boff, int64_t n, const float *b,
+                            int64_t ldb, float *c, int64_t ldc)
+{
+    if (ntaps < 1 || taps[0].m <= 0 || n <= 0) return;
+    kern_isa isa = taps[0].isa;
+    int64_t m = taps[0].m, k = taps[0].k, nr = isa == KERN_ISA_AVX512 ? 32 : 16;
+    size_t wsf = isa == KERN_ISA_AVX512 ? sgemm_avx512_ws_floats : sgemm_avx2_ws_floats;
+    float *ws = isa != KERN_ISA_GENERIC && k > 0 && ntaps <= KERN_TAPS_MAX && (size_t)(k * nr) <= wsf ? workspace(isa)
+                                                                                                      : NULL;
+    if (!ws) { /* one call per tap: the same chains */
+        for (int t = 0; t < ntaps; t++) kern_sgemm_packed(&taps[t], 0, n, b + boff[t], ldb, t > 0, c, ldc);
+        return;
+    }
+    const float *a[KERN_TAPS_MAX];
+    for (int t = 0; t < ntaps; t++) a[t] = taps[t].data;
+    if (isa == KERN_ISA_AVX512)
+        sgemm_avx512_taps(m, n, k, ntaps, a, b, ldb, boff, c, ldc, ws);
+    else
+        sgemm_avx2_taps(m, n, k, ntaps, a, b, ldb, boff, c, ldc, ws);
+}
+
 void kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                 const float *b, int64_t ldb, int accumulate, float *c, int64_t ldc)
 {

@@ -62,6 +62,13 @@ void kern_sgemm_apack_free(kern_sgemm_apack *p);
 /* C [p->m x n] = (accumulate ? C : 0) + A op(B) with A = the packed matrix. */
 void kern_sgemm_packed(const kern_sgemm_apack *p, int trans_b, int64_t n, const float *b, int64_t ldb, int accumulate,
                        float *c, int64_t ldc);
+/* The taps of a shifted convolution: C [m x n] = sum over t of A_t (b + boff[t]), the taps'
+ * matrices packed alike (same path, m and k), B not transposed with pitch ldb. The same bits as
+ * kern_sgemm_packed tap after tap (accumulate = t > 0); the SIMD paths run every tap per column
+ * panel, so that C stays in L1 across the taps. */
+#define KERN_TAPS_MAX 64 /* more taps: one call per tap */
+void kern_sgemm_packed_taps(const kern_sgemm_apack *taps, int ntaps, const int64_t *boff, int64_t n, const float *b,
+                            int64_t ldb, float *c, int64_t ldc);
 
 /* Splits `count` independent m x n GEMMs with reduction k into tiles, from the shapes
  * alone (never the thread count): *tn columns, at most panel_floats / k of them (at least

@@ -10,6 +10,7 @@
 #define SG_MR 6
 #define SG_NR 16
 #define SG_FN sgemm_avx2_driver
+#define SG_TAPS_FN sgemm_avx2_taps_driver
 
 static inline void sg_micro(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
                             int load)
@@ -58,4 +59,10 @@ void sgemm_avx2_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t l
                  int accumulate, float *c)
 {
     sg_row(trans_a, n, k, a, lda, b, ldb, accumulate, c);
+}
+
+void sgemm_avx2_taps(int64_t m, int64_t n, int64_t k, int ntaps, const float *const *apk, const float *b, int64_t ldb,
+                     const int64_t *boff, float *c, int64_t ldc, float *ws)
+{
+    SG_TAPS_FN(m, n, k, ntaps, apk, b, ldb, boff, c, ldc, ws);
 }

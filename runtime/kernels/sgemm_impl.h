@@ -10,11 +10,13 @@
  * Blocking (BLIS's loop order): columns in blocks of SG_NC, k in blocks of SG_KC, rows in
  * blocks of SG_MC. B's block is packed into SG_NR-wide panels (zero-padded), A's into
  * SG_MR-high strips; for each B panel (kept in L1) the A strips stream from L2. With one
- * row block of at most SG_DIRECT_ROWS rows, full panels of a row-major B are read in place:
- * so few strips reuse a panel that packing it costs more than it saves. Between k
+ * row block of at most SG_DIRECT_ROWS rows, full panels of a row-major B are read in place
+ * (so few strips reuse a panel that packing it costs more than it saves) unless the panel's
+ * rows alias in L1 (sg_direct_fits). Between k
  * blocks an element's accumulator goes through C unchanged (a float store and load), so
  * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
- * microkernel on a padded copy of the tile. */
+ * microkernel on a padded copy of the tile. SG_TAPS_FN (the includer names it too) runs the
+ * taps of a shifted convolution in one call. */
 #include <stdint.h>
 #include <string.h>
 
@@ -77,6 +79,24 @@ static void sg_pack_b(int trans_b, const float *b, int64_t ldb, int64_t p0, int6
     }
 }
 
+/* Whether kc rows of a B panel read in place, ldb floats apart, stay in L1: the rows fall in
+ * 4096 / gcd(row stride in bytes, 4096) of the 64 sets (row starts 4 KiB apart all share one
+ * set), 8 ways each at the least, with room for A's strip. A pointwise conv over a 160 x 160 or
+ * 320 x 320 plane has rows 25 or 100 pages apart: every row in the same set, so the panel is
+ * packed there (the packed panel is contiguous). */
+static int sg_direct_fits(int64_t ldb, int64_t kc)
+{
+    int64_t a = ldb * (int64_t)sizeof(float), b = 4096;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    int64_t sets = 4096 / (a > 0 ? a : 4096);
+    if (sets > 64) sets = 64;
+    return sets * 8 >= 2 * kc;
+}
+
 /* A partial tile (mr < SG_MR or nr < SG_NR): the microkernel on a padded copy. */
 static void sg_edge(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
                     int64_t mr, int64_t nr)
@@ -104,6 +124,39 @@ static void sg_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t ld
     }
 }
 
+/* The taps of a shifted convolution: C [m x n] = sum over t in [0, ntaps) of A_t B_t, each A_t
+ * [m x k] packed whole (apk[t], as sg_pack_a with p0 = 0 and kc = k), B_t = b + boff[t] (row
+ * pitch ldb, not transposed). Each element's chain runs tap after tap, p in order within a tap,
+ * from +0.0f: the chain of calling SG_FN per tap with accumulate = (t > 0). Column panel by
+ * panel: for one panel every tap, and for each tap every strip of rows, so that the panel of C
+ * (m x SG_NR) stays in L1 across the taps and a tap's B panel across the strips. A partial
+ * panel (and, with more than SG_DIRECT_ROWS rows, every panel) is packed into ws, which holds
+ * at least k * SG_NR floats. */
+static void SG_TAPS_FN(int64_t m, int64_t n, int64_t k, int ntaps, const float *const *apk, const float *b,
+                       int64_t ldb, const int64_t *boff, float *c, int64_t ldc, float *ws)
+{
+    for (int64_t jr = 0; jr < n; jr += SG_NR) {
+        int64_t nr = n - jr < SG_NR ? n - jr : SG_NR;
+        for (int t = 0; t < ntaps; t++) {
+            const float *bq = b + boff[t] + jr;
+            int64_t ldbq = ldb;
+            if (nr < SG_NR || m > SG_DIRECT_ROWS || (m > SG_MR && !sg_direct_fits(ldb, k))) {
+                sg_pack_b(0, b + boff[t], ldb, 0, k, jr, nr, ws);
+                bq = ws;
+                ldbq = SG_NR;
+            }
+            for (int64_t ir = 0; ir < m; ir += SG_MR) {
+                int64_t mr = m - ir < SG_MR ? m - ir : SG_MR;
+                float *cc = c + ir * ldc + jr;
+                if (mr == SG_MR && nr == SG_NR)
+                    sg_micro(k, apk[t] + ir * k, bq, ldbq, cc, ldc, t > 0);
+                else
+                    sg_edge(k, apk[t] + ir * k, bq, ldbq, cc, ldc, t > 0, mr, nr);
+            }
+        }
+    }
+}
+
 /* C = (accumulate ? C : 0) + op(A) op(B) with ws of SG_WS_FLOATS floats, 64-byte aligned.
  * apk: A already packed whole (strips of SG_MR rows over all k, as sg_pack_a with p0 = 0 and
  * kc = k lays them out), or NULL to pack A's blocks here. */
@@ -125,7 +178,7 @@ static void SG_FN(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, con
                     int64_t nr = nc - jr < SG_NR ? nc - jr : SG_NR;
                     const float *bq = bp;
                     int64_t ldbq = SG_NR;
-                    if (!trans_b && nr == SG_NR && m <= SG_DIRECT_ROWS) {
+                    if (!trans_b && nr == SG_NR && m <= SG_DIRECT_ROWS && (m <= SG_MR || sg_direct_fits(ldb, kc))) {
                         bq = b + pc * ldb + jc + jr;
                         ldbq = ldb;
                     } else {

@@ -22,5 +22,11 @@ void sgemm_avx2_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t l
                     int accumulate, float *c);
 void sgemm_avx512_row(int trans_a, int64_t n, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                       int accumulate, float *c);
+/* The taps of a shifted convolution (kern_sgemm_packed_taps); ws holds at least k * the
+ * path's register tile width floats (k <= *_ws_floats / 32 does on both). */
+void sgemm_avx2_taps(int64_t m, int64_t n, int64_t k, int ntaps, const float *const *apk, const float *b, int64_t ldb,
+                     const int64_t *boff, float *c, int64_t ldc, float *ws);
+void sgemm_avx512_taps(int64_t m, int64_t n, int64_t k, int ntaps, const float *const *apk, const float *b,
+                       int64_t ldb, const int64_t *boff, float *c, int64_t ldc, float *ws);
 
 #endif

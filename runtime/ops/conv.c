@@ -22,7 +22,8 @@
  * the activation applied to the tile while it is in cache (runtime/kernels/act.h), the
  * order ONNX Runtime's kernels use too; tiles run in parallel with OpenMP. Each output element
  * is computed by one thread in an order fixed by the shapes, so results are bit-identical
- * at any thread count, tile position and ISA path.
+ * at any thread count, tile position and ISA path. The shifted path runs all taps of a band
+ * in one kern_sgemm_packed_taps call (column panel by panel, C kept in cache across the taps).
  *
  * ConvTranspose: per group, columns = W_g^T [cout_g*kvol x cin_g] * X_g, tiled over
  * output-channel blocks and input positions, scattered into the output (col2im) after
@@ -31,7 +32,9 @@
  * order on one thread; else every tile is its own task. When the kernel equals the
  * stride without padding (upsampling by 2x2 stride 2, as in PP-OCR det) every output
  * gets exactly one tap: tiles are then bands of whole input rows, and each output row
- * is written once as bias + tap and activated while in cache.
+ * is written once as bias + tap, then the fused per-channel steps (plan_fuse.c: a bias Add,
+ * a BatchNormalization) and the activation while in cache; otherwise those run per plane at
+ * the end.
  *
  * Other than the shifted path's reorder, weights are used in place (kern_sgemm packs them
  * per call); constant and runtime weights take the same paths. */
@@ -68,6 +71,7 @@ typedef struct {
     kern_sgemm_apack *apk;      /* constant W packed for kern_sgemm: per (group, row tile), or per
                                  * (group, tap) on the shifted path; NULL for runtime W */
     int64_t n_apk;
+    int64_t *boff;              /* shifted path: each tap's offset in the padded band, kvol of them */
     size_t shared;              /* scratch floats shared by all threads (reordered runtime W) */
     size_t per_thread;          /* scratch floats per thread (a multiple of 16) */
     int nthreads;               /* threads scratch was sized for */
@@ -90,6 +94,7 @@ static void conv_free_state(void *state)
     conv_state *s = state;
     if (s) {
         free(s->wpack);
+        free(s->boff);
         for (int64_t i = 0; s->apk && i < s->n_apk; i++) kern_sgemm_apack_free(&s->apk[i]);
         free(s->apk);
     }
@@ -304,6 +309,11 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
             ptq_status ps = pack_weights(ctx, s, s->wpack, group * s->kvol, s->cout_g, s->cout_g, 1, s->cin_g,
                                          s->cout_g * s->cin_g);
             if (ps != PTQ_OK) return ps;
+            s->boff = malloc(sizeof(int64_t) * (size_t)s->kvol);
+            if (!s->boff) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+            for (int64_t kh = 0; kh < g->k[1]; kh++)
+                for (int64_t kw = 0; kw < g->k[2]; kw++)
+                    s->boff[kh * g->k[2] + kw] = kh * g->dil[1] * s->pw + kw * g->dil[2];
         } else {
             s->shared = round16(wn);
         }
@@ -386,18 +396,22 @@ static void conv_shift_task(const ptq_op_ctx *ctx, const conv_state *s, const fl
             memcpy(d + c0, x + ci * s->in_vol + ih * W, sizeof(float) * (size_t)cn);
             memset(d + c0 + cn, 0, sizeof(float) * (size_t)(pw - c0 - cn));
         }
-    int acc = 0; /* the first tap starts the chains; the others continue them */
-    for (int64_t kh = 0; kh < g->k[1]; kh++)
-        for (int64_t kw = 0; kw < g->k[2]; kw++) {
-            int64_t tap = kh * g->k[2] + kw;
-            const float *a = wpack + (grp * s->kvol + tap) * s->cout_g * s->cin_g;
-            const float *b = pad + kh * g->dil[1] * pw + kw * g->dil[2];
-            if (s->apk)
-                kern_sgemm_packed(&s->apk[grp * s->kvol + tap], 0, nw, b, s->pr * pw, acc, c, ldc);
-            else
-                kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
-            acc = 1;
-        }
+    if (s->apk && s->kvol <= KERN_TAPS_MAX) { /* every tap per column panel (C stays in cache): the same chains */
+        kern_sgemm_packed_taps(&s->apk[grp * s->kvol], (int)s->kvol, s->boff, nw, pad, s->pr * pw, c, ldc);
+    } else {
+        int acc = 0; /* the first tap starts the chains; the others continue them */
+        for (int64_t kh = 0; kh < g->k[1]; kh++)
+            for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                int64_t tap = kh * g->k[2] + kw;
+                const float *a = wpack + (grp * s->kvol + tap) * s->cout_g * s->cin_g;
+                const float *b = pad + kh * g->dil[1] * pw + kw * g->dil[2];
+                if (s->apk)
+                    kern_sgemm_packed(&s->apk[grp * s->kvol + tap], 0, nw, b, s->pr * pw, acc, c, ldc);
+                else
+                    kern_sgemm(0, 0, s->cout_g, nw, s->cin_g, a, s->cin_g, b, s->pr * pw, acc, c, ldc);
+                acc = 1;
+            }
+    }
     /* compact the wide rows into the output, then the bias and the activation on the band */
     float *y = (float *)ctx->out[0]->data + (n * g->c_out + grp * s->cout_g) * s->out_vol + oh0 * OW;
     for (int64_t m = 0; m < s->cout_g; m++) {
@@ -583,6 +597,7 @@ static void convt_exact_tile(const ptq_op_ctx *ctx, const convt_state *s, int64_
                     for (int64_t b = 0; b < s2; b++)
                         for (int64_t i = 0; i < IW; i++) o[i * s2 + b] = bv + src[b * np + i];
                 }
+                if (ctx->n_chan) chan_ops_row(ctx, o, OW, grp * s->cout_g + c0 + c);
                 if (act) kern_act_f32(&ctx->act, o, (size_t)OW);
             }
     }
@@ -632,9 +647,12 @@ static ptq_status convt_run(ptq_op_ctx *ctx)
             else
                 convt_tile(ctx, s, n, grp, cb_i, tn_i, buf);
         }
-        if (has_act) {
+        if (has_act || ctx->n_chan) {
 #pragma omp for schedule(static)
-            for (int64_t pl = 0; pl < planes; pl++) kern_act_f32(&ctx->act, yd + pl * s->out_vol, (size_t)s->out_vol);
+            for (int64_t pl = 0; pl < planes; pl++) {
+                if (ctx->n_chan) chan_ops_row(ctx, yd + pl * s->out_vol, s->out_vol, pl % g->c_out);
+                if (has_act) kern_act_f32(&ctx->act, yd + pl * s->out_vol, (size_t)s->out_vol);
+            }
         }
     }
     return PTQ_OK;

@@ -229,6 +229,82 @@ TEST(fusion_matches_unfused_and_observer_sees_all)
     ptq_graph_destroy(g);
 }
 
+/* Steps a plan runs (fused steps are skipped); -1 on error. */
+static int count_steps(ptq_plan *p, const ptq_tensor *x)
+{
+    int n = 0, finished = 0;
+    if (ptq_plan_begin(p, x, 1) != PTQ_OK) return -1;
+    for (;;) {
+        if (ptq_plan_step(p, &finished) != PTQ_OK) return -1;
+        if (finished) return n;
+        n++;
+    }
+}
+
+/* ConvTranspose -> Add (a bias written as its own node) -> BatchNormalization -> Sigmoid, as
+ * PP-OCR det's head: in a plan with fusion the three follow the ConvTranspose as its epilogue
+ * (one step), and every output byte equals the unfused plan's; once with kernel = stride (each
+ * output one tap, the exact path) and once with overlapping taps (kernel 3, stride 2, pad 1). */
+TEST(conv_transpose_epilogue_fuses_bit_for_bit)
+{
+    static const char *const ops[] = {"ConvTranspose", "Add", "BatchNormalization", "Sigmoid"};
+    if (!have_ops(ops, 4)) SKIP("ConvTranspose, Add, BatchNormalization or Sigmoid kernel not linked");
+    for (int overlap = 0; overlap < 2; overlap++) {
+        const int64_t k = overlap ? 3 : 2, cin = 4, cout = 3, h = 5, w = 6;
+        int64_t xd[4] = {1, cin, h, w}, wd[4] = {cin, cout, k, k}, cd[1] = {cout}, bd[4] = {1, cout, 1, 1};
+        float wt[4 * 3 * 3 * 3], s[3] = {0.5f, 2.0f, -1.0f}, bb[3] = {0.1f, -0.2f, 0.3f},
+                                 m[3] = {0.05f, -0.1f, 0.2f}, v[3] = {1.0f, 0.25f, 4.0f}, add[3] = {0.7f, -1.3f, 0.01f};
+        for (int i = 0; i < (int)(cin * cout * k * k); i++) wt[i] = (float)((i * 37) % 11 - 5) / 7.0f;
+        ptq_graph *g = new_graph();
+        input(g, "x", 4, xd);
+        init(g, "w", PTQ_F32, 4, wd, wt);
+        init(g, "a", PTQ_F32, 4, bd, add);
+        init(g, "s", PTQ_F32, 1, cd, s);
+        init(g, "b", PTQ_F32, 1, cd, bb);
+        init(g, "m", PTQ_F32, 1, cd, m);
+        init(g, "v", PTQ_F32, 1, cd, v);
+        int ct = node(g, "ct", "ConvTranspose", "x", "w", "c");
+        int64_t strides[2] = {2, 2}, pads[4] = {1, 1, 1, 1}, outpad[2] = {1, 1};
+        attr_ints(g, ct, "strides", strides, 2);
+        if (overlap) {
+            attr_ints(g, ct, "pads", pads, 4);
+            attr_ints(g, ct, "output_padding", outpad, 2);
+        }
+        node(g, "add", "Add", "c", "a", "ca");
+        int bn_vals[5] = {val(g, "ca"), val(g, "s"), val(g, "b"), val(g, "m"), val(g, "v")}, bn_out = val(g, "bn"), bn;
+        ptq_graph_add_node(g, "bn", "BatchNormalization", "", bn_vals, 5, &bn_out, 1, &bn);
+        node(g, "sig", "Sigmoid", "bn", NULL, "y");
+        output(g, "y");
+        ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {1, cin, h, w}};
+        ptq_tensor_alloc(&x);
+        for (int i = 0; i < (int)(cin * h * w); i++) ((float *)x.data)[i] = (float)((i * 13) % 9 - 4) / 3.0f;
+        ptq_plan_options fused = ptq_plan_defaults(), plain = ptq_plan_defaults();
+        plain.fuse = 0;
+        ptq_plan *pf = NULL, *pp = NULL;
+        EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &fused, &pf), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &plain, &pp), PTQ_OK);
+        if (pf && pp) {
+            EXPECT_EQ_INT(count_steps(pf, &x), 1);
+            EXPECT_EQ_INT(count_steps(pp, &x), 4);
+            const ptq_tensor *yf = ptq_plan_output(pf, 0, NULL), *yp = ptq_plan_output(pp, 0, NULL);
+            EXPECT_EQ_INT(yf->dims[2], 2 * h);
+            EXPECT_EQ_INT(yf->dims[3], 2 * w);
+            size_t n = ptq_tensor_numel(yp);
+            int differ = 0, mid = 0;
+            for (size_t i = 0; i < n; i++) {
+                differ += memcmp(&((const float *)yf->data)[i], &((const float *)yp->data)[i], sizeof(float)) != 0;
+                mid += ((const float *)yp->data)[i] > 0.01f && ((const float *)yp->data)[i] < 0.99f;
+            }
+            EXPECT_EQ_INT(differ, 0);
+            EXPECT(mid > (int)n / 4); /* the sigmoid's range, not saturated */
+        }
+        ptq_plan_destroy(pf);
+        ptq_plan_destroy(pp);
+        ptq_tensor_free(&x);
+        ptq_graph_destroy(g);
+    }
+}
+
 /* QuantizeLinear -> DequantizeLinear -> Relu, once with the pair's scale and zero point
  * shared and once with a DequantizeLinear of another scale: the fused plan (one float step
  * for the pair) gives the unfused plan's bytes, the observer sees the dequantized tensor
@@ -565,6 +641,7 @@ int main(void)
     RUN(fusion_matches_unfused_and_observer_sees_all);
     RUN(elementwise_ops_report_tiles);
     RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
+    RUN(conv_transpose_epilogue_fuses_bit_for_bit);
     RUN(plans_of_two_shapes_share_one_bound_block);
     RUN(shape_subgraphs_fold);
     return test_summary();
