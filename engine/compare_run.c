@@ -113,6 +113,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     if (!job->metric_given && res->boxes) cmp_metric_parse("box-f1", &res->metric);
     if (!job->metric_given && !isnan(m0->map)) cmp_metric_parse("map", &res->metric);
     if (!job->metric_given && !isnan(m0->cer)) cmp_metric_parse("text-chars", &res->metric);
+    if (!job->metric_given && !isnan(m0->miou)) cmp_metric_parse("miou", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
@@ -301,12 +302,17 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
     r->ap50 = fp32 ? m->fp32_ap50 : m->ap50;
     r->ap = fp32 ? m->fp32_ap : m->ap;
     r->cer = fp32 ? m->fp32_cer : m->cer;
+    r->miou = fp32 ? m->fp32_miou : m->miou;
+    r->n_iou = m->n_iou;
+    r->iou = fp32 ? m->fp32_iou : m->iou;
     r->line_acc = fp32 ? m->fp32_line_acc : m->line_acc;
     for (int k = 0; k < 2; k++) {
         r->cer_ci[k] = fp32 ? m->fp32_cer_ci[k] : m->cer_ci[k];
         r->line_acc_ci[k] = fp32 ? m->fp32_line_acc_ci[k] : m->line_acc_ci[k];
         r->cer_delta_ci[k] = fp32 ? (double)NAN : m->cer_delta_ci[k];
         r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
+        r->miou_ci[k] = fp32 ? m->fp32_miou_ci[k] : m->miou_ci[k];
+        r->miou_delta_ci[k] = fp32 ? (double)NAN : m->miou_delta_ci[k];
     }
 }
 
@@ -348,7 +354,7 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report_truth fp32;
     report_map(&fp32, &res->metrics[0], 1);
-    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer);
+    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
     if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");

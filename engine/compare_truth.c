@@ -319,3 +319,31 @@ done:
     free(m);
     return st;
 }
+
+ptq_status cmp_bootstrap_stat(int n, int boot, double (*stat)(const int *idx, int n, void *user), void *user, double *lo,
+                              double *hi)
+{
+    ptq_status st = PTQ_OK;
+    double *stats = malloc(sizeof *stats * (size_t)(boot > 0 ? boot : 1));
+    int *idx = malloc(sizeof *idx * (size_t)(n > 0 ? n : 1));
+    mt19937 *m = malloc(sizeof *m);
+    CHECK_ALLOC(stats && idx && m ? stats : NULL);
+    *lo = *hi = NAN;
+    if (n < 1) goto done;
+    mt_seed(m, CMP_BOOT_SEED);
+    int k = 0;
+    for (int b = 0; b < boot; b++) {
+        for (int i = 0; i < n; i++) idx[i] = mt_below(m, (uint32_t)n);
+        double v = stat(idx, n, user);
+        if (!isnan(v)) stats[k++] = v;
+    }
+    if (!k) goto done;
+    qsort(stats, (size_t)k, sizeof *stats, by_value);
+    *lo = percentile(stats, k, 2.5);
+    *hi = percentile(stats, k, 97.5);
+done:
+    free(stats);
+    free(idx);
+    free(m);
+    return st;
+}

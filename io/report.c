@@ -170,6 +170,20 @@ static int add_item(cJSON *array, cJSON *item)
 /* mAP and per-class AP (nulls for classes without ground truth), or CER and line accuracy, into o. */
 static int add_map(cJSON *o, const io_report_truth *m)
 {
+    if (m->n_iou > 0) { /* a segmenter: mIoU, its intervals, per-class IoU */
+        int ok = add_num(o, "miou", m->miou);
+        const char *keys[2] = {"miou_ci", "miou_delta_ci"};
+        const double *v[2] = {m->miou_ci, m->miou_delta_ci};
+        for (int k = 0; k < 2 && ok; k++) {
+            if (isnan(v[k][0])) continue;
+            cJSON *a = cJSON_AddArrayToObject(o, keys[k]);
+            ok = a && add_item(a, num_item(v[k][0])) && add_item(a, num_item(v[k][1]));
+        }
+        cJSON *a = ok ? cJSON_AddArrayToObject(o, "iou") : NULL;
+        if (!a) return 0;
+        for (int k = 0; k < m->n_iou && ok; k++) ok &= add_item(a, num_item((double)m->iou[k]));
+        return ok;
+    }
     if (!isnan(m->cer)) {
         int ok = add_num(o, "cer", m->cer) && add_num(o, "line_acc", m->line_acc);
         const char *keys[4] = {"cer_ci", "line_acc_ci", "cer_delta_ci", "line_acc_delta_ci"};
@@ -695,6 +709,15 @@ static void num_cell(FILE *fp, const char *fmt, double v)
     fputs("</td>", fp);
 }
 
+/* A cell "v [lo, hi]" (signed: "+v [+lo, +hi]"); empty for NaN v. */
+static void put_interval(FILE *fp, double v, const double *ci, int sign)
+{
+    fputs("<td class=\"num\">", fp);
+    if (!isnan(v)) fprintf(fp, sign ? "%+.4f" : "%.4f", v);
+    if (!isnan(v) && ci && !isnan(ci[0])) fprintf(fp, sign ? " [%+.4f, %+.4f]" : " [%.4f, %.4f]", ci[0], ci[1]);
+    fputs("</td>", fp);
+}
+
 /* One row of the methods table (refined rows: class "refined"). */
 static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, const io_report_truth *mp, int refined,
                            int agree, int acc, int seq, int ctc, int iou, int box)
@@ -716,7 +739,10 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
     }
     if (iou) num_cell(fp, "%.4f", m->mask_iou);
     if (box) num_cell(fp, "%.4f", m->box_f1);
-    if (r->fp32_map) {
+    if (r->fp32_map && r->fp32_map->n_iou > 0) {
+        put_interval(fp, mp ? mp->miou : (double)NAN, mp ? mp->miou_ci : NULL, 0);
+        put_interval(fp, mp ? mp->miou - r->fp32_map->miou : (double)NAN, mp ? mp->miou_delta_ci : NULL, 1);
+    } else if (r->fp32_map) {
         int ocr = !isnan(r->fp32_map->cer);
         num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->cer : mp->map50);
         num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->line_acc : mp->map);
@@ -750,7 +776,9 @@ static void put_methods(FILE *fp, const io_report *r)
     if (ctc) fputs("<th class=\"num\">CTC characters</th><th class=\"num\">CTC lines identical</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     if (box) fputs("<th class=\"num\">box F1</th>", fp);
-    if (r->fp32_map)
+    if (r->fp32_map && r->fp32_map->n_iou > 0)
+        fputs("<th class=\"num\">mIoU [95 %]</th><th class=\"num\">minus FP32's [95 %]</th>", fp);
+    else if (r->fp32_map)
         fputs(isnan(r->fp32_map->cer) ? "<th class=\"num\">mAP50</th><th class=\"num\">mAP50-95</th>"
                                       : "<th class=\"num\">CER</th><th class=\"num\">lines exact</th>",
               fp);
@@ -759,8 +787,13 @@ static void put_methods(FILE *fp, const io_report *r)
         fputs("<tr class=\"refined\"><td class=\"name\">FP32</td>", fp);
         for (int i = 0; i < 3 + agree + acc + seq + 2 * ctc + iou + box; i++) fputs("<td class=\"num\"></td>", fp);
         int ocr = !isnan(r->fp32_map->cer);
-        num_cell(fp, "%.4f", ocr ? r->fp32_map->cer : r->fp32_map->map50);
-        num_cell(fp, "%.4f", ocr ? r->fp32_map->line_acc : r->fp32_map->map);
+        if (r->fp32_map->n_iou > 0) {
+            put_interval(fp, r->fp32_map->miou, r->fp32_map->miou_ci, 0);
+            fputs("<td class=\"num\"></td>", fp);
+        } else {
+            num_cell(fp, "%.4f", ocr ? r->fp32_map->cer : r->fp32_map->map50);
+            num_cell(fp, "%.4f", ocr ? r->fp32_map->line_acc : r->fp32_map->map);
+        }
         fputs("</tr>\n", fp);
     }
     for (int i = 0; i < r->n_methods; i++)
@@ -768,7 +801,27 @@ static void put_methods(FILE *fp, const io_report *r)
     for (int i = 0; i < r->n_refinements; i++)
         put_method_row(fp, r, &r->refinements[i], r->refinement_maps ? &r->refinement_maps[i] : NULL, 1, agree, acc, seq, ctc,
                        iou, box);
-    fputs("</tbody>\n</table>\n</section>\n", fp);
+    fputs("</tbody>\n</table>\n", fp);
+    if (r->fp32_map && r->fp32_map->n_iou > 0 && r->method_maps) { /* a segmenter: IoU per class */
+        fputs("<p class=\"note\">IoU per class against the masks (intersections and unions summed over the images; "
+              "empty: the class is in neither the masks nor the predictions).</p>\n<table class=\"methods\">\n"
+              "<thead><tr><th>class</th><th class=\"num\">FP32</th>", fp);
+        for (int i = 0; i < r->n_methods; i++) {
+            fputs("<th class=\"num\">", fp);
+            put_esc(fp, r->methods[i].method);
+            fputs("</th>", fp);
+        }
+        fputs("</tr></thead>\n<tbody>\n", fp);
+        for (int c = 0; c < r->fp32_map->n_iou; c++) {
+            fprintf(fp, "<tr><td class=\"name\">%d</td>", c);
+            num_cell(fp, "%.4f", (double)r->fp32_map->iou[c]);
+            for (int i = 0; i < r->n_methods; i++)
+                num_cell(fp, "%.4f", c < r->method_maps[i].n_iou ? (double)r->method_maps[i].iou[c] : (double)NAN);
+            fputs("</tr>\n", fp);
+        }
+        fputs("</tbody>\n</table>\n", fp);
+    }
+    fputs("</section>\n", fp);
 }
 
 static ptq_status put_layers(FILE *fp, const io_report *r)
