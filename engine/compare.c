@@ -751,6 +751,13 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
         int64_t C = y->dims[1];
         for (int i = 0; i < nb; i++) {
             int want = cmp_argmax(fp32[0] + i * C, C), got = cmp_argmax((const float *)y->data + i * C, C);
+            if (!accs[k].cls_seen) {
+                accs[k].cls_seen = 1;
+                accs[k].cls_fp0 = want;
+                accs[k].cls_q0 = got;
+            }
+            accs[k].cls_fp_many |= want != accs[k].cls_fp0;
+            accs[k].cls_q_many |= got != accs[k].cls_q0;
             accs[k].agree += want == got;
             accs[k].rows++;
             if (labels[i] >= 0) {
@@ -761,6 +768,21 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
     }
 done:
     return st;
+}
+
+/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, FP32's as set n) where
+ * FP32's did not, into m->collapsed ("" when nothing did). */
+static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, int k, int n, cmp_metrics *m)
+{
+    m->collapsed[0] = 0;
+    if (kind == CMP_OUT_MAP && !a->mask_q_on && a->mask_fp_on)
+        snprintf(m->collapsed, sizeof m->collapsed, "is empty (nothing above %g)", (double)t);
+    if (kind == CMP_OUT_CLASSIFIER && a->cls_seen && !a->cls_q_many && a->cls_fp_many)
+        snprintf(m->collapsed, sizeof m->collapsed, "predicts class %d", a->cls_q0);
+    if ((kind == CMP_OUT_YOLO || kind == CMP_OUT_DETECTIONS || kind == CMP_OUT_BOXES) && !a->box_q && a->box_fp)
+        snprintf(m->collapsed, sizeof m->collapsed, "has no box scoring >= 0.25");
+    if (sg && sg->one && sg->one[k] >= 0 && sg->one[n] == -1)
+        snprintf(m->collapsed, sizeof m->collapsed, "is all class %d", sg->one[k]);
 }
 
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out)
@@ -979,6 +1001,7 @@ scored:
         out[k].n_iou = 0;
         for (int c = 0; c < 2; c++) out[k].miou_ci[c] = out[k].fp32_miou_ci[c] = out[k].miou_delta_ci[c] = NAN;
         if (mask_labels) TRY(cmp_seg_metrics(&sg, k, n, &out[k]));
+        collapsed(&accs[k], kind, cmp_mask_threshold(&ev->metric), mask_labels ? &sg : NULL, k, n, &out[k]);
         const cmp_acc *a = &accs[k], *f = &accs[n];
         out[k].cer = out[k].line_acc = out[k].fp32_cer = out[k].fp32_line_acc = NAN;
         for (int c = 0; c < 2; c++)

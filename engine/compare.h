@@ -143,6 +143,9 @@ typedef struct {
     double miou, fp32_miou, miou_ci[2], fp32_miou_ci[2], miou_delta_ci[2];
     int n_iou;
     float iou[CMP_AP_CLASSES], fp32_iou[CMP_AP_CLASSES];
+    /* "" or what collapsed in output 0 of this model where FP32's did not, on every image: "is empty
+     * (nothing above 0.3)", "predicts class 3", "is all class 0", "has no box scoring >= 0.25" */
+    char collapsed[96];
     int n_ap;                    /* classes in ap50/ap (0 without labels) */
     float ap50[CMP_AP_CLASSES], ap[CMP_AP_CLASSES], fp32_ap50[CMP_AP_CLASSES], fp32_ap[CMP_AP_CLASSES];
     int images;

@@ -310,6 +310,10 @@ void cmp_mask_add(cmp_acc *m, const float *a, const float *b, size_t n, float t)
     }
     m->mask_and += both;
     m->mask_or += either;
+    for (size_t i = 0; i < n; i++) {
+        m->mask_fp_on += a[i] > t;
+        m->mask_q_on += b[i] > t;
+    }
 }
 
 /* ---- box-f1: a detector's boxes against FP32's ---- */

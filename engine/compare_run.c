@@ -102,6 +102,13 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
         res->ev.o.label = label0;
         if (st != PTQ_OK) goto done;
     }
+    for (int m = 0; m < res->n_methods; m++) /* a method that collapses the output on every image */
+        if (res->metrics[m].collapsed[0]) {
+            const ptq_graph *g = res->ev.g;
+            pp_log_message(&job->log, PP_LOG_WARNING, "%s: output '%s' %s on all %d images; FP32's %s", res->tags[m],
+                           g->values[g->outputs[0]].name, res->metrics[m].collapsed, res->metrics[m].images,
+                           strncmp(res->metrics[m].collapsed, "is ", 3) ? "does not" : "is not");
+        }
     const cmp_metrics *m0 = &res->metrics[0];
     res->classifier = !isnan(m0->top1_agree);
     res->labelled = res->classifier && !isnan(m0->top1_acc);

@@ -83,6 +83,7 @@ void cmp_seg_free(cmp_seg *s)
     }
     free(s->inter);
     free(s->uni);
+    free(s->one);
     memset(s, 0, sizeof *s);
 }
 
@@ -94,7 +95,9 @@ ptq_status cmp_seg_begin(cmp_seg *s, const cmp_seg_truth *t, int n_sets)
     s->n_sets = n_sets;
     s->inter = calloc((size_t)n_sets, sizeof *s->inter);
     s->uni = calloc((size_t)n_sets, sizeof *s->uni);
-    CHECK_ALLOC(s->inter && s->uni ? s->inter : NULL);
+    s->one = malloc(sizeof *s->one * (size_t)n_sets);
+    CHECK_ALLOC(s->inter && s->uni && s->one ? s->inter : NULL);
+    for (int k = 0; k < n_sets; k++) s->one[k] = -2;
 done:
     return st;
 }
@@ -168,6 +171,9 @@ ptq_status cmp_seg_add(cmp_seg *s, int set, int img, const ptq_tensor *y0, int n
             }
         pred[p] = (uint8_t)best;
     }
+    for (size_t p = 0; p < plane && s->one[set] != -1; p++)
+        if (s->one[set] == -2) s->one[set] = pred[p];
+        else if (s->one[set] != pred[p]) s->one[set] = -1;
     axis_map(w, meta->resized_w, meta->pad_left, tw, OW, cx);
     axis_map(h, meta->resized_h, meta->pad_top, th, OH, cy);
     const uint8_t *m = t->mask[img];

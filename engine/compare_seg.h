@@ -36,6 +36,7 @@ typedef struct {
     const cmp_seg_truth *t;
     int n_sets, cap;
     double **inter, **uni;  /* [set][image * n_classes + class] */
+    int *one;               /* per set: the one class predicted so far (-2: none yet, -1: several) */
 } cmp_seg;
 
 /* The classes output 0 (y) gives: C, or 2 for [N, 1, H, W]; 0 when it is not [N, C, H, W] of nb images. */

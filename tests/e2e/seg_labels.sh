@@ -7,7 +7,10 @@
 # 1e-4, an independent numpy port (tests/oracle/seg_miou.py) applied to ptq run's outputs of the
 # FP32 model and of the model `ptq quantize` writes with the same method, for a stretch and a
 # centre-crop geometry (the crop's margins not counted); miou is the metric that picks the
-# method and drives --target-drop; bad masks are refused in one line naming the file.
+# method and drives --target-drop; bad masks are refused in one line naming the file. Then a
+# method that collapses output 0 on every held-out image (percentile:1 empties PP-OCRv4 det's map,
+# makes a classifier give one class to every image) is named in exactly one warning, and a method
+# that does not collapse in none.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$ROOT/build/zoo/lraspp_mobilenet_v3_large.op13.onnx
@@ -161,4 +164,26 @@ check "a bad ignore value: refused" refused "ignore=300 is not a pixel value 0..
 check "masks on a classifier: refused, naming the labels and the model" late_refused "a segmenter's masks, but" \
   "$PTQ" compare "$ROOT/build/zoo/mobilenet_v3_small.op13.onnx" --images "$TMP/calib.list" --eval-images "$TMP/eval.list" \
   --preset imagenet-torchvision --methods max --labels "mask:$TMP/masks"
+
+# collapsed outputs: a method whose output 0 is empty / one class on every held-out image is named
+printf '%s\n' "$ROOT/build/photos/page.png" "$ROOT/build/photos/text.png" > "$TMP/pages.list"
+DET=$MODELS/ch_PP-OCRv4_det_infer.onnx
+if [ -f "$DET" ]; then
+  check "a method that empties det's map on every image: one warning naming it, the output and the threshold" bash -c "
+    '$PTQ' compare '$DET' --images '$TMP/pages.list' --eval-images '$TMP/pages.list' --preset paddleocr-det \
+        --methods percentile:1,max --float fp32 2> '$TMP/det.err' > '$TMP/det.out' || { cat '$TMP/det.err'; exit 1; }
+    grep -x \"ptq: warning: percentile-1: output 'sigmoid_0.tmp_0' is empty (nothing above 0.3) on all 2 images; FP32's is not\" '$TMP/det.err' &&
+    [ \$(grep -c 'FP32.s is not' '$TMP/det.err') = 1 ]"
+else
+  skip "collapsed det map" "no $DET (build/models)"
+fi
+check "a method whose classifier predicts one class for every image: one warning naming the class" bash -c "
+  '$PTQ' compare '$ROOT/build/zoo/mobilenet_v3_small.op13.onnx' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' \
+      --preset imagenet-torchvision --methods percentile:1,max --float fp32 2> '$TMP/cls.err' > /dev/null || { cat '$TMP/cls.err'; exit 1; }
+  grep -E \"^ptq: warning: percentile-1: output 'logits' predicts class [0-9]+ on all 5 images; FP32's does not\\$\" '$TMP/cls.err' &&
+  [ \$(grep -c 'FP32.s does not' '$TMP/cls.err') = 1 ]"
+check "no collapse warning where no method collapses" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' $PRE_stretch --methods max --float fp32 \
+      --eval-limit 2 2> '$TMP/nc.err' > /dev/null || { cat '$TMP/nc.err'; exit 1; }
+  ! grep -q 'on all .* images; FP32' '$TMP/nc.err'"
 finish
