@@ -15,6 +15,7 @@
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/compare_truth.h"
 #include "engine/quantize.h"
 #include "engine/runner.h"
 #include "engine/refine.h"
@@ -337,9 +338,27 @@ int cmd_compare(int argc, char **argv)
         printf("%s\n", m == best ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
-    if (truth)
-        printf("FP32 against %s: mAP50 %.4f, mAP50-95 %.4f (COCO evaluation, boxes scoring >= 0.001)\n", labels,
-               metrics[0].fp32_map50, metrics[0].fp32_map);
+    if (truth) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s: mAP50 %.4f [%.4f, %.4f], mAP50-95 %.4f [%.4f, %.4f] (COCO evaluation, boxes scoring >= "
+               "0.001; 95 %% bootstrap intervals, %d resamples of the %d images)\n", labels, f->fp32_map50,
+               f->fp32_map50_ci[0], f->fp32_map50_ci[1], f->fp32_map, f->fp32_map_ci[0], f->fp32_map_ci[1], CMP_BOOT_MAP,
+               f->images);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s mAP50-95 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]; mAP50 minus FP32's %+.4f [%+.4f, "
+                   "%+.4f]\n", tags[m], metrics[m].map, metrics[m].map_ci[0], metrics[m].map_ci[1],
+                   metrics[m].map - metrics[m].fp32_map, metrics[m].map_delta_ci[0], metrics[m].map_delta_ci[1],
+                   metrics[m].map50 - metrics[m].fp32_map50, metrics[m].map50_delta_ci[0], metrics[m].map50_delta_ci[1]);
+    }
+    if (labelled && !isnan(metrics[0].fp32_top1_acc)) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 top-1 accuracy %.4f [%.4f, %.4f] (95 %% bootstrap intervals over the %d images)\n", f->fp32_top1_acc,
+               f->fp32_top1_ci[0], f->fp32_top1_ci[1], f->images);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s top-1 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].top1_acc,
+                   metrics[m].top1_ci[0], metrics[m].top1_ci[1], metrics[m].top1_acc - metrics[m].fp32_top1_acc,
+                   metrics[m].top1_delta_ci[0], metrics[m].top1_delta_ci[1]);
+    }
     if (ocr) {
         const cmp_metrics *f = &metrics[0];
         printf("FP32 against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"

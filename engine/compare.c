@@ -592,11 +592,62 @@ done:
     return st;
 }
 
-/* mAP of set s into m (ap50/ap per class), and FP32's (set ts->n_sets - 1) when fp32. */
-static ptq_status truth_map(const truth_set *ts, int s, cmp_metrics *m)
+/* One bootstrap resample of a truth_set: set s's and FP32's mAP50 and mAP, and the differences. */
+typedef struct {
+    const truth_set *ts;
+    int s;
+    const cmp_gt **gt;
+    const cmp_det **dq, **df;
+    int *ngt, *nq, *nf;
+} map_draw_ctx;
+
+static void map_draw(const int *idx, int n, void *user, double *v)
+{
+    map_draw_ctx *c = user;
+    const truth_set *ts = c->ts;
+    int f = ts->n_sets - 1;
+    for (int i = 0; i < n; i++) {
+        c->gt[i] = ts->gt[idx[i]];
+        c->ngt[i] = ts->n_gt[idx[i]];
+        c->dq[i] = ts->dt[c->s][idx[i]];
+        c->nq[i] = ts->n_dt[c->s][idx[i]];
+        c->df[i] = ts->dt[f][idx[i]];
+        c->nf[i] = ts->n_dt[f][idx[i]];
+    }
+    cmp_map_result r = {0}, g = {0};
+    for (int j = 0; j < 6; j++) v[j] = NAN;
+    if (cmp_coco_map(c->gt, c->ngt, c->dq, c->nq, n, ts->n_classes, &r) == PTQ_OK &&
+        cmp_coco_map(c->gt, c->ngt, c->df, c->nf, n, ts->n_classes, &g) == PTQ_OK) {
+        v[0] = r.map50;
+        v[1] = r.map;
+        v[2] = g.map50;
+        v[3] = g.map;
+        v[4] = r.map50 - g.map50;
+        v[5] = r.map - g.map;
+    }
+    cmp_map_result_free(&r);
+    cmp_map_result_free(&g);
+}
+
+/* mAP of set s into m (ap50/ap per class) and FP32's (set ts->n_sets - 1), with their bootstrap
+ * intervals when asked. */
+static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metrics *m)
 {
     ptq_status st = PTQ_OK;
     cmp_map_result r = {0}, f = {0};
+    int n = ts->n_img;
+    map_draw_ctx c = {ts, s, malloc(sizeof(cmp_gt *) * (size_t)(n + 1)), malloc(sizeof(cmp_det *) * (size_t)(n + 1)),
+                      malloc(sizeof(cmp_det *) * (size_t)(n + 1)), malloc(sizeof(int) * (size_t)(n + 1)),
+                      malloc(sizeof(int) * (size_t)(n + 1)), malloc(sizeof(int) * (size_t)(n + 1))};
+    double lo[6], hi[6];
+    CHECK_ALLOC(c.gt && c.dq && c.df && c.ngt && c.nq && c.nf ? c.gt : NULL);
+    for (int j = 0; j < 6; j++) lo[j] = hi[j] = NAN;
+    if (intervals) TRY(cmp_bootstrap_stats(n, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
+    double *ci[6] = {m->map50_ci, m->map_ci, m->fp32_map50_ci, m->fp32_map_ci, m->map50_delta_ci, m->map_delta_ci};
+    for (int j = 0; j < 6; j++) {
+        ci[j][0] = lo[j];
+        ci[j][1] = hi[j];
+    }
     TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[s], ts->n_dt[s], ts->n_img,
                      ts->n_classes, &r));
     TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[ts->n_sets - 1],
@@ -615,11 +666,18 @@ static ptq_status truth_map(const truth_set *ts, int s, cmp_metrics *m)
 done:
     cmp_map_result_free(&r);
     cmp_map_result_free(&f);
+    free(c.gt);
+    free(c.dq);
+    free(c.df);
+    free(c.ngt);
+    free(c.nq);
+    free(c.nf);
     return st;
 }
 
 /* Per line of a recogniser's labels, for the bootstrap intervals: the edits of each set (the
- * variants, then FP32) and whether it read the line exactly, by evaluation image. */
+ * variants, then FP32) and whether it read the line exactly, by evaluation image; with a
+ * classifier's labels, exact holds whether each set's top-1 class is the image's label. */
 typedef struct {
     double **edits, **exact, *chars, *ones;
     int n_sets, cap;
@@ -763,6 +821,12 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             if (labels[i] >= 0) {
                 accs[k].labelled++;
                 accs[k].correct += got == labels[i];
+                if (ol->exact) {
+                    TRY(ocr_lines_reserve(ol, img0 + i + 1));
+                    ol->exact[k][img0 + i] = got == labels[i];
+                    ol->exact[n][img0 + i] = want == labels[i];
+                    ol->ones[img0 + i] = 1;
+                }
             }
         }
     }
@@ -828,8 +892,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     mem.pool = ref.popt.pool;
     ref.shared = &mem;
     for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
-    if (text_labels) {
-        TRY(io_text_labels_load(ev->labels, &texts));
+    if (text_labels || lkind == IO_LABELS_CLASSES) {
+        if (text_labels) TRY(io_text_labels_load(ev->labels, &texts));
         ol.n_sets = n + 1;
         ol.edits = calloc((size_t)n + 1, sizeof *ol.edits);
         ol.exact = calloc((size_t)n + 1, sizeof *ol.exact);
@@ -996,7 +1060,10 @@ scored:
         cmp_metrics_of(&accs[k], kind, ev->labels != NULL, images, cmp_mask_threshold(&ev->metric), &out[k]);
         out[k].map50 = out[k].map = out[k].fp32_map50 = out[k].fp32_map = NAN;
         out[k].n_ap = 0;
-        if (box_labels) TRY(truth_map(&ts, k, &out[k]));
+        for (int c = 0; c < 2; c++)
+            out[k].map50_ci[c] = out[k].map_ci[c] = out[k].fp32_map50_ci[c] = out[k].fp32_map_ci[c] =
+                out[k].map50_delta_ci[c] = out[k].map_delta_ci[c] = NAN;
+        if (box_labels) TRY(truth_map(&ts, k, ev->map_intervals, &out[k]));
         out[k].miou = out[k].fp32_miou = NAN;
         out[k].n_iou = 0;
         for (int c = 0; c < 2; c++) out[k].miou_ci[c] = out[k].fp32_miou_ci[c] = out[k].miou_delta_ci[c] = NAN;
@@ -1007,6 +1074,17 @@ scored:
         for (int c = 0; c < 2; c++)
             out[k].cer_ci[c] = out[k].line_acc_ci[c] = out[k].fp32_cer_ci[c] = out[k].fp32_line_acc_ci[c] =
                 out[k].cer_delta_ci[c] = out[k].line_acc_delta_ci[c] = NAN;
+        out[k].fp32_top1_acc = NAN;
+        for (int c = 0; c < 2; c++) out[k].top1_ci[c] = out[k].fp32_top1_ci[c] = out[k].top1_delta_ci[c] = NAN;
+        if (lkind == IO_LABELS_CLASSES && kind == CMP_OUT_CLASSIFIER && a->labelled == images && images > 0) {
+            double hits = 0;
+            for (int i = 0; i < images; i++) hits += ol.exact[n][i];
+            out[k].fp32_top1_acc = hits / images;
+            TRY(cmp_bootstrap_ratio(ol.exact[k], NULL, ol.ones, images, &out[k].top1_ci[0], &out[k].top1_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[n], NULL, ol.ones, images, &out[k].fp32_top1_ci[0], &out[k].fp32_top1_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[k], ol.exact[n], ol.ones, images, &out[k].top1_delta_ci[0],
+                                    &out[k].top1_delta_ci[1]));
+        }
         if (text_labels && a->ocr_lines && f->ocr_lines) {
             out[k].cer = (double)a->ocr_edits / (double)(a->ocr_chars ? a->ocr_chars : 1);
             out[k].line_acc = (double)a->ocr_exact / (double)a->ocr_lines;

@@ -115,6 +115,8 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
+    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP COCO evaluations per
+                                   model); 0: NAN (the exclusion search's many evaluations) */
 } cmp_eval;
 
 enum { CMP_AP_CLASSES = 100 };
@@ -130,6 +132,12 @@ typedef struct {
     /* With a detector's labels (--labels yolo:DIR or coco:FILE): COCO mAP (engine/compare_truth.h)
      * of this model and of the FP32 model, per class for the first CMP_AP_CLASSES classes; NAN without. */
     double map50, map, fp32_map50, fp32_map;
+    /* their 95 % bootstrap intervals over the images (CMP_BOOT_MAP resamples, COCO's evaluation of
+     * each), and those of the paired differences to FP32 */
+    double map50_ci[2], map_ci[2], fp32_map50_ci[2], fp32_map_ci[2], map50_delta_ci[2], map_delta_ci[2];
+    /* A classifier with labels: FP32's top-1 accuracy, the 95 % bootstrap intervals over the images
+     * of top1_acc and of FP32's, and that of the paired difference; NAN without. */
+    double fp32_top1_acc, top1_ci[2], fp32_top1_ci[2], top1_delta_ci[2];
     /* With a recogniser's labels (--labels paddle:FILE:dict=KEYS or text:DIR:dict=KEYS): the greedy
      * CTC reading against the text, CER (edit distance summed over the lines / the labels'
      * characters) and the share of lines read exactly, of this model and of FP32; NAN without. */

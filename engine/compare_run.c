@@ -95,6 +95,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
      * images and FP32 outputs in the cache for the others */
     char label[1200];
     const char *label0 = res->ev.o.label;
+    res->ev.map_intervals = 1; /* the methods' and refinements' rows; the exclusion search's evaluations take none */
     for (int m = 0; m < res->n_methods; m++) {
         snprintf(label, sizeof label, "evaluating %s (%d/%d)", res->tags[m], m + 1, res->n_methods);
         res->ev.o.label = label;
@@ -286,6 +287,7 @@ ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result 
     res->want_target = wants_exclusion(job);
     if (!res->want_target) return PTQ_OK;
     cmp_eval ev = res->ev;
+    ev.map_intervals = 0;
     ev.o.label = "FP32 baseline";
     TRY(cmp_target_baseline(&ev, &res->target));
     if (cmp_meets(&res->target, &res->metrics[res->layers_m])) {
@@ -310,6 +312,8 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
     r->ap = fp32 ? m->fp32_ap : m->ap;
     r->cer = fp32 ? m->fp32_cer : m->cer;
     r->miou = fp32 ? m->fp32_miou : m->miou;
+    r->has_top1 = !isnan(m->fp32_top1_acc);
+    r->top1_acc = fp32 ? m->fp32_top1_acc : m->top1_acc;
     r->n_iou = m->n_iou;
     r->iou = fp32 ? m->fp32_iou : m->iou;
     r->line_acc = fp32 ? m->fp32_line_acc : m->line_acc;
@@ -320,6 +324,12 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
         r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
         r->miou_ci[k] = fp32 ? m->fp32_miou_ci[k] : m->miou_ci[k];
         r->miou_delta_ci[k] = fp32 ? (double)NAN : m->miou_delta_ci[k];
+        r->top1_ci[k] = fp32 ? m->fp32_top1_ci[k] : m->top1_ci[k];
+        r->top1_delta_ci[k] = fp32 ? (double)NAN : m->top1_delta_ci[k];
+        r->map50_ci[k] = fp32 ? m->fp32_map50_ci[k] : m->map50_ci[k];
+        r->map_ci[k] = fp32 ? m->fp32_map_ci[k] : m->map_ci[k];
+        r->map50_delta_ci[k] = fp32 ? (double)NAN : m->map50_delta_ci[k];
+        r->map_delta_ci[k] = fp32 ? (double)NAN : m->map_delta_ci[k];
     }
 }
 
@@ -361,7 +371,8 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report_truth fp32;
     report_map(&fp32, &res->metrics[0], 1);
-    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou);
+    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou) ||
+                !isnan(res->metrics[0].fp32_top1_acc);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
     if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");

@@ -231,12 +231,13 @@ static double miou_of(const double *inter, const double *uni, const int *idx, in
     return k ? s / k : (double)NAN;
 }
 
-static double miou_draw(const int *idx, int n, void *user)
+/* v: this set's mIoU, FP32's, their difference */
+static void miou_draw(const int *idx, int n, void *user, double *v)
 {
     const miou_stat *m = user;
-    double v = miou_of(m->inter, m->uni, idx, n, m->C, m->sum, m->sum + m->C);
-    if (m->inter_a) v -= miou_of(m->inter_a, m->uni_a, idx, n, m->C, m->sum + 2 * m->C, m->sum + 3 * m->C);
-    return v;
+    v[0] = miou_of(m->inter, m->uni, idx, n, m->C, m->sum, m->sum + m->C);
+    v[1] = miou_of(m->inter_a, m->uni_a, idx, n, m->C, m->sum + 2 * m->C, m->sum + 3 * m->C);
+    v[2] = v[0] - v[1];
 }
 
 ptq_status cmp_seg_metrics(const cmp_seg *s, int set, int fp32, cmp_metrics *m)
@@ -253,12 +254,15 @@ ptq_status cmp_seg_metrics(const cmp_seg *s, int set, int fp32, cmp_metrics *m)
     for (int c = 0; c < m->n_iou; c++) m->iou[c] = sum[C + c] > 0 ? (float)(sum[c] / sum[C + c]) : NAN;
     m->fp32_miou = miou_of(s->inter[fp32], s->uni[fp32], all, n, C, sum, sum + C);
     for (int c = 0; c < m->n_iou; c++) m->fp32_iou[c] = sum[C + c] > 0 ? (float)(sum[c] / sum[C + c]) : NAN;
-    miou_stat q = {s->inter[set], s->uni[set], NULL, NULL, C, sum};
-    TRY(cmp_bootstrap_stat(n, CMP_BOOT, miou_draw, &q, &m->miou_ci[0], &m->miou_ci[1]));
-    miou_stat f = {s->inter[fp32], s->uni[fp32], NULL, NULL, C, sum};
-    TRY(cmp_bootstrap_stat(n, CMP_BOOT, miou_draw, &f, &m->fp32_miou_ci[0], &m->fp32_miou_ci[1]));
     miou_stat d = {s->inter[set], s->uni[set], s->inter[fp32], s->uni[fp32], C, sum};
-    TRY(cmp_bootstrap_stat(n, CMP_BOOT, miou_draw, &d, &m->miou_delta_ci[0], &m->miou_delta_ci[1]));
+    double lo[3], hi[3];
+    TRY(cmp_bootstrap_stats(n, CMP_BOOT, 3, miou_draw, &d, lo, hi));
+    m->miou_ci[0] = lo[0];
+    m->miou_ci[1] = hi[0];
+    m->fp32_miou_ci[0] = lo[1];
+    m->fp32_miou_ci[1] = hi[1];
+    m->miou_delta_ci[0] = lo[2];
+    m->miou_delta_ci[1] = hi[2];
 done:
     free(all);
     free(sum);

@@ -320,29 +320,36 @@ done:
     return st;
 }
 
-ptq_status cmp_bootstrap_stat(int n, int boot, double (*stat)(const int *idx, int n, void *user), void *user, double *lo,
-                              double *hi)
+ptq_status cmp_bootstrap_stats(int n, int boot, int k, void (*stat)(const int *idx, int n, void *user, double *v), void *user,
+                               double *lo, double *hi)
 {
     ptq_status st = PTQ_OK;
-    double *stats = malloc(sizeof *stats * (size_t)(boot > 0 ? boot : 1));
+    size_t nb = (size_t)(boot > 0 ? boot : 1);
+    double *stats = malloc(sizeof *stats * nb * (size_t)k), *col = malloc(sizeof *col * nb), *v = malloc(sizeof *v * (size_t)k);
     int *idx = malloc(sizeof *idx * (size_t)(n > 0 ? n : 1));
     mt19937 *m = malloc(sizeof *m);
-    CHECK_ALLOC(stats && idx && m ? stats : NULL);
-    *lo = *hi = NAN;
+    CHECK_ALLOC(stats && col && v && idx && m ? stats : NULL);
+    for (int j = 0; j < k; j++) lo[j] = hi[j] = NAN;
     if (n < 1) goto done;
     mt_seed(m, CMP_BOOT_SEED);
-    int k = 0;
     for (int b = 0; b < boot; b++) {
         for (int i = 0; i < n; i++) idx[i] = mt_below(m, (uint32_t)n);
-        double v = stat(idx, n, user);
-        if (!isnan(v)) stats[k++] = v;
+        stat(idx, n, user, v);
+        for (int j = 0; j < k; j++) stats[(size_t)j * nb + (size_t)b] = v[j];
     }
-    if (!k) goto done;
-    qsort(stats, (size_t)k, sizeof *stats, by_value);
-    *lo = percentile(stats, k, 2.5);
-    *hi = percentile(stats, k, 97.5);
+    for (int j = 0; j < k; j++) {
+        int c = 0;
+        for (int b = 0; b < boot; b++)
+            if (!isnan(stats[(size_t)j * nb + (size_t)b])) col[c++] = stats[(size_t)j * nb + (size_t)b];
+        if (!c) continue;
+        qsort(col, (size_t)c, sizeof *col, by_value);
+        lo[j] = percentile(col, c, 2.5);
+        hi[j] = percentile(col, c, 97.5);
+    }
 done:
     free(stats);
+    free(col);
+    free(v);
     free(idx);
     free(m);
     return st;

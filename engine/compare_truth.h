@@ -51,10 +51,12 @@ void cmp_map_result_free(cmp_map_result *r); /* NULL-safe */
  * num / den - num_a / den under the same draws. */
 enum { CMP_BOOT = 1000, CMP_BOOT_SEED = 1 };
 ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const double *den, int n, double *lo, double *hi);
-/* The same percentile bootstrap of any statistic of the images: `boot` resamples drawn as above
- * (the first `boot` rows of CMP_BOOT's), stat(idx, n, user) of each (idx: the n images drawn);
- * NAN statistics are left out; [lo, hi] NAN when none is left. */
-ptq_status cmp_bootstrap_stat(int n, int boot, double (*stat)(const int *idx, int n, void *user), void *user, double *lo,
-                              double *hi);
+/* The same percentile bootstrap of k statistics of the images at once: `boot` resamples drawn as
+ * above (the first `boot` rows of CMP_BOOT's), stat(idx, n, user, v) writes the k values of each
+ * (idx: the n images drawn); lo[j], hi[j]: statistic j's interval, its NAN values left out (NAN
+ * when none is left). CMP_BOOT_MAP: the resamples of a detector's mAP (each a COCO evaluation). */
+enum { CMP_BOOT_MAP = 200 };
+ptq_status cmp_bootstrap_stats(int n, int boot, int k, void (*stat)(const int *idx, int n, void *user, double *v), void *user,
+                               double *lo, double *hi);
 
 #endif

@@ -64,6 +64,9 @@ typedef struct {
     double cer_ci[2], line_acc_ci[2];             /* their 95 % bootstrap intervals */
     double cer_delta_ci[2], line_acc_delta_ci[2]; /* of the difference to FP32 (NaN for FP32 itself) */
     double miou, miou_ci[2], miou_delta_ci[2];    /* a segmenter: mIoU, its interval, the difference's */
+    double map50_ci[2], map_ci[2], map50_delta_ci[2], map_delta_ci[2]; /* a detector's intervals (NaN: none) */
+    int has_top1;         /* 1: a classifier with labels (the fields above unused) */
+    double top1_acc, top1_ci[2], top1_delta_ci[2];
     int n_iou;            /* > 0: a segmenter (the fields above unused) */
     const float *iou;     /* per class (n_iou; NaN: the class is in neither the masks nor the predictions) */
 } io_report_truth;
