@@ -174,6 +174,52 @@ if [ -f "$DET" ]; then
         --methods percentile:1,max --float fp32 2> '$TMP/det.err' > '$TMP/det.out' || { cat '$TMP/det.err'; exit 1; }
     grep -x \"ptq: warning: percentile-1: output 'sigmoid_0.tmp_0' is empty (nothing above 0.3) on all 2 images; FP32's is not\" '$TMP/det.err' &&
     [ \$(grep -c 'FP32.s is not' '$TMP/det.err') = 1 ]"
+  # a probability map [N, 1, H, W] against two-class masks (class 1 where > 0.5)
+  "$PTQ" preprocess --images "$TMP/pages.list" --preset paddleocr-det --dump "$TMP/det.npy" >/dev/null 2>&1
+  "$PTQ" quantize "$DET" --images "$TMP/pages.list" --preset paddleocr-det --method max -o "$TMP/det.q.onnx" >/dev/null 2>&1
+  $PY -c "
+import numpy as np; x = np.load('$TMP/det.npy')
+for i in range(x.shape[0]): np.save('$TMP/det%d.npy' % i, x[i:i + 1])"
+  for i in 0 1; do
+    "$PTQ" run "$DET" --input "$TMP/det$i.npy" --output-dir "$TMP/det.fp.$i" >/dev/null
+    "$PTQ" run "$TMP/det.q.onnx" --input "$TMP/det$i.npy" --output-dir "$TMP/det.q.$i" >/dev/null
+  done
+  cat > "$TMP/binport.py" <<'PYEOF'
+import glob, json, os, sys
+import numpy as np
+from PIL import Image
+d, oracle = sys.argv[1:3]
+sys.path.insert(0, oracle)
+import seg_miou as S
+paths = [l.strip() for l in open(d + '/pages.list')]
+os.makedirs(d + '/binmasks', exist_ok=True)
+sums = {'fp': ([], []), 'q': ([], [])}
+for i, p in enumerate(paths):
+    w, h = Image.open(p).size
+    g = S.geometry(w, h, 'stretch', 640, 640)
+    fp = np.load(glob.glob('%s/det.fp.%d/*.npy' % (d, i))[0])[0]
+    m = S.class_map(fp, w, h, g, 640, 640).astype(np.uint8)
+    m[: h // 4, : w // 4] = 1  # a block of text where FP32 sees none, and the reverse
+    m[h // 2:, w // 2:] = 0
+    Image.fromarray(m).save('%s/binmasks/%s.png' % (d, os.path.splitext(os.path.basename(p))[0]))
+    for k in ('fp', 'q'):
+        y = np.load(glob.glob('%s/det.%s.%d/*.npy' % (d, k, i))[0])[0]
+        a, b = S.stats(S.class_map(y, w, h, g, 640, 640), m, 2)
+        sums[k][0].append(a)
+        sums[k][1].append(b)
+if len(sys.argv) > 3:
+    r = json.load(open(sys.argv[3]))
+    for k, got in (('fp', r['fp32']), ('q', r['methods'][0])):
+        want = S.miou(*sums[k])
+        assert abs(got['miou'] - want) <= 1e-4, (k, got['miou'], want)
+        assert all(abs(a - b) <= 1e-4 for a, b in zip(got['iou'], S.per_class(*sums[k]))), (got['iou'], S.per_class(*sums[k]))
+    print('FP32 mIoU %.4f, max %.4f' % (S.miou(*sums['fp']), S.miou(*sums['q'])))
+PYEOF
+  $PY "$TMP/binport.py" "$TMP" "$ROOT/tests/oracle"
+  check "compare --labels mask: on a probability map [N, 1, H, W]: mIoU of FP32 and max equal the numpy port" bash -c "
+    '$PTQ' compare '$DET' --images '$TMP/pages.list' --eval-images '$TMP/pages.list' --preset paddleocr-det --methods max \
+        --float fp32 --labels 'mask:$TMP/binmasks' --json '$TMP/bin.json' > '$TMP/bin.out' 2>&1 || { cat '$TMP/bin.out'; exit 1; }
+    $PY '$TMP/binport.py' '$TMP' '$ROOT/tests/oracle' '$TMP/bin.json'"
 else
   skip "collapsed det map" "no $DET (build/models)"
 fi
