@@ -10,7 +10,8 @@
 # method and drives --target-drop; bad masks are refused in one line naming the file. Then a
 # method that collapses output 0 on every held-out image (percentile:1 empties PP-OCRv4 det's map,
 # makes a classifier give one class to every image) is named in exactly one warning, and a method
-# that does not collapse in none.
+# that does not collapse in none; PP-OCRv4 det's probability map [N, 1, H, W] read as classes {0, 1}
+# (> 0.5) against two-class masks equals the port too.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$ROOT/build/zoo/lraspp_mobilenet_v3_large.op13.onnx
