@@ -781,9 +781,8 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
             for (int i = 0; i < nb; i++) {
                 if (k == 0)
-                    TRY(cmp_seg_add(sg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->cfg, tb->w, tb->h, &tb->meta[i]));
-                TRY(cmp_seg_add(sg, k, img0 + i, y, nb, y->data, ptq_tensor_numel(y), i, tb->cfg, tb->w, tb->h,
-                                &tb->meta[i]));
+                    TRY(cmp_seg_add(sg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->w, tb->h, &tb->meta[i]));
+                TRY(cmp_seg_add(sg, k, img0 + i, y, nb, y->data, ptq_tensor_numel(y), i, tb->w, tb->h, &tb->meta[i]));
             }
         }
         if (tl) { /* FP32's reading once, in accs[n] */
@@ -1038,6 +1037,15 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     if (box_labels) TRY(box_labels_check_unused(&boxes, ev->o.images, eo.limit > 0));
     else if (text_labels) TRY(text_labels_check_unused(&texts, ev->o.images, eo.limit > 0));
     else if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
+    if (cache && !cache->overflow && mask_labels) { /* the masks count against the cache's budget too */
+        size_t mb = 0;
+        for (int i = 0; i < segt.n_img; i++) mb += (size_t)segt.w[i] * (size_t)segt.h[i];
+        if (cache->bytes + mb > cache->budget) {
+            cache_clear(cache);
+            cache->overflow = 1;
+        } else
+            cache->bytes += mb;
+    }
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;

@@ -135,7 +135,7 @@ static void axis_map(int n, int rn, int pad, int tn, int64_t out, int *idx)
 }
 
 ptq_status cmp_seg_add(cmp_seg *s, int set, int img, const ptq_tensor *y0, int nb, const float *y, size_t y_n, int i,
-                       const pp_config *cfg, int tw, int th, const pp_meta *meta)
+                       int tw, int th, const pp_meta *meta)
 {
     ptq_status st = PTQ_OK;
     const cmp_seg_truth *t = s->t;
@@ -144,7 +144,6 @@ ptq_status cmp_seg_add(cmp_seg *s, int set, int img, const ptq_tensor *y0, int n
     int *cx = NULL, *cy = NULL;
     uint8_t *pred = NULL;
     long *gt = NULL, *pr = NULL, *in = NULL;
-    (void)cfg;
     if (y_n != (size_t)((int64_t)nb * OC * OH * OW) || img >= t->n_img || !t->mask[img]) return PTQ_OK;
     TRY(seg_reserve(s, img + 1));
     int w = t->w[img], h = t->h[img];

@@ -6,7 +6,7 @@
  *   TRY(cmp_seg_truth_add(&t, img, &masks, path, &meta));
  *   cmp_seg s = {0};
  *   TRY(cmp_seg_begin(&s, &t, n_sets));
- *   TRY(cmp_seg_add(&s, set, img, y0, nb, y, y_n, i, cfg, tw, th, &meta));   // per image and set
+ *   TRY(cmp_seg_add(&s, set, img, y0, nb, y, y_n, i, tw, th, &meta));   // per image and set
  *   TRY(cmp_seg_metrics(&s, set, fp32_set, &m));    // m.miou, m.iou[c], intervals
  *   cmp_seg_free(&s); cmp_seg_truth_free(&t);
  *
@@ -47,9 +47,10 @@ ptq_status cmp_seg_truth_add(cmp_seg_truth *t, int img, const io_mask_labels *l,
 void cmp_seg_truth_free(cmp_seg_truth *t); /* zeroes *t; NULL-safe */
 
 ptq_status cmp_seg_begin(cmp_seg *s, const cmp_seg_truth *t, int n_sets);
-/* Image i of a batch (output 0: y, y_n floats, y0 a tensor of its shape) as set s's image img. */
+/* Image i of a batch (output 0: y, y_n floats, y0 a tensor of its shape; the input tensor tw x th,
+ * meta: where the image landed in it) as set s's image img. */
 ptq_status cmp_seg_add(cmp_seg *s, int set, int img, const ptq_tensor *y0, int nb, const float *y, size_t y_n, int i,
-                       const pp_config *cfg, int tw, int th, const pp_meta *meta);
+                       int tw, int th, const pp_meta *meta);
 /* mIoU and per-class IoU of set `set` and of set fp32 into m, with 95 % bootstrap intervals over the
  * images (compare_truth.h's draws; mIoU recomputed from each resample's sums) and that of the paired
  * difference. */
