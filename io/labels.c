@@ -615,8 +615,28 @@ ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t
     if (!probe) FAIL(PTQ_ERR_IO, "%s: no mask for %s (--labels mask:%s needs one STEM.png per image)", path, image_path, l->dir);
     fclose(probe);
     TRY(io_read_file(path, &buf, &len, LABEL_FILE_MAX));
+    TRY(io_mask_decode(buf, len, path, MASK_MAX_PIXELS, out, w, h));
+done:
+    free(buf);
+    return st;
+}
+
+ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *path, uint64_t max_pixels, uint8_t **out, int *w,
+                          int *h)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
     static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
     if (len < 8 || memcmp(buf, sig, 8)) FAIL(PTQ_ERR_FORMAT, "%s: a mask is a PNG file", path);
+    /* every chunk must fit in the file (libpng allocates a chunk's declared length before reading it) */
+    for (size_t pos = 8; pos + 8 <= len;) {
+        uint32_t n = (uint32_t)buf[pos] << 24 | (uint32_t)buf[pos + 1] << 16 | (uint32_t)buf[pos + 2] << 8 | buf[pos + 3];
+        if ((size_t)n > len - pos - 8)
+            FAIL(PTQ_ERR_FORMAT, "%s: corrupt PNG: chunk '%.4s' claims %u bytes, %zu are left", path, (const char *)buf + pos + 4,
+                 n, len - pos - 8);
+        if (!memcmp(buf + pos + 4, "IEND", 4)) break;
+        pos += 12 + (size_t)n;
+    }
     mask_src src = {buf, len, 0, {0}};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, mask_error_fn, mask_warning_fn);
     png_infop info = png ? png_create_info_struct(png) : NULL;
@@ -633,12 +653,14 @@ ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t
         goto png_done;
     }
     png_set_read_fn(png, &src, mask_read_fn);
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_chunk_malloc_max(png, (png_alloc_size_t)16 << 20);
     png_read_info(png, info);
     png_uint_32 pw = png_get_image_width(png, info), ph = png_get_image_height(png, info);
     int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
-    if ((uint64_t)pw * ph > MASK_MAX_PIXELS || !pw || !ph) {
-        ptq_error("%s: mask of %ux%u pixels refused", path, (unsigned)pw, (unsigned)ph);
+    if ((uint64_t)pw * ph > max_pixels || !pw || !ph) {
+        ptq_error("%s: mask of %ux%u pixels refused (limit %llu pixels)", path, (unsigned)pw, (unsigned)ph,
+                  (unsigned long long)max_pixels);
         vst = PTQ_ERR_FORMAT;
         goto png_done;
     }
@@ -656,6 +678,11 @@ ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t
     if (depth < 8) png_set_packing(png); /* one byte per pixel, the value itself (not scaled) */
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != pw) {
+        ptq_error("%s: PNG layout not reducible to one byte per pixel", path);
+        vst = PTQ_ERR_UNSUPPORTED;
+        goto png_done;
+    }
     pix = malloc((size_t)pw * ph);
     rows = malloc(sizeof *rows * ph);
     if (!pix || !rows) {
@@ -676,6 +703,5 @@ png_done:
     free(rows);
     st = vst;
 done:
-    free(buf);
     return st;
 }

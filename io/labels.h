@@ -94,6 +94,9 @@ ptq_status io_mask_labels_open(const char *spec, io_mask_labels *out);
 /* The mask of the image at path (DIR/STEM.png): *out malloc'd, w x h class indices, row-major.
  * Errors name the mask file: missing, not PNG, 16-bit, RGB or with alpha. */
 ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t **out, int *w, int *h);
+/* The same from the bytes of a PNG file (what: its name in messages); masks above max_pixels refused. */
+ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels, uint8_t **out, int *w,
+                          int *h);
 /* DIR/STEM.png of the image at path into buf (for messages and existence checks). */
 void io_mask_path(const io_mask_labels *l, const char *image_path, char *buf, size_t cap);
 void io_mask_labels_free(io_mask_labels *l); /* zeroes *l; NULL-safe */
