@@ -5,10 +5,10 @@
 # palette PNGs (as VOC writes), half 8-bit gray. Asserted: FP32's and the method's mIoU, per-class
 # IoU and 95 % bootstrap intervals (and the paired difference's) in compare's JSON equal, within
 # 1e-4, an independent numpy port (tests/oracle/seg_miou.py) applied to ptq run's outputs of the
-# FP32 model and of the model `ptq quantize` writes with the same method, for a stretch and a
-# centre-crop geometry (the crop's margins not counted; max evaluated second, from compare's cache of
-# the images, FP32's outputs and the masks); miou is the metric that picks the
-# method and drives --target-drop; bad masks are refused in one line naming the file. Then a
+# FP32 model and of the model `ptq quantize` writes with the same method, for a stretch, a
+# centre-crop (the crop's margins not counted) and a letterbox geometry (max evaluated second,
+# from compare's cache of the images, FP32's outputs and the masks); miou is the metric that picks
+# the method and drives --target-drop; bad masks are refused in one line naming the file. Then a
 # method that collapses output 0 on every held-out image (percentile:1 empties PP-OCRv4 det's map,
 # makes a classifier give one class to every image) is named in exactly one warning, and a method
 # that does not collapse in none; PP-OCRv4 det's probability map [N, 1, H, W] read as classes {0, 1}
@@ -22,6 +22,7 @@ awk 'NR % 3 == 1' "$TMP/all.list" | head -n 3 > "$TMP/calib.list"
 awk 'NR % 3 == 2' "$TMP/all.list" | head -n 5 > "$TMP/eval.list"
 PRE_stretch="--preset imagenet-torchvision --mode stretch --size 256x256"
 PRE_crop="--preset imagenet-torchvision --mode shorter-crop --shorter 320 --size 256x256"
+PRE_letterbox="--preset imagenet-torchvision --mode letterbox --size 256x256"
 # a refusal after the calibration pass: non-zero exit, one 'ptq:' error line, containing the part
 late_refused() {
   local want=$1; shift
@@ -33,7 +34,8 @@ late_refused() {
 }
 "$PTQ" quantize "$M" --images "$TMP/calib.list" $PRE_stretch --method max -o "$TMP/q_stretch.onnx" >/dev/null 2>&1
 "$PTQ" quantize "$M" --images "$TMP/calib.list" $PRE_crop --method max -o "$TMP/q_crop.onnx" >/dev/null 2>&1
-for g in stretch crop; do
+"$PTQ" quantize "$M" --images "$TMP/calib.list" $PRE_letterbox --method max -o "$TMP/q_letterbox.onnx" >/dev/null 2>&1
+for g in stretch crop letterbox; do
   pre="PRE_$g"
   "$PTQ" preprocess --images "$TMP/eval.list" ${!pre} --dump "$TMP/$g.npy" >/dev/null 2>&1
   N=$($PY -c "
@@ -82,7 +84,7 @@ d, g, report, oracle = sys.argv[1:5]
 sys.path.insert(0, oracle)
 import seg_miou as S
 paths = [l.strip() for l in open(d + '/eval.list') if l.strip()]
-mode, shorter = ('stretch', None) if g == 'stretch' else ('shorter-crop', 320)
+mode, shorter = {'stretch': ('stretch', None), 'crop': ('shorter-crop', 320), 'letterbox': ('letterbox', None)}[g]
 def sums(prefix):
     I, U = [], []
     for i, p in enumerate(paths):
@@ -116,7 +118,7 @@ print('FP32 mIoU %.4f, max %.4f, delta [%.4f, %.4f]; %d classes present' % (S.mi
       sum(v is not None for v in S.per_class(fi, fu))))
 PYEOF
 
-for g in stretch crop; do
+for g in stretch crop letterbox; do
   pre="PRE_$g"
   check "compare --labels mask: ($g) mIoU, per-class IoU, intervals of FP32 and max equal the numpy port" bash -c "
     '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${!pre} --methods percentile:99.99,max \
