@@ -592,41 +592,53 @@ done:
     return st;
 }
 
-/* One bootstrap resample of a truth_set: set s's and FP32's mAP50 and mAP, and the differences. */
+/* One bootstrap resample of a truth_set: set s's and FP32's mAP50 and mAP, and the differences
+ * (thread-safe: the resample's arrays are its own). */
 typedef struct {
     const truth_set *ts;
     int s;
-    const cmp_gt **gt;
-    const cmp_det **dq, **df;
-    int *ngt, *nq, *nf;
 } map_draw_ctx;
 
-static void map_draw(const int *idx, int n, void *user, double *v)
+static int map_draw(const int *idx, int n, void *user, double *v)
 {
-    map_draw_ctx *c = user;
+    const map_draw_ctx *c = user;
     const truth_set *ts = c->ts;
-    int f = ts->n_sets - 1;
-    for (int i = 0; i < n; i++) {
-        c->gt[i] = ts->gt[idx[i]];
-        c->ngt[i] = ts->n_gt[idx[i]];
-        c->dq[i] = ts->dt[c->s][idx[i]];
-        c->nq[i] = ts->n_dt[c->s][idx[i]];
-        c->df[i] = ts->dt[f][idx[i]];
-        c->nf[i] = ts->n_dt[f][idx[i]];
-    }
+    int f = ts->n_sets - 1, rc = -1;
+    const cmp_gt **gt = malloc(sizeof *gt * (size_t)(n + 1));
+    const cmp_det **dq = malloc(sizeof *dq * (size_t)(n + 1)), **df = malloc(sizeof *df * (size_t)(n + 1));
+    int *ngt = malloc(sizeof *ngt * (size_t)(n + 1)), *nq = malloc(sizeof *nq * (size_t)(n + 1)),
+        *nf = malloc(sizeof *nf * (size_t)(n + 1));
     cmp_map_result r = {0}, g = {0};
     for (int j = 0; j < 6; j++) v[j] = NAN;
-    if (cmp_coco_map(c->gt, c->ngt, c->dq, c->nq, n, ts->n_classes, &r) == PTQ_OK &&
-        cmp_coco_map(c->gt, c->ngt, c->df, c->nf, n, ts->n_classes, &g) == PTQ_OK) {
-        v[0] = r.map50;
-        v[1] = r.map;
-        v[2] = g.map50;
-        v[3] = g.map;
-        v[4] = r.map50 - g.map50;
-        v[5] = r.map - g.map;
+    if (!gt || !dq || !df || !ngt || !nq || !nf) goto done;
+    for (int i = 0; i < n; i++) {
+        gt[i] = ts->gt[idx[i]];
+        ngt[i] = ts->n_gt[idx[i]];
+        dq[i] = ts->dt[c->s][idx[i]];
+        nq[i] = ts->n_dt[c->s][idx[i]];
+        df[i] = ts->dt[f][idx[i]];
+        nf[i] = ts->n_dt[f][idx[i]];
     }
+    if (cmp_coco_map(gt, ngt, dq, nq, n, ts->n_classes, &r) != PTQ_OK ||
+        cmp_coco_map(gt, ngt, df, nf, n, ts->n_classes, &g) != PTQ_OK)
+        goto done;
+    v[0] = r.map50;
+    v[1] = r.map;
+    v[2] = g.map50;
+    v[3] = g.map;
+    v[4] = r.map50 - g.map50;
+    v[5] = r.map - g.map;
+    rc = 0;
+done:
     cmp_map_result_free(&r);
     cmp_map_result_free(&g);
+    free(gt);
+    free(dq);
+    free(df);
+    free(ngt);
+    free(nq);
+    free(nf);
+    return rc;
 }
 
 /* mAP of set s into m (ap50/ap per class) and FP32's (set ts->n_sets - 1), with their bootstrap
@@ -635,14 +647,10 @@ static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metri
 {
     ptq_status st = PTQ_OK;
     cmp_map_result r = {0}, f = {0};
-    int n = ts->n_img;
-    map_draw_ctx c = {ts, s, malloc(sizeof(cmp_gt *) * (size_t)(n + 1)), malloc(sizeof(cmp_det *) * (size_t)(n + 1)),
-                      malloc(sizeof(cmp_det *) * (size_t)(n + 1)), malloc(sizeof(int) * (size_t)(n + 1)),
-                      malloc(sizeof(int) * (size_t)(n + 1)), malloc(sizeof(int) * (size_t)(n + 1))};
+    map_draw_ctx c = {ts, s};
     double lo[6], hi[6];
-    CHECK_ALLOC(c.gt && c.dq && c.df && c.ngt && c.nq && c.nf ? c.gt : NULL);
     for (int j = 0; j < 6; j++) lo[j] = hi[j] = NAN;
-    if (intervals) TRY(cmp_bootstrap_stats(n, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
+    if (intervals) TRY(cmp_bootstrap_stats(ts->n_img, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
     double *ci[6] = {m->map50_ci, m->map_ci, m->fp32_map50_ci, m->fp32_map_ci, m->map50_delta_ci, m->map_delta_ci};
     for (int j = 0; j < 6; j++) {
         ci[j][0] = lo[j];
@@ -666,12 +674,6 @@ static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metri
 done:
     cmp_map_result_free(&r);
     cmp_map_result_free(&f);
-    free(c.gt);
-    free(c.dq);
-    free(c.df);
-    free(c.ngt);
-    free(c.nq);
-    free(c.nf);
     return st;
 }
 

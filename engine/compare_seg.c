@@ -204,9 +204,8 @@ done:
 }
 
 typedef struct {
-    const double *inter, *uni, *inter_a, *uni_a; /* _a: the set subtracted (NULL: none) */
+    const double *inter, *uni, *inter_a, *uni_a; /* _a: FP32's */
     int C;
-    double *sum;                                  /* 4 * C */
 } miou_stat;
 
 /* mIoU of the images idx[0..n) (with repeats): NAN when no class has a union. */
@@ -230,13 +229,17 @@ static double miou_of(const double *inter, const double *uni, const int *idx, in
     return k ? s / k : (double)NAN;
 }
 
-/* v: this set's mIoU, FP32's, their difference */
-static void miou_draw(const int *idx, int n, void *user, double *v)
+/* v: this set's mIoU, FP32's, their difference (thread-safe: its own sums) */
+static int miou_draw(const int *idx, int n, void *user, double *v)
 {
     const miou_stat *m = user;
-    v[0] = miou_of(m->inter, m->uni, idx, n, m->C, m->sum, m->sum + m->C);
-    v[1] = miou_of(m->inter_a, m->uni_a, idx, n, m->C, m->sum + 2 * m->C, m->sum + 3 * m->C);
+    double *sum = malloc(sizeof *sum * 2 * (size_t)m->C);
+    if (!sum) return -1;
+    v[0] = miou_of(m->inter, m->uni, idx, n, m->C, sum, sum + m->C);
+    v[1] = miou_of(m->inter_a, m->uni_a, idx, n, m->C, sum, sum + m->C);
     v[2] = v[0] - v[1];
+    free(sum);
+    return 0;
 }
 
 ptq_status cmp_seg_metrics(const cmp_seg *s, int set, int fp32, cmp_metrics *m)
@@ -253,7 +256,7 @@ ptq_status cmp_seg_metrics(const cmp_seg *s, int set, int fp32, cmp_metrics *m)
     for (int c = 0; c < m->n_iou; c++) m->iou[c] = sum[C + c] > 0 ? (float)(sum[c] / sum[C + c]) : NAN;
     m->fp32_miou = miou_of(s->inter[fp32], s->uni[fp32], all, n, C, sum, sum + C);
     for (int c = 0; c < m->n_iou; c++) m->fp32_iou[c] = sum[C + c] > 0 ? (float)(sum[c] / sum[C + c]) : NAN;
-    miou_stat d = {s->inter[set], s->uni[set], s->inter[fp32], s->uni[fp32], C, sum};
+    miou_stat d = {s->inter[set], s->uni[set], s->inter[fp32], s->uni[fp32], C};
     double lo[3], hi[3];
     TRY(cmp_bootstrap_stats(n, CMP_BOOT, 3, miou_draw, &d, lo, hi));
     m->miou_ci[0] = lo[0];
