@@ -15,6 +15,7 @@
 #include "engine/preprocessing.h"
 #include "engine/collect.h"
 #include "engine/compare.h"
+#include "engine/compare_truth.h"
 #include "engine/quantize.h"
 #include "engine/runner.h"
 #include "engine/refine.h"
@@ -49,7 +50,10 @@ static void usage(FILE *fp)
             "  --labels paddle:FILE:dict=KEYS|text:DIR:dict=KEYS  a recogniser's text: PaddleOCR's 'path<TAB>text'\n"
             "                         list, or DIR/STEM.txt per crop, read with the dictionary KEYS; adds the CER and\n"
             "                         the lines read exactly (greedy CTC) of FP32 and every method\n"
-            "  --layers-method M      method of the layer-wise table (default: the best)\n"
+            "  --labels mask:DIR[:ignore=V]  a segmenter's masks: DIR/STEM.png, 8-bit gray or palette class indices\n"
+            "                         (V, default 255, not counted); adds the mIoU of FP32 and every method\n"
+            "  --layers-method M      method of the layer-wise table (default: the best)\n");
+    fprintf(fp,
             "  --target-cosine X      return the most harmful layers to float until the output cosine >= X\n"
             "  --target-top1-drop X   ... until top-1 (accuracy with labels, else agreement) drops by <= X\n"
             "  --metric M             what picks the best method and what --target means: cosine (default),\n"
@@ -60,7 +64,8 @@ static void usage(FILE *fp)
             "                         FP32's: final boxes with scores, or a YOLOv8-style raw head, decoded),\n"
             "                         map50, map (COCO mAP@0.5 and mAP@0.5:0.95 against --labels yolo:|coco:;\n"
             "                         map is the default with them), text-chars, text-lines (1 - the CER and the\n"
-            "                         lines read exactly against --labels paddle:|text:; text-chars the default)\n"
+            "                         lines read exactly against --labels paddle:|text:; text-chars the default),\n"
+            "                         miou (against --labels mask:; the default with them)\n"
             "  --target X             return the most harmful layers to float until the --metric reaches X\n"
             "  --target-drop X        ... until the --metric is at most X below FP32's own value of it (map50, map:\n"
             "                         FP32's mAP against the labels; top1: FP32's accuracy; agreement metrics: 1)\n"
@@ -305,6 +310,7 @@ int cmd_compare(int argc, char **argv)
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     int boxes = res.boxes;
     int seq_ctc = !isnan(metrics[0].seq_chars), truth = !isnan(metrics[0].fp32_map), ocr = !isnan(metrics[0].fp32_cer);
+    int seg = !isnan(metrics[0].fp32_miou);
     printf("model %s, %d calibration images, %d evaluation images, float part in %s\n", model, src.images,
            metrics[0].images, float16 ? "FP16" : "FP32");
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
@@ -316,6 +322,7 @@ int cmd_compare(int argc, char **argv)
     if (boxes) printf(" %10s", "box-f1");
     if (truth) printf(" %10s %10s", "mAP50", "mAP50-95");
     if (ocr) printf(" %10s %10s", "CER", "lines");
+    if (seg) printf(" %10s", "mIoU");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
         print_sums(tags[m], &metrics[m]);
@@ -327,12 +334,31 @@ int cmd_compare(int argc, char **argv)
         if (boxes) printf(" %10.4f", metrics[m].box_f1);
         if (truth) printf(" %10.4f %10.4f", metrics[m].map50, metrics[m].map);
         if (ocr) printf(" %10.4f %10.4f", metrics[m].cer, metrics[m].line_acc);
+        if (seg) printf(" %10.4f", metrics[m].miou);
         printf("%s\n", m == best ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
-    if (truth)
-        printf("FP32 against %s: mAP50 %.4f, mAP50-95 %.4f (COCO evaluation, boxes scoring >= 0.001)\n", labels,
-               metrics[0].fp32_map50, metrics[0].fp32_map);
+    if (truth) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s: mAP50 %.4f [%.4f, %.4f], mAP50-95 %.4f [%.4f, %.4f] (COCO evaluation, boxes scoring >= "
+               "0.001; 95 %% bootstrap intervals, %d resamples of the %d images)\n", labels, f->fp32_map50,
+               f->fp32_map50_ci[0], f->fp32_map50_ci[1], f->fp32_map, f->fp32_map_ci[0], f->fp32_map_ci[1], CMP_BOOT_MAP,
+               f->images);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s mAP50-95 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]; mAP50 minus FP32's %+.4f [%+.4f, "
+                   "%+.4f]\n", tags[m], metrics[m].map, metrics[m].map_ci[0], metrics[m].map_ci[1],
+                   metrics[m].map - metrics[m].fp32_map, metrics[m].map_delta_ci[0], metrics[m].map_delta_ci[1],
+                   metrics[m].map50 - metrics[m].fp32_map50, metrics[m].map50_delta_ci[0], metrics[m].map50_delta_ci[1]);
+    }
+    if (labelled && !isnan(metrics[0].fp32_top1_acc)) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 top-1 accuracy %.4f [%.4f, %.4f] (95 %% bootstrap intervals over the %d images)\n", f->fp32_top1_acc,
+               f->fp32_top1_ci[0], f->fp32_top1_ci[1], f->images);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s top-1 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].top1_acc,
+                   metrics[m].top1_ci[0], metrics[m].top1_ci[1], metrics[m].top1_acc - metrics[m].fp32_top1_acc,
+                   metrics[m].top1_delta_ci[0], metrics[m].top1_delta_ci[1]);
+    }
     if (ocr) {
         const cmp_metrics *f = &metrics[0];
         printf("FP32 against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"
@@ -344,6 +370,15 @@ int cmd_compare(int argc, char **argv)
                    tags[m], metrics[m].cer, metrics[m].cer - metrics[m].fp32_cer, metrics[m].cer_delta_ci[0],
                    metrics[m].cer_delta_ci[1], metrics[m].line_acc, metrics[m].line_acc - metrics[m].fp32_line_acc,
                    metrics[m].line_acc_delta_ci[0], metrics[m].line_acc_delta_ci[1]);
+    }
+    if (seg) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s (95 %% bootstrap intervals over the %d images):\n  FP32 mIoU %.4f [%.4f, %.4f]\n", labels,
+               f->images, f->fp32_miou, f->fp32_miou_ci[0], f->fp32_miou_ci[1]);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s mIoU %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].miou,
+                   metrics[m].miou_ci[0], metrics[m].miou_ci[1], metrics[m].miou - metrics[m].fp32_miou,
+                   metrics[m].miou_delta_ci[0], metrics[m].miou_delta_ci[1]);
     }
     printf("best: %s (by %s)\n", tags[best], res.criterion);
     st = eng_compare_refinements(&job, &res);
@@ -358,6 +393,7 @@ int cmd_compare(int argc, char **argv)
         if (boxes) printf(" %10.4f", m->box_f1);
         if (truth) printf(" %10.4f %10.4f", m->map50, m->map);
         if (ocr) printf(" %10.4f %10.4f", m->cer, m->line_acc);
+        if (seg) printf(" %10.4f", m->miou);
         printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
     }
     if (st != PTQ_OK) goto fail;

@@ -14,6 +14,7 @@
 
 #include "io/file.h"
 #include "io/labels.h"
+#include "engine/compare_seg.h"
 #include "io/onnx.h"
 #include "quant/fp16.h"
 #include "quant/opset.h"
@@ -300,12 +301,37 @@ done:
     return st;
 }
 
+/* cmp_labels_check of mask:DIR: the folder readable, a mask for every evaluation image (unless
+ * limited: then for those used, when read). */
+static ptq_status mask_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    io_mask_labels l = {0};
+    char **paths = NULL, mp[4096];
+    int n = 0;
+    TRY(io_mask_labels_open(spec, &l));
+    if (limited) goto done;
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++) {
+        io_mask_path(&l, paths[i], mp, sizeof mp);
+        FILE *f = fopen(mp, "rb");
+        if (!f) FAIL(PTQ_ERR_IO, "%s: no mask for %s (--labels mask:%s needs one STEM.png per image)", mp, paths[i], l.dir);
+        fclose(f);
+    }
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    io_mask_labels_free(&l);
+    return st;
+}
+
 const char *cmp_labels_path(const char *labels)
 {
     const char *path;
     if (!labels || !strcmp(labels, "folders")) return NULL;
     io_labels_kind k = io_labels_parse(labels, &path);
-    return k == IO_LABELS_PADDLE || k == IO_LABELS_TEXT ? NULL : path; /* FILE:dict=KEYS: checked when read */
+    /* FILE:dict=KEYS, DIR:ignore=V: checked when read */
+    return k == IO_LABELS_PADDLE || k == IO_LABELS_TEXT || k == IO_LABELS_MASK ? NULL : path;
 }
 
 ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
@@ -317,6 +343,7 @@ ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
     const char *path;
     io_labels_kind kind = io_labels_parse(spec, &path);
     if (kind == IO_LABELS_PADDLE || kind == IO_LABELS_TEXT) return text_labels_check(spec, images, limited);
+    if (kind == IO_LABELS_MASK) return mask_labels_check(spec, images, limited);
     if (kind != IO_LABELS_CLASSES) return box_labels_check(spec, images, limited);
     TRY(labels_load(spec, images, &l));
     TRY(pp_list_images(images, &paths, &n));
@@ -358,6 +385,7 @@ struct cmp_cache {
     int n_b, cap, n_out, complete, overflow, kind, images;
     cmp_gt **gt;                 /* the evaluation's truth_set ground truth, kept with the images */
     int *n_gt, n_gt_img, n_classes;
+    cmp_seg_truth seg;           /* a segmenter's masks, kept with the images */
     size_t bytes, budget;
     ptq_arena_pool *pool;   /* the evaluation plans' arenas, reused from one variant to the next */
 };
@@ -394,6 +422,7 @@ static void cache_clear(cmp_cache *c)
     c->gt = NULL;
     c->n_gt = NULL;
     c->n_gt_img = 0;
+    cmp_seg_truth_free(&c->seg);
     free(c->b);
     c->b = NULL;
     c->n_b = c->cap = 0;
@@ -540,7 +569,7 @@ done:
 }
 
 typedef struct {
-    truth_set *ts;
+    truth_set *ts;         /* NULL: no detector's labels */
     int img0;              /* the batch's first image */
     const pp_meta *meta;   /* per image of the batch */
     const pp_config *cfg;
@@ -563,11 +592,70 @@ done:
     return st;
 }
 
-/* mAP of set s into m (ap50/ap per class), and FP32's (set ts->n_sets - 1) when fp32. */
-static ptq_status truth_map(const truth_set *ts, int s, cmp_metrics *m)
+/* One bootstrap resample of a truth_set: set s's and FP32's mAP50 and mAP, and the differences
+ * (thread-safe: the resample's arrays are its own). */
+typedef struct {
+    const truth_set *ts;
+    int s;
+} map_draw_ctx;
+
+static int map_draw(const int *idx, int n, void *user, double *v)
+{
+    const map_draw_ctx *c = user;
+    const truth_set *ts = c->ts;
+    int f = ts->n_sets - 1, rc = -1;
+    const cmp_gt **gt = malloc(sizeof *gt * (size_t)(n + 1));
+    const cmp_det **dq = malloc(sizeof *dq * (size_t)(n + 1)), **df = malloc(sizeof *df * (size_t)(n + 1));
+    int *ngt = malloc(sizeof *ngt * (size_t)(n + 1)), *nq = malloc(sizeof *nq * (size_t)(n + 1)),
+        *nf = malloc(sizeof *nf * (size_t)(n + 1));
+    cmp_map_result r = {0}, g = {0};
+    for (int j = 0; j < 6; j++) v[j] = NAN;
+    if (!gt || !dq || !df || !ngt || !nq || !nf) goto done;
+    for (int i = 0; i < n; i++) {
+        gt[i] = ts->gt[idx[i]];
+        ngt[i] = ts->n_gt[idx[i]];
+        dq[i] = ts->dt[c->s][idx[i]];
+        nq[i] = ts->n_dt[c->s][idx[i]];
+        df[i] = ts->dt[f][idx[i]];
+        nf[i] = ts->n_dt[f][idx[i]];
+    }
+    if (cmp_coco_map(gt, ngt, dq, nq, n, ts->n_classes, &r) != PTQ_OK ||
+        cmp_coco_map(gt, ngt, df, nf, n, ts->n_classes, &g) != PTQ_OK)
+        goto done;
+    v[0] = r.map50;
+    v[1] = r.map;
+    v[2] = g.map50;
+    v[3] = g.map;
+    v[4] = r.map50 - g.map50;
+    v[5] = r.map - g.map;
+    rc = 0;
+done:
+    cmp_map_result_free(&r);
+    cmp_map_result_free(&g);
+    free(gt);
+    free(dq);
+    free(df);
+    free(ngt);
+    free(nq);
+    free(nf);
+    return rc;
+}
+
+/* mAP of set s into m (ap50/ap per class) and FP32's (set ts->n_sets - 1), with their bootstrap
+ * intervals when asked. */
+static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metrics *m)
 {
     ptq_status st = PTQ_OK;
     cmp_map_result r = {0}, f = {0};
+    map_draw_ctx c = {ts, s};
+    double lo[6], hi[6];
+    for (int j = 0; j < 6; j++) lo[j] = hi[j] = NAN;
+    if (intervals) TRY(cmp_bootstrap_stats(ts->n_img, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
+    double *ci[6] = {m->map50_ci, m->map_ci, m->fp32_map50_ci, m->fp32_map_ci, m->map50_delta_ci, m->map_delta_ci};
+    for (int j = 0; j < 6; j++) {
+        ci[j][0] = lo[j];
+        ci[j][1] = hi[j];
+    }
     TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[s], ts->n_dt[s], ts->n_img,
                      ts->n_classes, &r));
     TRY(cmp_coco_map((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[ts->n_sets - 1],
@@ -590,7 +678,8 @@ done:
 }
 
 /* Per line of a recogniser's labels, for the bootstrap intervals: the edits of each set (the
- * variants, then FP32) and whether it read the line exactly, by evaluation image. */
+ * variants, then FP32) and whether it read the line exactly, by evaluation image; with a
+ * classifier's labels, exact holds whether each set's top-1 class is the image's label. */
 typedef struct {
     double **edits, **exact, *chars, *ones;
     int n_sets, cap;
@@ -679,16 +768,24 @@ done:
  * output whose size differs, as data-dependent ones may, adds to no cmp_sums). */
 static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
                               int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs,
-                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0)
+                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0, cmp_seg *sg)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
     for (int k = 0; k < n; k++) {
         TRY(eng_runner_run(&rs[k], x));
-        if (tb) {
+        if (tb && tb->ts) {
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
             if (k == 0) TRY(truth_dets(tb, n, kind, y, nb, fp32[0], fp32_n[0]));
             TRY(truth_dets(tb, k, kind, y, nb, y->data, ptq_tensor_numel(y)));
+        }
+        if (tb && sg) { /* FP32's map once, as set n */
+            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            for (int i = 0; i < nb; i++) {
+                if (k == 0)
+                    TRY(cmp_seg_add(sg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->w, tb->h, &tb->meta[i]));
+                TRY(cmp_seg_add(sg, k, img0 + i, y, nb, y->data, ptq_tensor_numel(y), i, tb->w, tb->h, &tb->meta[i]));
+            }
         }
         if (tl) { /* FP32's reading once, in accs[n] */
             const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
@@ -713,16 +810,44 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
         int64_t C = y->dims[1];
         for (int i = 0; i < nb; i++) {
             int want = cmp_argmax(fp32[0] + i * C, C), got = cmp_argmax((const float *)y->data + i * C, C);
+            if (!accs[k].cls_seen) {
+                accs[k].cls_seen = 1;
+                accs[k].cls_fp0 = want;
+                accs[k].cls_q0 = got;
+            }
+            accs[k].cls_fp_many |= want != accs[k].cls_fp0;
+            accs[k].cls_q_many |= got != accs[k].cls_q0;
             accs[k].agree += want == got;
             accs[k].rows++;
             if (labels[i] >= 0) {
                 accs[k].labelled++;
                 accs[k].correct += got == labels[i];
+                if (ol->exact) {
+                    TRY(ocr_lines_reserve(ol, img0 + i + 1));
+                    ol->exact[k][img0 + i] = got == labels[i];
+                    ol->exact[n][img0 + i] = want == labels[i];
+                    ol->ones[img0 + i] = 1;
+                }
             }
         }
     }
 done:
     return st;
+}
+
+/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, FP32's as set n) where
+ * FP32's did not, into m->collapsed ("" when nothing did). */
+static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, int k, int n, cmp_metrics *m)
+{
+    m->collapsed[0] = 0;
+    if (kind == CMP_OUT_MAP && !a->mask_q_on && a->mask_fp_on)
+        snprintf(m->collapsed, sizeof m->collapsed, "is empty (nothing above %g)", (double)t);
+    if (kind == CMP_OUT_CLASSIFIER && a->cls_seen && !a->cls_q_many && a->cls_fp_many)
+        snprintf(m->collapsed, sizeof m->collapsed, "predicts class %d", a->cls_q0);
+    if ((kind == CMP_OUT_YOLO || kind == CMP_OUT_DETECTIONS || kind == CMP_OUT_BOXES) && !a->box_q && a->box_fp)
+        snprintf(m->collapsed, sizeof m->collapsed, "has no box scoring >= 0.25");
+    if (sg && sg->one && sg->one[k] >= 0 && sg->one[n] == -1)
+        snprintf(m->collapsed, sizeof m->collapsed, "is all class %d", sg->one[k]);
 }
 
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out)
@@ -743,10 +868,14 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     io_text_labels texts = {0};
     truth_set ts = {0};
     ocr_lines ol = {0};
+    io_mask_labels masks = {0};
+    cmp_seg_truth segt = {0};
+    cmp_seg sg = {0};
     const char *lpath;
     io_labels_kind lkind = ev->labels ? io_labels_parse(ev->labels, &lpath) : IO_LABELS_NONE;
     int box_labels = lkind == IO_LABELS_YOLO || lkind == IO_LABELS_COCO;
     int text_labels = lkind == IO_LABELS_PADDLE || lkind == IO_LABELS_TEXT;
+    int mask_labels = lkind == IO_LABELS_MASK;
     int n_out = ev->g->n_outputs, images = 0, kind = -1;
     CHECK_ALLOC(rs);
     CHECK_ALLOC(accs);
@@ -764,8 +893,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     mem.pool = ref.popt.pool;
     ref.shared = &mem;
     for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
-    if (text_labels) {
-        TRY(io_text_labels_load(ev->labels, &texts));
+    if (text_labels || lkind == IO_LABELS_CLASSES) {
+        if (text_labels) TRY(io_text_labels_load(ev->labels, &texts));
         ol.n_sets = n + 1;
         ol.edits = calloc((size_t)n + 1, sizeof *ol.edits);
         ol.exact = calloc((size_t)n + 1, sizeof *ol.exact);
@@ -783,11 +912,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             TRY(truth_reserve(&ts, cache->n_gt_img));
             ts.n_img = cache->n_gt_img;
         }
+        if (mask_labels) TRY(cmp_seg_begin(&sg, &cache->seg, n + 1));
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
-            truth_batch tb = {&ts, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
+            truth_batch tb = {box_labels ? &ts : NULL, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
             TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
-                            accs, box_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, done_images));
+                            accs, box_labels || mask_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, done_images,
+                            mask_labels ? &sg : NULL));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -806,7 +937,9 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     if (box_labels) {
         TRY(io_box_labels_load(ev->labels, &boxes));
         ts.n_classes = boxes.n_classes;
-    } else if (ev->labels && !text_labels)
+    } else if (mask_labels)
+        TRY(io_mask_labels_open(ev->labels, &masks));
+    else if (ev->labels && !text_labels)
         TRY(labels_load(ev->labels, ev->o.images, &labels));
     pp_dataset_options eo = ev->o;
     TRY(eng_fit_batch(ev->g, ev->model, &eo));
@@ -837,6 +970,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                 FAIL(PTQ_ERR_ARG, "--labels %s: a detector's labels, but %s's output 0 is not a YOLO head [N, 4 + classes, anchors] "
                      "or detections [K, 6] with classes", ev->labels, ev->model);
             const ptq_tensor *y = ptq_plan_output(ref.plan, 0, NULL);
+            if (mask_labels) {
+                if (!(segt.n_classes = cmp_seg_classes(y, nb)))
+                    FAIL(PTQ_ERR_ARG, "--labels %s: a segmenter's masks, but %s's output 0 is not a map [N, C, H, W] "
+                         "(C <= 256)", ev->labels, ev->model);
+                segt.ignore = masks.ignore;
+                TRY(cmp_seg_begin(&sg, &segt, n + 1));
+            }
             if (box_labels && kind == CMP_OUT_YOLO && boxes.n_classes > y->dims[1] - 4)
                 FAIL(PTQ_ERR_FORMAT, "--labels %s: class %d, but %s has %d classes", ev->labels, boxes.n_classes - 1,
                      ev->model, (int)(y->dims[1] - 4));
@@ -865,6 +1005,11 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                     FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a label in %s", paths[i], texts.path);
                 continue;
             }
+            if (mask_labels) {
+                TRY(cmp_seg_truth_add(&segt, images + i, &masks, paths[i], &meta[i]));
+                lab[i] = -1;
+                continue;
+            }
             if (box_labels) {
                 const io_image_boxes *b = io_box_labels_find(&boxes, paths[i]);
                 if (!b && boxes.kind == IO_LABELS_COCO)
@@ -879,9 +1024,10 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                      labels.folders ? "--labels folders (not in a class folder)" : ev->labels);
         }
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab, meta);
-        truth_batch tb = {&ts, images, meta, &ev->cfg, w, h};
-        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs, box_labels ? &tb : NULL,
-                        text_labels ? &texts : NULL, &ol, images));
+        truth_batch tb = {box_labels ? &ts : NULL, images, meta, &ev->cfg, w, h};
+        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs,
+                        box_labels || mask_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, images,
+                        mask_labels ? &sg : NULL));
         images += nb;
     }
     if (images == 0) {
@@ -893,6 +1039,15 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     if (box_labels) TRY(box_labels_check_unused(&boxes, ev->o.images, eo.limit > 0));
     else if (text_labels) TRY(text_labels_check_unused(&texts, ev->o.images, eo.limit > 0));
     else if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
+    if (cache && !cache->overflow && mask_labels) { /* the masks count against the cache's budget too */
+        size_t mb = 0;
+        for (int i = 0; i < segt.n_img; i++) mb += (size_t)segt.w[i] * (size_t)segt.h[i];
+        if (cache->bytes + mb > cache->budget) {
+            cache_clear(cache);
+            cache->overflow = 1;
+        } else
+            cache->bytes += mb;
+    }
     if (cache && !cache->overflow) {
         cache->complete = 1;
         cache->kind = kind;
@@ -904,18 +1059,42 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             cache->n_classes = ts.n_classes;
             ts.gt_borrowed = 1;
         }
+        if (mask_labels) { /* the masks move to the cache */
+            cache->seg = segt;
+            memset(&segt, 0, sizeof segt);
+            sg.t = &cache->seg;
+        }
     }
 scored:
     for (int k = 0; k < n; k++) {
         cmp_metrics_of(&accs[k], kind, ev->labels != NULL, images, cmp_mask_threshold(&ev->metric), &out[k]);
         out[k].map50 = out[k].map = out[k].fp32_map50 = out[k].fp32_map = NAN;
         out[k].n_ap = 0;
-        if (box_labels) TRY(truth_map(&ts, k, &out[k]));
+        for (int c = 0; c < 2; c++)
+            out[k].map50_ci[c] = out[k].map_ci[c] = out[k].fp32_map50_ci[c] = out[k].fp32_map_ci[c] =
+                out[k].map50_delta_ci[c] = out[k].map_delta_ci[c] = NAN;
+        if (box_labels) TRY(truth_map(&ts, k, ev->map_intervals, &out[k]));
+        out[k].miou = out[k].fp32_miou = NAN;
+        out[k].n_iou = 0;
+        for (int c = 0; c < 2; c++) out[k].miou_ci[c] = out[k].fp32_miou_ci[c] = out[k].miou_delta_ci[c] = NAN;
+        if (mask_labels) TRY(cmp_seg_metrics(&sg, k, n, &out[k]));
+        collapsed(&accs[k], kind, cmp_mask_threshold(&ev->metric), mask_labels ? &sg : NULL, k, n, &out[k]);
         const cmp_acc *a = &accs[k], *f = &accs[n];
         out[k].cer = out[k].line_acc = out[k].fp32_cer = out[k].fp32_line_acc = NAN;
         for (int c = 0; c < 2; c++)
             out[k].cer_ci[c] = out[k].line_acc_ci[c] = out[k].fp32_cer_ci[c] = out[k].fp32_line_acc_ci[c] =
                 out[k].cer_delta_ci[c] = out[k].line_acc_delta_ci[c] = NAN;
+        out[k].fp32_top1_acc = NAN;
+        for (int c = 0; c < 2; c++) out[k].top1_ci[c] = out[k].fp32_top1_ci[c] = out[k].top1_delta_ci[c] = NAN;
+        if (lkind == IO_LABELS_CLASSES && kind == CMP_OUT_CLASSIFIER && a->labelled == images && images > 0) {
+            double hits = 0;
+            for (int i = 0; i < images; i++) hits += ol.exact[n][i];
+            out[k].fp32_top1_acc = hits / images;
+            TRY(cmp_bootstrap_ratio(ol.exact[k], NULL, ol.ones, images, &out[k].top1_ci[0], &out[k].top1_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[n], NULL, ol.ones, images, &out[k].fp32_top1_ci[0], &out[k].fp32_top1_ci[1]));
+            TRY(cmp_bootstrap_ratio(ol.exact[k], ol.exact[n], ol.ones, images, &out[k].top1_delta_ci[0],
+                                    &out[k].top1_delta_ci[1]));
+        }
         if (text_labels && a->ocr_lines && f->ocr_lines) {
             out[k].cer = (double)a->ocr_edits / (double)(a->ocr_chars ? a->ocr_chars : 1);
             out[k].line_acc = (double)a->ocr_exact / (double)a->ocr_lines;
@@ -950,6 +1129,9 @@ done:
     io_text_labels_free(&texts);
     ocr_lines_free(&ol);
     truth_free(&ts);
+    cmp_seg_free(&sg);
+    cmp_seg_truth_free(&segt);
+    io_mask_labels_free(&masks);
     return st;
 }
 

@@ -70,7 +70,9 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *     for box-f1), mapped back through the preprocessing to the image's own pixels;
  *   text-chars, text-lines: with a recogniser's labels (--labels paddle:FILE:dict=KEYS or
  *     text:DIR:dict=KEYS), 1 - the CER of the greedy CTC reading against the text, and the share
- *     of lines read exactly. */
+ *     of lines read exactly;
+ *   miou: with a segmenter's masks (--labels mask:DIR), the mean IoU of output 0's classes
+ *     (engine/compare_seg.h) in the image's own pixels. */
 typedef enum {
     CMP_METRIC_COSINE = 0,
     CMP_METRIC_SQNR,
@@ -83,10 +85,11 @@ typedef enum {
     CMP_METRIC_MAP50,
     CMP_METRIC_MAP,
     CMP_METRIC_TEXT_CHARS,
-    CMP_METRIC_TEXT_LINES
+    CMP_METRIC_TEXT_LINES,
+    CMP_METRIC_MIOU
 } cmp_metric_kind;
 /* The metrics' spellings, for error messages. */
-#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1, map50, map, text-chars, text-lines"
+#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1, map50, map, text-chars, text-lines, miou"
 typedef struct {
     cmp_metric_kind kind;
     int axis;          /* seq-*: the argmax axis of output 0, -1 = the last */
@@ -103,7 +106,8 @@ typedef struct {
     pp_dataset_options o;       /* the evaluation images */
     pp_config cfg;
     const char *labels;         /* NULL, a file "image,label", "list:FILE" ("image class" lines), "folders"
-                                   (one folder per class), or a detector's "yolo:DIR" / "coco:FILE" (io/labels.h) */
+                                   (one folder per class), a detector's "yolo:DIR" / "coco:FILE", a recogniser's
+                                   paddle:/text: or a segmenter's "mask:DIR" (io/labels.h) */
     int nthreads;
     int quiet;
     cmp_cache *cache;           /* NULL: none (borrowed) */
@@ -111,6 +115,8 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
+    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP COCO evaluations per
+                                   model); 0: NAN (the exclusion search's many evaluations) */
 } cmp_eval;
 
 enum { CMP_AP_CLASSES = 100 };
@@ -126,6 +132,12 @@ typedef struct {
     /* With a detector's labels (--labels yolo:DIR or coco:FILE): COCO mAP (engine/compare_truth.h)
      * of this model and of the FP32 model, per class for the first CMP_AP_CLASSES classes; NAN without. */
     double map50, map, fp32_map50, fp32_map;
+    /* their 95 % bootstrap intervals over the images (CMP_BOOT_MAP resamples, COCO's evaluation of
+     * each), and those of the paired differences to FP32 */
+    double map50_ci[2], map_ci[2], fp32_map50_ci[2], fp32_map_ci[2], map50_delta_ci[2], map_delta_ci[2];
+    /* A classifier with labels: FP32's top-1 accuracy, the 95 % bootstrap intervals over the images
+     * of top1_acc and of FP32's, and that of the paired difference; NAN without. */
+    double fp32_top1_acc, top1_ci[2], fp32_top1_ci[2], top1_delta_ci[2];
     /* With a recogniser's labels (--labels paddle:FILE:dict=KEYS or text:DIR:dict=KEYS): the greedy
      * CTC reading against the text, CER (edit distance summed over the lines / the labels'
      * characters) and the share of lines read exactly, of this model and of FP32; NAN without. */
@@ -133,6 +145,15 @@ typedef struct {
     /* their 95 % percentile bootstrap intervals over the lines (compare_truth.h), and those of the
      * paired differences to FP32 (this model's minus FP32's) */
     double cer_ci[2], line_acc_ci[2], fp32_cer_ci[2], fp32_line_acc_ci[2], cer_delta_ci[2], line_acc_delta_ci[2];
+    /* With a segmenter's masks (--labels mask:DIR): mIoU (engine/compare_seg.h) of this model and of
+     * FP32, their 95 % bootstrap intervals over the images and that of the paired difference, and
+     * the IoU of each class (NAN: in neither the masks nor the predictions); NAN without. */
+    double miou, fp32_miou, miou_ci[2], fp32_miou_ci[2], miou_delta_ci[2];
+    int n_iou;
+    float iou[CMP_AP_CLASSES], fp32_iou[CMP_AP_CLASSES];
+    /* "" or what collapsed in output 0 of this model where FP32's did not, on every image: "is empty
+     * (nothing above 0.3)", "predicts class 3", "is all class 0", "has no box scoring >= 0.25" */
+    char collapsed[96];
     int n_ap;                    /* classes in ap50/ap (0 without labels) */
     float ap50[CMP_AP_CLASSES], ap[CMP_AP_CLASSES], fp32_ap50[CMP_AP_CLASSES], fp32_ap[CMP_AP_CLASSES];
     int images;

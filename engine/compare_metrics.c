@@ -101,6 +101,7 @@ int cmp_metric_parse(const char *s, cmp_metric *out)
     else if (!strcmp(s, "map50")) out->kind = CMP_METRIC_MAP50;
     else if (!strcmp(s, "map")) out->kind = CMP_METRIC_MAP;
     else if (!strcmp(s, "text-chars")) out->kind = CMP_METRIC_TEXT_CHARS;
+    else if (!strcmp(s, "miou")) out->kind = CMP_METRIC_MIOU;
     else if (!strcmp(s, "text-lines")) out->kind = CMP_METRIC_TEXT_LINES;
     else if (seq_metric(s, "seq-top1", CMP_METRIC_SEQ_TOP1, out) || seq_metric(s, "seq-chars", CMP_METRIC_SEQ_CHARS, out) ||
              seq_metric(s, "seq-exact", CMP_METRIC_SEQ_EXACT, out)) {
@@ -133,6 +134,7 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
     case CMP_METRIC_MAP50: snprintf(buf, cap, "map50"); break;
     case CMP_METRIC_MAP: snprintf(buf, cap, "map"); break;
     case CMP_METRIC_TEXT_CHARS: snprintf(buf, cap, "text-chars"); break;
+    case CMP_METRIC_MIOU: snprintf(buf, cap, "miou"); break;
     case CMP_METRIC_TEXT_LINES: snprintf(buf, cap, "text-lines"); break;
     default: snprintf(buf, cap, "cosine");
     }
@@ -157,6 +159,7 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
     case CMP_METRIC_MAP50: return m->map50;
     case CMP_METRIC_MAP: return m->map;
     case CMP_METRIC_TEXT_CHARS: return 1.0 - m->cer;
+    case CMP_METRIC_MIOU: return m->miou;
     case CMP_METRIC_TEXT_LINES: return m->line_acc;
     default: return m->cosine;
     }
@@ -313,6 +316,10 @@ void cmp_mask_add(cmp_acc *m, const float *a, const float *b, size_t n, float t)
     }
     m->mask_and += both;
     m->mask_or += either;
+    for (size_t i = 0; i < n; i++) {
+        m->mask_fp_on += a[i] > t;
+        m->mask_q_on += b[i] > t;
+    }
 }
 
 /* ---- box-f1: a detector's boxes against FP32's ---- */

@@ -29,6 +29,8 @@ typedef struct {
     long mask_and, mask_or;          /* mask-iou */
     long box_match, box_fp, box_q;   /* box-f1: matched boxes, FP32's and the QDQ model's */
     long ocr_edits, ocr_chars, ocr_lines, ocr_exact; /* against a recogniser's labels */
+    long mask_fp_on, mask_q_on;      /* mask-iou: pixels above the threshold in FP32's and the QDQ model's maps */
+    int cls_seen, cls_fp0, cls_q0, cls_fp_many, cls_q_many; /* a classifier: its first classes, whether others followed */
 } cmp_acc;
 
 /* What output 0 is, from its shape: which of top1, seq-top1, mask-iou and box-f1 apply. */

@@ -95,6 +95,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
      * images and FP32 outputs in the cache for the others */
     char label[1200];
     const char *label0 = res->ev.o.label;
+    res->ev.map_intervals = 1; /* the methods' and refinements' rows; the exclusion search's evaluations take none */
     for (int m = 0; m < res->n_methods; m++) {
         snprintf(label, sizeof label, "evaluating %s (%d/%d)", res->tags[m], m + 1, res->n_methods);
         res->ev.o.label = label;
@@ -102,6 +103,13 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
         res->ev.o.label = label0;
         if (st != PTQ_OK) goto done;
     }
+    for (int m = 0; m < res->n_methods; m++) /* a method that collapses the output on every image */
+        if (res->metrics[m].collapsed[0]) {
+            const ptq_graph *g = res->ev.g;
+            pp_log_message(&job->log, PP_LOG_WARNING, "%s: output '%s' %s on all %d images; FP32's %s", res->tags[m],
+                           g->values[g->outputs[0]].name, res->metrics[m].collapsed, res->metrics[m].images,
+                           strncmp(res->metrics[m].collapsed, "is ", 3) ? "does not" : "is not");
+        }
     const cmp_metrics *m0 = &res->metrics[0];
     res->classifier = !isnan(m0->top1_agree);
     res->labelled = res->classifier && !isnan(m0->top1_acc);
@@ -113,6 +121,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     if (!job->metric_given && res->boxes) cmp_metric_parse("box-f1", &res->metric);
     if (!job->metric_given && !isnan(m0->map)) cmp_metric_parse("map", &res->metric);
     if (!job->metric_given && !isnan(m0->cer)) cmp_metric_parse("text-chars", &res->metric);
+    if (!job->metric_given && !isnan(m0->miou)) cmp_metric_parse("miou", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
@@ -278,6 +287,7 @@ ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result 
     res->want_target = wants_exclusion(job);
     if (!res->want_target) return PTQ_OK;
     cmp_eval ev = res->ev;
+    ev.map_intervals = 0;
     ev.o.label = "FP32 baseline";
     TRY(cmp_target_baseline(&ev, &res->target));
     if (cmp_meets(&res->target, &res->metrics[res->layers_m])) {
@@ -301,12 +311,25 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
     r->ap50 = fp32 ? m->fp32_ap50 : m->ap50;
     r->ap = fp32 ? m->fp32_ap : m->ap;
     r->cer = fp32 ? m->fp32_cer : m->cer;
+    r->miou = fp32 ? m->fp32_miou : m->miou;
+    r->has_top1 = !isnan(m->fp32_top1_acc);
+    r->top1_acc = fp32 ? m->fp32_top1_acc : m->top1_acc;
+    r->n_iou = m->n_iou;
+    r->iou = fp32 ? m->fp32_iou : m->iou;
     r->line_acc = fp32 ? m->fp32_line_acc : m->line_acc;
     for (int k = 0; k < 2; k++) {
         r->cer_ci[k] = fp32 ? m->fp32_cer_ci[k] : m->cer_ci[k];
         r->line_acc_ci[k] = fp32 ? m->fp32_line_acc_ci[k] : m->line_acc_ci[k];
         r->cer_delta_ci[k] = fp32 ? (double)NAN : m->cer_delta_ci[k];
         r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
+        r->miou_ci[k] = fp32 ? m->fp32_miou_ci[k] : m->miou_ci[k];
+        r->miou_delta_ci[k] = fp32 ? (double)NAN : m->miou_delta_ci[k];
+        r->top1_ci[k] = fp32 ? m->fp32_top1_ci[k] : m->top1_ci[k];
+        r->top1_delta_ci[k] = fp32 ? (double)NAN : m->top1_delta_ci[k];
+        r->map50_ci[k] = fp32 ? m->fp32_map50_ci[k] : m->map50_ci[k];
+        r->map_ci[k] = fp32 ? m->fp32_map_ci[k] : m->map_ci[k];
+        r->map50_delta_ci[k] = fp32 ? (double)NAN : m->map50_delta_ci[k];
+        r->map_delta_ci[k] = fp32 ? (double)NAN : m->map_delta_ci[k];
     }
 }
 
@@ -348,7 +371,8 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report_truth fp32;
     report_map(&fp32, &res->metrics[0], 1);
-    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer);
+    int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou) ||
+                !isnan(res->metrics[0].fp32_top1_acc);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
     if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");

@@ -319,3 +319,38 @@ done:
     free(m);
     return st;
 }
+
+ptq_status cmp_bootstrap_stats(int n, int boot, int k, int (*stat)(const int *idx, int n, void *user, double *v), void *user,
+                               double *lo, double *hi)
+{
+    ptq_status st = PTQ_OK;
+    size_t nb = (size_t)(boot > 0 ? boot : 1), nn = (size_t)(n > 0 ? n : 1);
+    double *stats = malloc(sizeof *stats * nb * (size_t)k), *col = malloc(sizeof *col * nb);
+    int *idx = malloc(sizeof *idx * nn * nb), failed = 0;
+    mt19937 *m = malloc(sizeof *m);
+    CHECK_ALLOC(stats && col && idx && m ? stats : NULL);
+    for (int j = 0; j < k; j++) lo[j] = hi[j] = NAN;
+    if (n < 1) goto done;
+    mt_seed(m, CMP_BOOT_SEED);
+    for (size_t b = 0; b < (size_t)boot; b++) /* every draw first, in numpy's order */
+        for (size_t i = 0; i < nn; i++) idx[b * nn + i] = mt_below(m, (uint32_t)n);
+#pragma omp parallel for schedule(dynamic) reduction(| : failed)
+    for (int b = 0; b < boot; b++)
+        failed |= stat(idx + (size_t)b * nn, n, user, stats + (size_t)b * (size_t)k) != 0;
+    if (failed) FAIL(PTQ_ERR_NOMEM, "out of memory in the bootstrap intervals");
+    for (int j = 0; j < k; j++) {
+        int c = 0;
+        for (int b = 0; b < boot; b++)
+            if (!isnan(stats[(size_t)b * (size_t)k + (size_t)j])) col[c++] = stats[(size_t)b * (size_t)k + (size_t)j];
+        if (!c) continue;
+        qsort(col, (size_t)c, sizeof *col, by_value);
+        lo[j] = percentile(col, c, 2.5);
+        hi[j] = percentile(col, c, 97.5);
+    }
+done:
+    free(stats);
+    free(col);
+    free(idx);
+    free(m);
+    return st;
+}

@@ -51,5 +51,14 @@ void cmp_map_result_free(cmp_map_result *r); /* NULL-safe */
  * num / den - num_a / den under the same draws. */
 enum { CMP_BOOT = 1000, CMP_BOOT_SEED = 1 };
 ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const double *den, int n, double *lo, double *hi);
+/* The same percentile bootstrap of k statistics of the images at once: `boot` resamples drawn as
+ * above (the first `boot` rows of CMP_BOOT's), stat(idx, n, user, v) writes the k values of each
+ * (idx: the n images drawn) and returns 0, or -1 when out of memory; the resamples are evaluated
+ * in parallel (OpenMP; stat must be thread-safe), the result is the same at any thread count.
+ * lo[j], hi[j]: statistic j's interval, its NAN values left out (NAN when none is left).
+ * CMP_BOOT_MAP: the resamples of a detector's mAP (each a COCO evaluation). */
+enum { CMP_BOOT_MAP = 200 };
+ptq_status cmp_bootstrap_stats(int n, int boot, int k, int (*stat)(const int *idx, int n, void *user, double *v), void *user,
+                               double *lo, double *hi);
 
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <png.h>
+#include <setjmp.h>
 
 #include "io/file.h"
 #include "runtime/graph.h"
@@ -32,6 +34,10 @@ io_labels_kind io_labels_parse(const char *spec, const char **path)
     if (!strncmp(spec, "text:", 5)) {
         *path = spec + 5;
         return IO_LABELS_TEXT;
+    }
+    if (!strncmp(spec, "mask:", 5)) {
+        *path = spec + 5;
+        return IO_LABELS_MASK;
     }
     if (!strncmp(spec, "coco:", 5)) {
         *path = spec + 5;
@@ -519,4 +525,183 @@ int io_text_labels_find(io_text_labels *l, const char *path)
         else hi = mid - 1;
     }
     return -1;
+}
+
+/* ---- a segmenter's masks ---- */
+
+ptq_status io_mask_labels_open(const char *spec, io_mask_labels *out)
+{
+    ptq_status st = PTQ_OK;
+    const char *dir;
+    memset(out, 0, sizeof *out);
+    if (io_labels_parse(spec, &dir) != IO_LABELS_MASK)
+        FAIL(PTQ_ERR_ARG, "--labels %s: a segmenter's masks are mask:DIR or mask:DIR:ignore=V", spec);
+    out->ignore = 255;
+    const char *ig = strstr(dir, ":ignore=");
+    size_t n = ig ? (size_t)(ig - dir) : strlen(dir);
+    if (ig) {
+        char *end;
+        long v = strtol(ig + 8, &end, 10);
+        if (end == ig + 8 || *end || v < 0 || v > 255)
+            FAIL(PTQ_ERR_ARG, "--labels %s: ignore=%s is not a pixel value 0..255", spec, ig + 8);
+        out->ignore = (int)v;
+    }
+    if (!n) FAIL(PTQ_ERR_ARG, "--labels %s: no folder after mask:", spec);
+    CHECK_ALLOC(out->dir = malloc(n + 1));
+    memcpy(out->dir, dir, n);
+    out->dir[n] = 0;
+    DIR *d = opendir(out->dir);
+    if (!d) FAIL(PTQ_ERR_IO, "%s: --labels mask:DIR needs a folder of masks (one STEM.png per image)", out->dir);
+    closedir(d);
+done:
+    if (st != PTQ_OK) io_mask_labels_free(out);
+    return st;
+}
+
+void io_mask_labels_free(io_mask_labels *l)
+{
+    if (!l) return;
+    free(l->dir);
+    memset(l, 0, sizeof *l);
+}
+
+void io_mask_path(const io_mask_labels *l, const char *image_path, char *buf, size_t cap)
+{
+    const char *base = strrchr(image_path, '/');
+    base = base ? base + 1 : image_path;
+    const char *dot = strrchr(base, '.');
+    int k = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, cap, "%s/%.*s.png", l->dir, k, base);
+}
+
+typedef struct {
+    const uint8_t *buf;
+    size_t len, pos;
+    char msg[200];
+} mask_src;
+
+static void mask_read_fn(png_structp png, png_bytep dst, png_size_t n)
+{
+    mask_src *s = png_get_io_ptr(png);
+    if (n > s->len - s->pos) png_error(png, "file is truncated");
+    memcpy(dst, s->buf + s->pos, n);
+    s->pos += n;
+}
+
+static void mask_error_fn(png_structp png, png_const_charp msg)
+{
+    mask_src *s = png_get_error_ptr(png);
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void mask_warning_fn(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+enum { MASK_MAX_PIXELS = 1 << 28 };
+
+ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t **out, int *w, int *h)
+{
+    ptq_status st = PTQ_OK;
+    char path[4096];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    *out = NULL;
+    io_mask_path(l, image_path, path, sizeof path);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) FAIL(PTQ_ERR_IO, "%s: no mask for %s (--labels mask:%s needs one STEM.png per image)", path, image_path, l->dir);
+    fclose(probe);
+    TRY(io_read_file(path, &buf, &len, LABEL_FILE_MAX));
+    TRY(io_mask_decode(buf, len, path, MASK_MAX_PIXELS, out, w, h));
+done:
+    free(buf);
+    return st;
+}
+
+ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *path, uint64_t max_pixels, uint8_t **out, int *w,
+                          int *h)
+{
+    ptq_status st = PTQ_OK;
+    *out = NULL;
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+    if (len < 8 || memcmp(buf, sig, 8)) FAIL(PTQ_ERR_FORMAT, "%s: a mask is a PNG file", path);
+    /* every chunk must fit in the file (libpng allocates a chunk's declared length before reading it) */
+    for (size_t pos = 8; pos + 8 <= len;) {
+        uint32_t n = (uint32_t)buf[pos] << 24 | (uint32_t)buf[pos + 1] << 16 | (uint32_t)buf[pos + 2] << 8 | buf[pos + 3];
+        if ((size_t)n > len - pos - 8)
+            FAIL(PTQ_ERR_FORMAT, "%s: corrupt PNG: chunk '%.4s' claims %u bytes, %zu are left", path, (const char *)buf + pos + 4,
+                 n, len - pos - 8);
+        if (!memcmp(buf + pos + 4, "IEND", 4)) break;
+        pos += 12 + (size_t)n;
+    }
+    mask_src src = {buf, len, 0, {0}};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, mask_error_fn, mask_warning_fn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    uint8_t *volatile pix = NULL;
+    png_bytep *volatile rows = NULL;
+    volatile ptq_status vst = PTQ_OK;
+    if (!png || !info) {
+        png_destroy_read_struct(png ? &png : NULL, NULL, NULL);
+        FAIL(PTQ_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        ptq_error("%s: corrupt PNG: %s", path, src.msg[0] ? src.msg : "cannot read");
+        vst = PTQ_ERR_FORMAT;
+        goto png_done;
+    }
+    png_set_read_fn(png, &src, mask_read_fn);
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+    png_set_chunk_malloc_max(png, (png_alloc_size_t)16 << 20);
+    png_read_info(png, info);
+    png_uint_32 pw = png_get_image_width(png, info), ph = png_get_image_height(png, info);
+    int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
+    if ((uint64_t)pw * ph > max_pixels || !pw || !ph) {
+        ptq_error("%s: mask of %ux%u pixels refused (limit %llu pixels)", path, (unsigned)pw, (unsigned)ph,
+                  (unsigned long long)max_pixels);
+        vst = PTQ_ERR_FORMAT;
+        goto png_done;
+    }
+    if (color != PNG_COLOR_TYPE_GRAY && color != PNG_COLOR_TYPE_PALETTE) {
+        ptq_error("%s: a mask is 8-bit grayscale or a palette PNG of class indices, not %s", path,
+                  color == PNG_COLOR_TYPE_RGB ? "RGB" : color == PNG_COLOR_TYPE_RGB_ALPHA ? "RGBA" : "gray with alpha");
+        vst = PTQ_ERR_FORMAT;
+        goto png_done;
+    }
+    if (depth == 16) {
+        ptq_error("%s: a mask is 8-bit grayscale or a palette PNG of class indices, not 16-bit", path);
+        vst = PTQ_ERR_FORMAT;
+        goto png_done;
+    }
+    if (depth < 8) png_set_packing(png); /* one byte per pixel, the value itself (not scaled) */
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != pw) {
+        ptq_error("%s: PNG layout not reducible to one byte per pixel", path);
+        vst = PTQ_ERR_UNSUPPORTED;
+        goto png_done;
+    }
+    pix = malloc((size_t)pw * ph);
+    rows = malloc(sizeof *rows * ph);
+    if (!pix || !rows) {
+        ptq_error("%s: out of memory for a %ux%u mask", path, (unsigned)pw, (unsigned)ph);
+        vst = PTQ_ERR_NOMEM;
+        goto png_done;
+    }
+    for (png_uint_32 y = 0; y < ph; y++) rows[y] = pix + (size_t)y * pw;
+    png_read_image(png, rows);
+    png_read_end(png, NULL);
+    *out = pix;
+    *w = (int)pw;
+    *h = (int)ph;
+    pix = NULL;
+png_done:
+    png_destroy_read_struct(&png, &info, NULL);
+    free(pix);
+    free(rows);
+    st = vst;
+done:
+    return st;
 }

@@ -18,11 +18,14 @@
 #ifndef PTQ_IO_LABELS_H
 #define PTQ_IO_LABELS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "runtime/status.h"
 
-typedef enum { IO_LABELS_NONE = 0, IO_LABELS_CLASSES, IO_LABELS_YOLO, IO_LABELS_COCO, IO_LABELS_PADDLE, IO_LABELS_TEXT } io_labels_kind;
+typedef enum { IO_LABELS_NONE = 0, IO_LABELS_CLASSES, IO_LABELS_YOLO, IO_LABELS_COCO, IO_LABELS_PADDLE, IO_LABELS_TEXT, IO_LABELS_MASK } io_labels_kind;
 
-/* What --labels SPEC names: paddle:/text: a recogniser's lines, yolo:/coco: a detector's boxes (*path after the colon), anything
+/* What --labels SPEC names: mask: a segmenter's masks, paddle:/text: a recogniser's lines, yolo:/coco: a detector's boxes (*path after the colon), anything
  * else a classifier's labels ("folders", "list:FILE" of "image class" lines: *path after the colon,
  * or an "image,label" file: *path = spec). */
 io_labels_kind io_labels_parse(const char *spec, const char **path);
@@ -77,5 +80,25 @@ ptq_status io_text_labels_load(const char *spec, io_text_labels *out);
 /* The index of the label of the image at path (matched by base name; text: by stem), or -1; marks it used. */
 int io_text_labels_find(io_text_labels *l, const char *path);
 void io_text_labels_free(io_text_labels *l); /* zeroes *l; NULL-safe */
+
+/* A segmenter's masks, mask:DIR[:ignore=V]: DIR/STEM.png per image (STEM the image's name without
+ * its extension), 8-bit grayscale holding the class index of each pixel, or a palette PNG (as VOC
+ * writes) whose palette index is the class; pixels of value V (255 unless given) are not counted.
+ * 1/2/4-bit gray and palette files are read as their indices (not scaled). */
+typedef struct {
+    char *dir;
+    int ignore;         /* 0..255 */
+} io_mask_labels;
+
+ptq_status io_mask_labels_open(const char *spec, io_mask_labels *out);
+/* The mask of the image at path (DIR/STEM.png): *out malloc'd, w x h class indices, row-major.
+ * Errors name the mask file: missing, not PNG, 16-bit, RGB or with alpha. */
+ptq_status io_mask_read(const io_mask_labels *l, const char *image_path, uint8_t **out, int *w, int *h);
+/* The same from the bytes of a PNG file (what: its name in messages); masks above max_pixels refused. */
+ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels, uint8_t **out, int *w,
+                          int *h);
+/* DIR/STEM.png of the image at path into buf (for messages and existence checks). */
+void io_mask_path(const io_mask_labels *l, const char *image_path, char *buf, size_t cap);
+void io_mask_labels_free(io_mask_labels *l); /* zeroes *l; NULL-safe */
 
 #endif

@@ -167,9 +167,33 @@ static int add_item(cJSON *array, cJSON *item)
 }
 
 /* An array of method rows under key. */
-/* mAP and per-class AP (nulls for classes without ground truth), or CER and line accuracy, into o. */
+/* Two intervals [lo, hi] under their keys; one whose lo is NaN is left out. */
+static int add_pairs(cJSON *o, const char *k1, const double *v1, const char *k2, const double *v2)
+{
+    const char *keys[2] = {k1, k2};
+    const double *v[2] = {v1, v2};
+    int ok = 1;
+    for (int k = 0; k < 2 && ok; k++) {
+        if (isnan(v[k][0])) continue;
+        cJSON *a = cJSON_AddArrayToObject(o, keys[k]);
+        ok = a && add_item(a, num_item(v[k][0])) && add_item(a, num_item(v[k][1]));
+    }
+    return ok;
+}
+
+/* mAP and per-class AP (nulls for classes without ground truth) with their intervals, CER and line
+ * accuracy, mIoU and per-class IoU, or top-1 accuracy, into o. */
 static int add_map(cJSON *o, const io_report_truth *m)
 {
+    if (m->has_top1) /* a classifier with labels: top-1 accuracy and its intervals */
+        return add_num(o, "top1_acc", m->top1_acc) && add_pairs(o, "top1_ci", m->top1_ci, "top1_delta_ci", m->top1_delta_ci);
+    if (m->n_iou > 0) { /* a segmenter: mIoU, its intervals, per-class IoU */
+        int ok = add_num(o, "miou", m->miou) && add_pairs(o, "miou_ci", m->miou_ci, "miou_delta_ci", m->miou_delta_ci);
+        cJSON *a = ok ? cJSON_AddArrayToObject(o, "iou") : NULL;
+        if (!a) return 0;
+        for (int k = 0; k < m->n_iou && ok; k++) ok &= add_item(a, num_item((double)m->iou[k]));
+        return ok;
+    }
     if (!isnan(m->cer)) {
         int ok = add_num(o, "cer", m->cer) && add_num(o, "line_acc", m->line_acc);
         const char *keys[4] = {"cer_ci", "line_acc_ci", "cer_delta_ci", "line_acc_delta_ci"};
@@ -181,7 +205,9 @@ static int add_map(cJSON *o, const io_report_truth *m)
         }
         return ok;
     }
-    int ok = add_num(o, "map50", m->map50) && add_num(o, "map", m->map);
+    int ok = add_num(o, "map50", m->map50) && add_num(o, "map", m->map) &&
+             add_pairs(o, "map50_ci", m->map50_ci, "map_ci", m->map_ci) &&
+             add_pairs(o, "map50_delta_ci", m->map50_delta_ci, "map_delta_ci", m->map_delta_ci);
     cJSON *a50 = ok ? cJSON_AddArrayToObject(o, "ap50") : NULL, *a = a50 ? cJSON_AddArrayToObject(o, "ap") : NULL;
     if (!a) return 0;
     for (int k = 0; k < m->n_ap && ok; k++) {
@@ -695,6 +721,15 @@ static void num_cell(FILE *fp, const char *fmt, double v)
     fputs("</td>", fp);
 }
 
+/* A cell "v [lo, hi]" (signed: "+v [+lo, +hi]"); empty for NaN v. */
+static void put_interval(FILE *fp, double v, const double *ci, int sign)
+{
+    fputs("<td class=\"num\">", fp);
+    if (!isnan(v)) fprintf(fp, sign ? "%+.4f" : "%.4f", v);
+    if (!isnan(v) && ci && !isnan(ci[0])) fprintf(fp, sign ? " [%+.4f, %+.4f]" : " [%.4f, %.4f]", ci[0], ci[1]);
+    fputs("</td>", fp);
+}
+
 /* One row of the methods table (refined rows: class "refined"). */
 static void put_method_row(FILE *fp, const io_report *r, const io_report_method *m, const io_report_truth *mp, int refined,
                            int agree, int acc, int seq, int ctc, int iou, int box)
@@ -716,10 +751,18 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
     }
     if (iou) num_cell(fp, "%.4f", m->mask_iou);
     if (box) num_cell(fp, "%.4f", m->box_f1);
-    if (r->fp32_map) {
-        int ocr = !isnan(r->fp32_map->cer);
-        num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->cer : mp->map50);
-        num_cell(fp, "%.4f", !mp ? (double)NAN : ocr ? mp->line_acc : mp->map);
+    if (r->fp32_map && (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1)) {
+        int seg = r->fp32_map->n_iou > 0;
+        double v = !mp ? (double)NAN : seg ? mp->miou : mp->top1_acc, f = seg ? r->fp32_map->miou : r->fp32_map->top1_acc;
+        put_interval(fp, v, mp ? (seg ? mp->miou_ci : mp->top1_ci) : NULL, 0);
+        put_interval(fp, v - f, mp ? (seg ? mp->miou_delta_ci : mp->top1_delta_ci) : NULL, 1);
+    } else if (r->fp32_map && !isnan(r->fp32_map->cer)) {
+        num_cell(fp, "%.4f", !mp ? (double)NAN : mp->cer);
+        num_cell(fp, "%.4f", !mp ? (double)NAN : mp->line_acc);
+    } else if (r->fp32_map) { /* mAP with its interval and the difference's */
+        put_interval(fp, mp ? mp->map50 : (double)NAN, mp ? mp->map50_ci : NULL, 0);
+        put_interval(fp, mp ? mp->map : (double)NAN, mp ? mp->map_ci : NULL, 0);
+        put_interval(fp, mp ? mp->map - r->fp32_map->map : (double)NAN, mp ? mp->map_delta_ci : NULL, 1);
     }
     fputs("</tr>\n", fp);
 }
@@ -750,8 +793,13 @@ static void put_methods(FILE *fp, const io_report *r)
     if (ctc) fputs("<th class=\"num\">CTC characters</th><th class=\"num\">CTC lines identical</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     if (box) fputs("<th class=\"num\">box F1</th>", fp);
-    if (r->fp32_map)
-        fputs(isnan(r->fp32_map->cer) ? "<th class=\"num\">mAP50</th><th class=\"num\">mAP50-95</th>"
+    if (r->fp32_map && r->fp32_map->n_iou > 0)
+        fputs("<th class=\"num\">mIoU [95 %]</th><th class=\"num\">minus FP32's [95 %]</th>", fp);
+    else if (r->fp32_map && r->fp32_map->has_top1)
+        fputs("<th class=\"num\">top-1 accuracy [95 %]</th><th class=\"num\">minus FP32's [95 %]</th>", fp);
+    else if (r->fp32_map)
+        fputs(isnan(r->fp32_map->cer) ? "<th class=\"num\">mAP50 [95 %]</th><th class=\"num\">mAP50-95 [95 %]</th>"
+                                        "<th class=\"num\">mAP50-95 minus FP32's [95 %]</th>"
                                       : "<th class=\"num\">CER</th><th class=\"num\">lines exact</th>",
               fp);
     fputs("</tr></thead>\n<tbody>\n", fp);
@@ -759,8 +807,19 @@ static void put_methods(FILE *fp, const io_report *r)
         fputs("<tr class=\"refined\"><td class=\"name\">FP32</td>", fp);
         for (int i = 0; i < 3 + agree + acc + seq + 2 * ctc + iou + box; i++) fputs("<td class=\"num\"></td>", fp);
         int ocr = !isnan(r->fp32_map->cer);
-        num_cell(fp, "%.4f", ocr ? r->fp32_map->cer : r->fp32_map->map50);
-        num_cell(fp, "%.4f", ocr ? r->fp32_map->line_acc : r->fp32_map->map);
+        if (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1) {
+            int seg = r->fp32_map->n_iou > 0;
+            put_interval(fp, seg ? r->fp32_map->miou : r->fp32_map->top1_acc,
+                         seg ? r->fp32_map->miou_ci : r->fp32_map->top1_ci, 0);
+            fputs("<td class=\"num\"></td>", fp);
+        } else if (ocr) {
+            num_cell(fp, "%.4f", r->fp32_map->cer);
+            num_cell(fp, "%.4f", r->fp32_map->line_acc);
+        } else {
+            put_interval(fp, r->fp32_map->map50, r->fp32_map->map50_ci, 0);
+            put_interval(fp, r->fp32_map->map, r->fp32_map->map_ci, 0);
+            fputs("<td class=\"num\"></td>", fp);
+        }
         fputs("</tr>\n", fp);
     }
     for (int i = 0; i < r->n_methods; i++)
@@ -768,7 +827,27 @@ static void put_methods(FILE *fp, const io_report *r)
     for (int i = 0; i < r->n_refinements; i++)
         put_method_row(fp, r, &r->refinements[i], r->refinement_maps ? &r->refinement_maps[i] : NULL, 1, agree, acc, seq, ctc,
                        iou, box);
-    fputs("</tbody>\n</table>\n</section>\n", fp);
+    fputs("</tbody>\n</table>\n", fp);
+    if (r->fp32_map && r->fp32_map->n_iou > 0 && r->method_maps) { /* a segmenter: IoU per class */
+        fputs("<p class=\"note\">IoU per class against the masks (intersections and unions summed over the images; "
+              "empty: the class is in neither the masks nor the predictions).</p>\n<table class=\"methods\">\n"
+              "<thead><tr><th>class</th><th class=\"num\">FP32</th>", fp);
+        for (int i = 0; i < r->n_methods; i++) {
+            fputs("<th class=\"num\">", fp);
+            put_esc(fp, r->methods[i].method);
+            fputs("</th>", fp);
+        }
+        fputs("</tr></thead>\n<tbody>\n", fp);
+        for (int c = 0; c < r->fp32_map->n_iou; c++) {
+            fprintf(fp, "<tr><td class=\"name\">%d</td>", c);
+            num_cell(fp, "%.4f", (double)r->fp32_map->iou[c]);
+            for (int i = 0; i < r->n_methods; i++)
+                num_cell(fp, "%.4f", c < r->method_maps[i].n_iou ? (double)r->method_maps[i].iou[c] : (double)NAN);
+            fputs("</tr>\n", fp);
+        }
+        fputs("</tbody>\n</table>\n", fp);
+    }
+    fputs("</section>\n", fp);
 }
 
 static ptq_status put_layers(FILE *fp, const io_report *r)

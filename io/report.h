@@ -55,7 +55,7 @@ typedef struct {
     double box_f1;        /* a detector's boxes against FP32's (compare.h: box-f1); NaN if n/a */
 } io_report_method;
 
-/* A model against the user's labels (compare --labels yolo:|coco:|paddle:|text:); NaN: n/a. */
+/* A model against the user's labels (compare --labels yolo:|coco:|paddle:|text:|mask:); NaN: n/a. */
 typedef struct {
     double map50, map;    /* a detector: COCO mAP@0.5 and mAP@0.5:0.95 */
     int n_ap;
@@ -63,6 +63,12 @@ typedef struct {
     double cer, line_acc; /* a recogniser: character error rate, share of lines read exactly */
     double cer_ci[2], line_acc_ci[2];             /* their 95 % bootstrap intervals */
     double cer_delta_ci[2], line_acc_delta_ci[2]; /* of the difference to FP32 (NaN for FP32 itself) */
+    double miou, miou_ci[2], miou_delta_ci[2];    /* a segmenter: mIoU, its interval, the difference's */
+    double map50_ci[2], map_ci[2], map50_delta_ci[2], map_delta_ci[2]; /* a detector's intervals (NaN: none) */
+    int has_top1;         /* 1: a classifier with labels (the fields above unused) */
+    double top1_acc, top1_ci[2], top1_delta_ci[2];
+    int n_iou;            /* > 0: a segmenter (the fields above unused) */
+    const float *iou;     /* per class (n_iou; NaN: the class is in neither the masks nor the predictions) */
 } io_report_truth;
 
 /* One quantized tensor, for the method named by io_report.layers_method. */

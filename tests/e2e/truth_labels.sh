@@ -9,7 +9,10 @@
 # the FP32 model and of the model `ptq quantize` writes with the same method, mapped back through
 # Ultralytics' letterbox by python here; map is the metric that picks the method; --metric map
 # --target-drop X leaves layers in float until mAP50-95 is within X of FP32's; bad label files are
-# refused in one line naming the file and line. Then a recogniser against its text (below).
+# refused in one line naming the file and line. The 95 % bootstrap intervals of both mAPs (FP32's,
+# the method's, the paired difference's; 200 resamples of the images) equal the port's COCOeval of
+# the same resamples. A classifier's top-1 accuracy with its intervals equals the numpy port
+# (tests/oracle/bootstrap.py) on ptq run's outputs. Then a recogniser against its text (below).
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$ROOT/build/zoo/yolov8n_like_nms.op13.onnx
@@ -97,6 +100,7 @@ PYEOF
 # the port: the YOLO labels read back from their files (normalised -> pixels), the COCO file as it is
 cat > "$TMP/port.py" <<'PYEOF'
 import glob, json, os, sys
+import numpy as np
 d, kind, report = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, d)
 sys.path.insert(0, sys.argv[4])
@@ -129,6 +133,27 @@ for name, prefix, got in (('FP32', d + '/fp', r['fp32']), ('max', d + '/q', r['m
             sys.exit('%s class %d: ptq %s, port %s' % (name, c, got['ap'][k], ap[c]))
     worst = max(worst, abs(got['map'] - m), abs(got['map50'] - m50))
     print('%s mAP50 %.4f mAP50-95 %.4f' % (name, m50, m), end='; ')
+if kind == 'yolo':  # the bootstrap intervals: 200 resamples of the images, COCOeval of each
+    from bootstrap import _draws
+    fp, q = detections(d + '/fp', paths, sizes), detections(d + '/q', paths, sizes)
+    stats = []
+    for idx in _draws(len(ids), 200, 1):
+        rg = [dict(g, image_id=j) for j, i in enumerate(idx) for g in gts if g['image_id'] == i]
+        v = []
+        for dts in (q, fp):
+            rd = [dict(x, image_id=j) for j, i in enumerate(idx) for x in dts if x['image_id'] == i]
+            v += coco_map(rg, rd, list(range(len(idx))), cats)[:2]
+        stats.append(v + [v[0] - v[2], v[1] - v[3]])
+    stats = np.array(stats)
+    for col, (obj, key) in enumerate(((r['methods'][0], 'map50_ci'), (r['methods'][0], 'map_ci'), (r['fp32'], 'map50_ci'),
+                                      (r['fp32'], 'map_ci'), (r['methods'][0], 'map50_delta_ci'),
+                                      (r['methods'][0], 'map_delta_ci'))):
+        s = stats[:, col][~np.isnan(stats[:, col])]
+        lo, hi = np.percentile(s, [2.5, 97.5])
+        if not (abs(obj[key][0] - lo) <= 1e-4 and abs(obj[key][1] - hi) <= 1e-4):
+            sys.exit('%s: ptq %s, port [%.6f, %.6f]' % (key, obj[key], lo, hi))
+        worst = max(worst, abs(obj[key][0] - lo), abs(obj[key][1] - hi))
+    print('intervals of 200 resamples equal', end='; ')
 print('largest difference %.2g' % worst)
 PYEOF
 
@@ -190,6 +215,54 @@ check "detector labels on a classifier: refused, naming the labels and the model
 # paired differences (tests/oracle/bootstrap.py, numpy's draws), equal a python port (greedy CTC with the
 # dictionary as PaddleOCR's CTCLabelDecode, Levenshtein on the strings) on ptq run's outputs, the
 # texts made partly wrong (a character replaced, dropped, or one the dictionary lacks added).
+# a classifier's top-1 accuracy with its bootstrap intervals (zoo MobileNetV3-small, labels from
+# FP32's own classes, every other image given another class)
+CM=$ROOT/build/zoo/mobilenet_v3_small.op13.onnx
+CPRE=(--preset imagenet-torchvision)
+awk 'NR % 2 == 0' "$TMP/all.list" | head -n 8 > "$TMP/cls.list"
+"$PTQ" preprocess --images "$TMP/cls.list" "${CPRE[@]}" --dump "$TMP/cls.npy" >/dev/null 2>&1
+NC=$($PY -c "
+import numpy as np; x = np.load('$TMP/cls.npy')
+for i in range(x.shape[0]): np.save('$TMP/cls%d.npy' % i, x[i:i + 1])
+print(x.shape[0])")
+"$PTQ" quantize "$CM" --images "$TMP/calib.list" "${CPRE[@]}" --method max -o "$TMP/cls.q.onnx" >/dev/null 2>&1
+for i in $(seq 0 $((NC - 1))); do
+  "$PTQ" run "$CM" --input "$TMP/cls$i.npy" --output-dir "$TMP/cfp.$i" >/dev/null
+  "$PTQ" run "$TMP/cls.q.onnx" --input "$TMP/cls$i.npy" --output-dir "$TMP/cq.$i" >/dev/null
+done
+$PY - "$TMP" "$ROOT/tests/oracle" <<'PYEOF2'
+import glob, os, sys
+import numpy as np
+d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from bootstrap import ratio, paired_delta
+paths = [l.strip() for l in open(d + '/cls.list')]
+hit = {'fp': [], 'q': []}
+with open(d + '/cls.labels', 'w') as f:
+    for i, p in enumerate(paths):
+        fp = int(np.argmax(np.load(glob.glob('%s/cfp.%d/*.npy' % (d, i))[0]).reshape(-1)))
+        q = int(np.argmax(np.load(glob.glob('%s/cq.%d/*.npy' % (d, i))[0]).reshape(-1)))
+        label = fp if i % 2 == 0 else (fp + 1 + i) % 1000
+        f.write('%s %d\n' % (os.path.basename(p), label))
+        hit['fp'].append(float(fp == label))
+        hit['q'].append(float(q == label))
+ones = [1.0] * len(paths)
+want = {'q': ratio(hit['q'], ones), 'fp': ratio(hit['fp'], ones), 'delta': paired_delta(hit['fp'], hit['q'], ones)}
+open(d + '/cls.want', 'w').write(repr(want))
+PYEOF2
+check "compare --labels list: top-1 accuracy of FP32 and max with bootstrap intervals equal the numpy port" bash -c "
+  '$PTQ' compare '$CM' --images '$TMP/calib.list' --eval-images '$TMP/cls.list' ${CPRE[*]} --methods max --float fp32 \
+      --labels 'list:$TMP/cls.labels' --json '$TMP/cls.json' > '$TMP/cls.out' 2>&1 || { cat '$TMP/cls.out'; exit 1; }
+  grep -q '^FP32 top-1 accuracy' '$TMP/cls.out' &&
+  $PY -c \"
+import json; w = eval(open('$TMP/cls.want').read()); r = json.load(open('$TMP/cls.json'))
+m, f = r['methods'][0], r['fp32']
+for got, want in ((m['top1_acc'], w['q'][0]), (f['top1_acc'], w['fp'][0]), (m['top1_ci'], w['q'][1:]), (f['top1_ci'], w['fp'][1:]),
+                  (m['top1_delta_ci'], w['delta'][1:])):
+    got, want = (got if isinstance(got, list) else [got]), (list(want) if isinstance(want, tuple) else [want])
+    assert all(abs(a - b) <= 1e-9 for a, b in zip(got, want)) and len(got) == len(want), (got, want)
+print('FP32 top-1 %.3f %s, max %.3f %s, delta %s' % (w['fp'][0], w['fp'][1:], w['q'][0], w['q'][1:], w['delta'][1:]))\""
+
 REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
 KEYS=$MODELS/ppocr_keys_v1.txt
 if [ ! -f "$REC" ] || ! fc-list 2>/dev/null | grep -qi wqy; then

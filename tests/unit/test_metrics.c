@@ -5,14 +5,19 @@
  * on hand-made images whose AP follows from COCOeval's definition by hand: a perfect detection,
  * a false positive ranked first, a match that holds up to IoU 0.70 only, crowd boxes ignored,
  * categories without ground truth left out of the mean, 100 detections per image and category; a
- * target drop measured from FP32's own value (its mAP, its accuracy, 1 for agreement). */
+ * target drop measured from FP32's own value (its mAP, its accuracy, 1 for agreement). A segmenter's
+ * mIoU (engine/compare_seg.h) on a hand-made image, stretched and centre-cropped (the cut-off
+ * columns not counted, the ignore value not counted); mask PNGs read as their indices (1-bit gray,
+ * 4-bit palette), a truncated one refused. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/compare.h"
+#include "engine/compare_seg.h"
 #include "engine/compare_truth.h"
+#include "io/labels.h"
 #include "tests/unit/op_test.h"
 
 enum { C = 5 };
@@ -267,6 +272,65 @@ TEST(bootstrap_intervals_equal_numpys_draws)
     EXPECT_NEAR(hi, 0.11025809273840768, 1e-12, 0);
 }
 
+/* The mIoU of compare_seg.c on one 4x2 image whose tensor is 2x2: by hand, as the header defines it. */
+static double seg_miou_of(int pad_left, int resized_w, float *iou)
+{
+    static const float y[12] = {/* class 0 */ 1, 0, 0, 0, /* class 1 */ 0, 1, 0, 0, /* class 2 */ 0, 0, 1, 1};
+    static const uint8_t mask[8] = {0, 0, 1, 255, 2, 1, 2, 2};
+    uint8_t *m = malloc(8);
+    memcpy(m, mask, 8);
+    int w = 4, h = 2;
+    cmp_seg_truth t = {&m, &w, &h, 1, 1, 3, 255};
+    pp_meta meta = {.src_w = 4, .src_h = 2, .resized_w = resized_w, .resized_h = 2, .pad_left = pad_left};
+    ptq_tensor y0 = {.dtype = PTQ_F32, .rank = 4, .dims = {1, 3, 2, 2}};
+    cmp_seg s = {0};
+    cmp_metrics r = {0};
+    EXPECT_EQ_INT(cmp_seg_begin(&s, &t, 2), PTQ_OK);
+    EXPECT_EQ_INT(cmp_seg_add(&s, 0, 0, &y0, 1, y, 12, 0, 2, 2, &meta), PTQ_OK);
+    EXPECT_EQ_INT(cmp_seg_add(&s, 1, 0, &y0, 1, y, 12, 0, 2, 2, &meta), PTQ_OK);
+    EXPECT_EQ_INT(cmp_seg_metrics(&s, 0, 1, &r), PTQ_OK);
+    EXPECT_EQ_INT(r.n_iou, 3);
+    memcpy(iou, r.iou, sizeof(float) * 3);
+    EXPECT_NEAR(r.miou, r.fp32_miou, 0, 0);
+    EXPECT_NEAR(r.miou_delta_ci[0], 0, 0, 0);
+    cmp_seg_free(&s);
+    free(m);
+    return r.miou;
+}
+
+TEST(seg_miou_by_hand_stretch_and_crop)
+{
+    float iou[3];
+    /* stretch: image columns 0,1 read output column 0, columns 2,3 column 1; predicted row 0: 0 0 1 (1: ignored),
+     * row 1: 2 2 2 2. class 0: 2 / 2; class 1: 1 / (2 + 1 - 1); class 2: 3 / (3 + 4 - 3) */
+    EXPECT_NEAR(seg_miou_of(0, 2, iou), (1.0 + 0.5 + 0.75) / 3, 1e-12, 0);
+    EXPECT_NEAR(iou[0], 1.0, 1e-7, 0);
+    EXPECT_NEAR(iou[1], 0.5, 1e-7, 0);
+    EXPECT_NEAR(iou[2], 0.75, 1e-7, 0);
+    /* a centre crop of a 4-wide resize into the 2-wide tensor: columns 0 and 3 are cut off; column 1 reads
+     * output column 0, column 2 column 1. Counted: row 0 (0 | 1), row 1 (1 | 2) against predictions
+     * (0 | 1), (2 | 2): class 0 1/1, class 1 1/(2 + 1 - 1), class 2 1/(1 + 2 - 1) */
+    EXPECT_NEAR(seg_miou_of(-1, 4, iou), (1.0 + 0.5 + 0.5) / 3, 1e-12, 0);
+}
+
+TEST(mask_png_indices_not_colours)
+{
+    /* tests/fuzz/regress/mask: a 1-bit gray 5x3 of (i % 2) and a 4-bit palette 7x5 of (i % 9), as PIL wrote them */
+    io_mask_labels l = {.dir = "tests/fuzz/regress/mask", .ignore = 255};
+    uint8_t *m = NULL;
+    int w = 0, h = 0;
+    EXPECT_EQ_INT(io_mask_read(&l, "x/gray-1bit.jpg", &m, &w, &h), PTQ_OK);
+    EXPECT_EQ_INT(w * 10 + h, 53);
+    for (int i = 0; m && i < 15; i++) EXPECT_EQ_INT(m[i], i % 2);
+    free(m);
+    EXPECT_EQ_INT(io_mask_read(&l, "palette-4bit.png", &m, &w, &h), PTQ_OK);
+    EXPECT_EQ_INT(w * 10 + h, 75);
+    for (int i = 0; m && i < 35; i++) EXPECT_EQ_INT(m[i], i % 9);
+    free(m);
+    EXPECT(io_mask_read(&l, "truncated.png", &m, &w, &h) != PTQ_OK && m == NULL);
+    EXPECT(io_mask_read(&l, "absent.png", &m, &w, &h) == PTQ_ERR_IO);
+}
+
 int main(void)
 {
     op_test_seed(2026u);
@@ -281,5 +345,7 @@ int main(void)
     RUN(coco_map_keeps_100_detections_per_image_and_category);
     RUN(target_drop_against_fp32s_own_value);
     RUN(bootstrap_intervals_equal_numpys_draws);
+    RUN(seg_miou_by_hand_stretch_and_crop);
+    RUN(mask_png_indices_not_colours);
     return test_summary();
 }

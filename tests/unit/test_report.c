@@ -626,8 +626,12 @@ TEST(truth_figures_in_json_and_html)
 {
     io_report_method m[] = {{"max", 0.9, 20, 1, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0.5}};
     float ap50[3] = {0.5f, NAN, 0.25f}, ap[3] = {0.25f, NAN, 0.125f};
-    io_report_truth fp32 = {.map50 = 0.75, .map = 0.5, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN};
-    io_report_truth mm[1] = {{.map50 = 0.375, .map = 0.1875, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN}};
+    io_report_truth fp32 = {.map50 = 0.75, .map = 0.5, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN,
+                            .map50_ci = {0.5, 0.875}, .map_ci = {0.25, 0.625}, .map50_delta_ci = {NAN, NAN},
+                            .map_delta_ci = {NAN, NAN}};
+    io_report_truth mm[1] = {{.map50 = 0.375, .map = 0.1875, .n_ap = 3, .ap50 = ap50, .ap = ap, .cer = NAN, .line_acc = NAN,
+                              .map50_ci = {0.25, 0.5}, .map_ci = {0.125, 0.25}, .map50_delta_ci = {-0.5, -0.25},
+                              .map_delta_ci = {-0.375, -0.125}}};
     io_report r = {.n_methods = 1, .methods = m, .best_method = "max", .labels = "yolo:labels",
                    .fp32_map = &fp32, .method_maps = mm};
     const char *path = tmp_path("truth.json");
@@ -639,15 +643,58 @@ TEST(truth_figures_in_json_and_html)
     EXPECT(strstr(js, "\"map\":\t0.1875") != NULL);
     EXPECT_EQ_INT(count_of(js, "\"ap50\":"), 2);
     EXPECT_EQ_INT(count_of(js, "\"ap50\":\t[0.5, null, 0.25]"), 2); /* a class without ground truth: null */
+    EXPECT(strstr(js, "\"map_ci\":\t[0.25, 0.625]") != NULL && strstr(js, "\"map_delta_ci\":\t[-0.375, -0.125]") != NULL);
+    EXPECT_EQ_INT(count_of(js, "\"map_delta_ci\""), 1); /* not for FP32 */
     free(js);
     const char *hp = tmp_path("truth.html");
     EXPECT_EQ_INT(io_report_write_html(hp, &r), PTQ_OK);
     char *html = slurp(hp);
     if (!html) return;
     EXPECT_WELL_FORMED(html);
-    EXPECT(strstr(html, ">mAP50-95</th>") != NULL);
+    EXPECT(strstr(html, ">mAP50-95 [95 %]</th>") != NULL);
+    EXPECT(strstr(html, ">0.1875 [0.1250, 0.2500]</td>") != NULL && strstr(html, ">-0.3125 [-0.3750, -0.1250]</td>") != NULL);
     EXPECT(strstr(html, "<td class=\"name\">FP32</td>") != NULL);
     free(html);
+    /* a segmenter: mIoU, its intervals and IoU per class */
+    float iou[3] = {0.5f, NAN, 0.75f};
+    io_report_truth f3 = {.cer = NAN, .miou = 0.625, .miou_ci = {0.5, 0.75}, .miou_delta_ci = {NAN, NAN}, .n_iou = 3, .iou = iou};
+    io_report_truth m3[1] = {{.cer = NAN, .miou = 0.5, .miou_ci = {0.375, 0.625}, .miou_delta_ci = {-0.25, 0}, .n_iou = 3,
+                              .iou = iou}};
+    r.fp32_map = &f3;
+    r.method_maps = m3;
+    EXPECT_EQ_INT(io_report_write_json(path, &r), PTQ_OK);
+    js = slurp(path);
+    if (!js) return;
+    EXPECT(strstr(js, "\"miou\":\t0.625") != NULL && strstr(js, "\"miou_delta_ci\":\t[-0.25, 0]") != NULL);
+    EXPECT_EQ_INT(count_of(js, "\"iou\":\t[0.5, null, 0.75]"), 2);
+    EXPECT(strstr(js, "\"map50\"") == NULL);
+    free(js);
+    EXPECT_EQ_INT(io_report_write_html(hp, &r), PTQ_OK);
+    html = slurp(hp);
+    if (!html) return;
+    EXPECT_WELL_FORMED(html);
+    EXPECT(strstr(html, ">mIoU [95 %]</th>") != NULL && strstr(html, ">-0.1250 [-0.2500, +0.0000]</td>") != NULL);
+    EXPECT(strstr(html, "IoU per class") != NULL);
+    free(html);
+    /* a classifier with labels: top-1 accuracy and its intervals */
+    io_report_truth f4 = {.cer = NAN, .has_top1 = 1, .top1_acc = 0.75, .top1_ci = {0.5, 1}, .top1_delta_ci = {NAN, NAN}};
+    io_report_truth m4[1] = {{.cer = NAN, .has_top1 = 1, .top1_acc = 0.5, .top1_ci = {0.25, 0.75}, .top1_delta_ci = {-0.5, 0}}};
+    r.fp32_map = &f4;
+    r.method_maps = m4;
+    EXPECT_EQ_INT(io_report_write_json(path, &r), PTQ_OK);
+    js = slurp(path);
+    if (!js) return;
+    EXPECT(strstr(js, "\"top1_ci\":\t[0.5, 1]") != NULL && strstr(js, "\"top1_delta_ci\":\t[-0.5, 0]") != NULL);
+    EXPECT(strstr(js, "\"map50\"") == NULL && strstr(js, "\"miou\"") == NULL);
+    free(js);
+    EXPECT_EQ_INT(io_report_write_html(hp, &r), PTQ_OK);
+    html = slurp(hp);
+    if (!html) return;
+    EXPECT_WELL_FORMED(html);
+    EXPECT(strstr(html, ">top-1 accuracy [95 %]</th>") != NULL && strstr(html, ">0.5000 [0.2500, 0.7500]</td>") != NULL);
+    free(html);
+    r.fp32_map = &fp32;
+    r.method_maps = mm;
     /* a recogniser: CER and exact lines instead */
     io_report_truth f2 = {.map50 = NAN, .map = NAN, .cer = 0.125, .line_acc = 0.5, .cer_ci = {0.0625, 0.25},
                           .line_acc_ci = {0.25, 0.75}, .cer_delta_ci = {NAN, NAN}, .line_acc_delta_ci = {NAN, NAN}};
