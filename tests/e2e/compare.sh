@@ -159,7 +159,7 @@ assert (a == b).all(), (a != b).sum()
 print(n, 'nodes in float: every position agrees')\""
 check "the figures and the layer-wise errors do not depend on the batch: --batch 1 and --batch 3, the same JSON" bash -c "
   for b in 1 3; do '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls \
-     --batch \$b --methods max,entropy --json '$TMP/b\$b.json' >/dev/null 2>&1 || exit 1; done
+     --batch \$b --methods max,entropy --json '$TMP/b'\$b.json >/dev/null 2>&1 || exit 1; done
   $PY -c \"
 import json
 def strip(x):
