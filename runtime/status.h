@@ -52,10 +52,12 @@ const char *ptq_status_name(ptq_status st);
         goto done;                         \
     } while (0)
 
-/* Allocation check: FAIL with PTQ_ERR_NOMEM when ptr is NULL. */
-#define CHECK_ALLOC(ptr)                                                    \
-    do {                                                                    \
-        if (!(ptr)) FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__); \
+/* Allocation check: FAIL with PTQ_ERR_NOMEM when ptr is NULL, the message naming the object
+ * (the expression: "out of memory allocating g->nodes (runtime/graph.c:139)"); callers add what
+ * it belongs to with ptq_error_prefix (the model, the node). */
+#define CHECK_ALLOC(ptr)                                                                                  \
+    do {                                                                                                  \
+        if (!(ptr)) FAIL(PTQ_ERR_NOMEM, "out of memory allocating %s (%s:%d)", #ptr, __FILE__, __LINE__); \
     } while (0)
 
 #endif

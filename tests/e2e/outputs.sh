@@ -12,7 +12,9 @@
 #    the set is complete; named temporary files (PTQ_TMPFILE=named, a test hook: the path of file
 #    systems without O_TMPFILE) are removed by the signal handler;
 #  - two runs on the same outputs at once end with one run's whole set; a run waits (and says so)
-#    while another holds the folder's lock; temporary files of a killed run are removed by the next.
+#    while another holds the folder's lock; temporary files of a killed run are removed by the next;
+#  - a SIGKILL between two renames (PTQ_TEST_KILL_AFTER_RENAME=1, a test hook) leaves a mixed set
+#    and the commit journal: the next run writing into that folder completes the set and says so.
 # The tmpfs checks need root (mount); they are skipped with the reason otherwise.
 . "$(dirname "$0")/lib.sh"
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
@@ -231,4 +233,20 @@ stale() { # a temporary file of a process that is gone is removed by the next ru
   rm "$TMP/T/m.cache.ptq.tmp.$$"; echo "removed m.onnx.ptq.tmp.$dead (pid gone), kept m.cache.ptq.tmp.$$ (pid alive)"
 }
 check "a killed run's temporary file is removed by the next run into that folder" stale
+journal() { # SIGKILL after the first rename (PTQ_TEST_KILL_AFTER_RENAME=1, a test hook) leaves a mixed
+  # set and the commit journal; the next ptq writing into that folder completes the set, says so in one
+  # line, and leaves no journal nor .ptq-new file
+  fresh "$TMP/J"
+  PTQ_TEST_KILL_AFTER_RENAME=1 qB "$TMP/J" 2>"$TMP/j.err"; local rc=$? now
+  now=$(which_set "$TMP/J")
+  [ $rc = 137 ] && [ "${now#mixed}" != "$now" ] && ls -a "$TMP/J" | grep -q '^\.m\.onnx\.ptq-journal\.' &&
+    ls -a "$TMP/J" | grep -q '^\.m\.onnx\.ptq-new\.' || { echo "after the kill: rc $rc, $now, $(ls -a "$TMP/J" | tr '\n' ' ')"; return 1; }
+  echo "after the kill: $now"
+  $Q --limit 2 -o "$TMP/J/other.onnx" 2>"$TMP/j.err" || { cat "$TMP/j.err"; return 1; }
+  [ "$(which_set "$TMP/J")" = B ] && [ -z "$(ls -a "$TMP/J" | grep -E '\.ptq-|\.ptq\.tmp')" ] &&
+    [ "$(grep -c 'completed the output set of an interrupted ptq' "$TMP/j.err")" = 1 ] ||
+    { echo "after the next run: $(which_set "$TMP/J"), $(ls -a "$TMP/J" | tr '\n' ' '): $(cat "$TMP/j.err")"; return 1; }
+  grep 'completed the output set' "$TMP/j.err"
+}
+check "SIGKILL between two renames: the next run into the folder completes the set (commit journal)" journal
 finish
