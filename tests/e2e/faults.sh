@@ -103,7 +103,7 @@ verdict() {
     { echo "heap damage: $(head -c 400 "$TMP/run/.stderr")"; return; }
   [ "$(grep -c 'out of memory' "$TMP/run/.stderr")" = 1 ] && tail -n 1 "$TMP/run/.stderr" | grep -q 'out of memory' ||
     { echo "not one line reporting out of memory: $(head -c 400 "$TMP/run/.stderr")"; return; }
-  [ "${FAULT_NAMED:-0}" != 1 ] || ! tail -n 1 "$TMP/run/.stderr" | grep -qE 'out of memory( at [[:alnum:]_/.]+:[0-9]+)?$' ||
+  ! tail -n 1 "$TMP/run/.stderr" | grep -qE 'out of memory( at [[:alnum:]_/.]+:[0-9]+)?$' ||
     { echo "out of memory without naming what was allocated: $(tail -n 1 "$TMP/run/.stderr")"; return; }
   for f in ${OUTS[$cmd]}; do
     [ "$(cat "$TMP/run/$f" 2>/dev/null)" = "old $f" ] || cmp -s "$TMP/run/$f" "$TMP/gold_$cmd/$f" ||
@@ -133,7 +133,7 @@ for cmd in ${FAULT_COMMANDS:-inspect quantize compare translate constants}; do
   fi
   check "$cmd: every $step-th of $COUNT allocation failures, forked, ends cleanly" \
     $PY "$ROOT/tests/fault/check_points.py" "$TMP/pts_$cmd/points.log" "$TMP/gold_$cmd" "$TMP/gold_$cmd.stdout" \
-      --outputs "${OUTS[$cmd]}" $([ "${FAULT_NAMED:-0}" = 1 ] && echo --named) --label "$cmd" --deferred "$TMP/pts_$cmd/deferred" $([ "$cmd" = inspect ] && echo --stdout)
+      --outputs "${OUTS[$cmd]}" --named --label "$cmd" --deferred "$TMP/pts_$cmd/deferred" $([ "$cmd" = inspect ] && echo --stdout)
   # the points met while a decoding thread was alive: a run each
   bad=0 tried=0
   for n in $(cat "$TMP/pts_$cmd/deferred" 2>/dev/null); do
