@@ -250,9 +250,10 @@ static void recover_journal(int dfd, const char *dir, const char *name, long pid
             say(note, msg);
         } else if (first_pending < n) { /* roll back what is left: the outputs that are new are named */
             m = (size_t)snprintf(msg, sizeof msg, "removed the leftovers of an interrupted ptq (pid %ld); new:", pid);
-            for (int i = 0; i < n; i++) {
+            for (int i = 0, named = 0; i < n; i++) { /* renamed for sure: those before the first still there */
                 if (pending[i]) unlink(news[i]);
-                else if (m < sizeof msg) m += (size_t)snprintf(msg + m, sizeof msg - m, " %s", outs[i]);
+                else if (i < first_pending && m < sizeof msg)
+                    m += (size_t)snprintf(msg + m, sizeof msg - m, "%s %s", named++ ? "," : "", outs[i]);
             }
             if (m < sizeof msg) snprintf(msg + m, sizeof msg - m, "; the others are the previous files");
             say(note, msg);

@@ -210,7 +210,7 @@ concurrent() {
 }
 check "two runs on the same outputs at once, 4 times: each time one run's whole set" concurrent
 lock_wait() { # another process holds the folder's lock until ptq says it waits: then ptq writes
-  fresh "$TMP/L"; rm -f "$TMP/release"
+  fresh "$TMP/L"; rm -f "$TMP/release" "$TMP/lock.err" # (a previous run's lock.err would end the wait below at once)
   flock "$TMP/L" sh -c "while [ ! -e '$TMP/release' ]; do sleep 0.05; done" & local holder=$!
   while flock -n "$TMP/L" true; do sleep 0.05; done # until the holder has it
   qBx "$TMP/L" 2>"$TMP/lock.err" >/dev/null & local pid=$!
@@ -249,4 +249,19 @@ journal() { # SIGKILL after the first rename (PTQ_TEST_KILL_AFTER_RENAME=1, a te
   grep 'completed the output set' "$TMP/j.err"
 }
 check "SIGKILL between two renames: the next run into the folder completes the set (commit journal)" journal
+journal_gone() { # the same, but the model's new file was removed meanwhile: the rest is removed and
+  # the message names the outputs that are new (the only one: the first renamed)
+  fresh "$TMP/J"
+  PTQ_TEST_KILL_AFTER_RENAME=1 qB "$TMP/J" 2>/dev/null
+  local first; first=$(which_set "$TMP/J" | grep -o '[a-z.]*:B' | cut -d: -f1)
+  rm -f "$TMP/J"/.m.onnx.ptq-new.*
+  $Q --limit 2 -o "$TMP/J/other.onnx" 2>"$TMP/j.err" || { cat "$TMP/j.err"; return 1; }
+  [ -n "$first" ] && [ "$(which_set "$TMP/J")" = "mixed: m.onnx:A $(for f in m.cache m.json m.ptqstats m.report; do
+      [ $f = "$first" ] && echo -n "$f:B " || echo -n "$f:A "; done | sed 's/ $//')" ] &&
+    [ -z "$(ls -a "$TMP/J" | grep -E '\.ptq-|\.ptq\.tmp')" ] &&
+    grep -q "removed the leftovers of an interrupted ptq (pid [0-9]*); new: $TMP/J/$first; the others are the previous files" "$TMP/j.err" ||
+    { echo "first renamed: $first; now $(which_set "$TMP/J"), $(ls -a "$TMP/J" | tr '\n' ' '): $(cat "$TMP/j.err")"; return 1; }
+  grep 'removed the leftovers' "$TMP/j.err"
+}
+check "SIGKILL between two renames, a file of the set gone: the rest removed, the new outputs named" journal_gone
 finish
