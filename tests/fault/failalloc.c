@@ -20,9 +20,11 @@
  * being committed), its stdout/stderr in DIR/<N>/.stdout and .stderr, every open file made its
  * own (files being written in the current folder copied, files read reopened at the same offset,
  * so the child never moves the parent's offsets nor writes into the parent's files). Outputs must
- * be given as relative paths and inputs as absolute ones. The PARENT waits for it, appends one
- * line to DIR/points.log, removes DIR/<N> (kept when the child died of a signal or exited with a
- * status other than 0 and 1) and goes on as if nothing failed: its run is the reference.
+ * be given as relative paths and inputs as absolute ones. The PARENT goes on as if nothing failed
+ * (its run is the reference) once the child has made its copies; PTQ_FAIL_ALLOC_JOBS children
+ * (default 2) run beside it. When a child ends the parent appends one line to DIR/points.log and
+ * removes DIR/<N> (kept when the child died of a signal or exited with a status other than 0 and
+ * 1); the last children are waited for at the parent's exit.
  *   P <tab> N <tab> status (exit code, or -signal) <tab> lines saying "out of memory" <tab>
  *     1 if stderr shows heap damage (glibc's or a sanitizer's) <tab> the last line of stderr <tab>
  *     name:size:fnv1a64 of every file the child left (.stdout included, .stderr not), ','-separated
@@ -63,6 +65,13 @@ static int injected, trace;
 static int fork_mode, in_child;
 static unsigned long fork_step = 1;
 static unsigned timeout_s = 120;
+#define MAX_JOBS 16
+static struct {
+    pid_t pid;
+    unsigned long k;
+} running_kids[MAX_JOBS];
+static int n_running, max_jobs = 2;
+static void reap_oldest(void);
 static char pts_dir[1024];
 static int log_fd = -1;
 
@@ -109,6 +118,8 @@ __attribute__((constructor)) static void failalloc_init(void)
         }
         if (step && strtoul(step, NULL, 10) > 0) fork_step = strtoul(step, NULL, 10);
         if (t && strtoul(t, NULL, 10) > 0) timeout_s = (unsigned)strtoul(t, NULL, 10);
+        const char *jobs = getenv("PTQ_FAIL_ALLOC_JOBS");
+        if (jobs && atoi(jobs) > 0) max_jobs = atoi(jobs) < MAX_JOBS ? atoi(jobs) : MAX_JOBS;
         fork_mode = 1;
     }
     trace = getenv("PTQ_FAIL_ALLOC_BACKTRACE") != NULL;
@@ -122,8 +133,10 @@ __attribute__((constructor)) static void failalloc_init(void)
 
 __attribute__((destructor)) static void failalloc_report(void)
 {
+    if (in_child) return;
+    while (n_running > 0) reap_oldest();
     const char *path = getenv("PTQ_FAIL_ALLOC_REPORT");
-    if (!path || in_child) return;
+    if (!path) return;
     FILE *f = fopen(path, "w");
     if (!f) return;
     fprintf(f, "%lu %d\n", __atomic_load_n(&counter, __ATOMIC_RELAXED), __atomic_load_n(&injected, __ATOMIC_RELAXED));
@@ -340,10 +353,27 @@ static void record(unsigned long k, const char *dir, int status)
     rmdir(dir);
 }
 
-/* Fork mode, call k: 1 in the child (the call fails), 0 in the parent once the child has ended.
- * Only the main thread forks, once the other threads are gone: while one runs (a decoding worker)
- * it waits for it (up to 2 s); a point where another thread stays (waiting on the main thread, or
- * the call is another thread's) is deferred (a T line). */
+/* Waits for the oldest child still running and records it. */
+static void reap_oldest(void)
+{
+    int status = 0, code, saved = errno;
+    char dir[1100];
+    pid_t pid = running_kids[0].pid;
+    unsigned long k = running_kids[0].k;
+    memmove(running_kids, running_kids + 1, (size_t)--n_running * sizeof running_kids[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -999;
+    snprintf(dir, sizeof dir, "%s/%lu", pts_dir, k);
+    record(k, dir, code);
+    errno = saved;
+}
+
+/* Fork mode, call k: 1 in the child (the call fails), 0 in the parent once the child has made its
+ * copies (it runs on beside the parent: PTQ_FAIL_ALLOC_JOBS children at most, default 2; each is
+ * recorded when it ends, the last ones at exit). Only the main thread forks, once the other
+ * threads are gone: while one runs (a decoding worker) it waits for it (up to 2 s); a point where
+ * another thread stays (waiting on the main thread, or the call is another thread's) is deferred
+ * (a T line). */
 static int fork_point(unsigned long k)
 {
     if ((k - 1) % fork_step) return 0;
@@ -361,22 +391,32 @@ static int fork_point(unsigned long k)
     }
     char dir[1100];
     snprintf(dir, sizeof dir, "%s/%lu", pts_dir, k);
-    int saved = errno;
+    int saved = errno, sync_fd[2];
+    while (n_running >= max_jobs) reap_oldest();
     fflush(NULL);
+    if (pipe2(sync_fd, O_CLOEXEC) != 0) sync_fd[0] = sync_fd[1] = -1;
     pid_t pid = fork();
     if (pid == 0) {
         in_child = 1;
+        n_running = 0;
+        if (sync_fd[0] >= 0) close(sync_fd[0]);
         child_setup(dir);
+        if (sync_fd[1] >= 0) { /* the parent may go on: the copies are made */
+            if (write(sync_fd[1], "x", 1) != 1) {}
+            close(sync_fd[1]);
+        }
         return 1;
     }
-    int status = 0, code;
+    if (sync_fd[1] >= 0) close(sync_fd[1]);
     if (pid < 0) {
-        code = -1000; /* fork failed */
+        record(k, dir, -1000); /* fork failed */
     } else {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -999;
+        char c;
+        while (sync_fd[0] >= 0 && read(sync_fd[0], &c, 1) < 0 && errno == EINTR) {} /* 0 bytes: it ended first */
+        running_kids[n_running].pid = pid;
+        running_kids[n_running++].k = k;
     }
-    record(k, dir, code);
+    if (sync_fd[0] >= 0) close(sync_fd[0]);
     errno = saved;
     return 0;
 }
