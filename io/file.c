@@ -225,9 +225,14 @@ static void recover_journal(int dfd, const char *dir, const char *name, long pid
                 complete = 1;
                 break;
             }
-            char *tab = strchr(line, '\t');
+            char *tab = strchr(line, '\t'), want[8192];
             if (!tab || n == MAX_J) break;
             *tab = 0;
+            /* only ptq's own names: ".<name>.ptq-new.<pid>" beside each output */
+            const char *slash = strrchr(tab + 1, '/');
+            int dl = slash ? (int)(slash - (tab + 1) + 1) : 0;
+            snprintf(want, sizeof want, "%.*s.%s" NEW_TAG "%ld", dl, tab + 1, tab + 1 + dl, pid);
+            if (strcmp(want, line)) break;
             news[n] = line;
             outs[n++] = tab + 1;
         }
