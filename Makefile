@@ -5,7 +5,8 @@
 #   make bench      speed and memory against ONNX Runtime, measured in the same run
 #   make deps       install Debian packages and fetch models and test oracles
 #   make SANITIZE=1 test    ASan + UBSan
-#   make faults     every allocation of inspect/quantize/compare/translate failed in turn (tests/e2e/faults.sh)
+#   make faults     every allocation of inspect/quantize/compare/translate failed in turn (tests/e2e/faults.sh,
+#                   one run per command through the shim's fork server)
 #   make fuzz       libFuzzer harnesses (clang, ASan + UBSan), each run FUZZ_SECONDS on a seed corpus
 #   make lib        build/libptq.a, build/libptq.so.0 (+ libptq.so), build/ptq.pc: the C API of include/ptq.h
 #   make install PREFIX=/usr/local    bin/ptq, lib/libptq.*, include/ptq.h, lib/pkgconfig/ptq.pc, share/ptq/configs,
@@ -151,8 +152,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 
 tests: $(TEST_BIN) $(REPLAY_BIN) $(BUILD)/fault/failalloc.so
 
-# The allocation-failure shim (tests/fault/failalloc.c, LD_PRELOAD): tests/e2e/faults.sh samples
-# failure points in make test; make faults tries every one.
+# The allocation-failure shim (tests/fault/failalloc.c, LD_PRELOAD; its fork server tries every
+# point of a command in one run, tests/fault/check_points.py judges them): tests/e2e/faults.sh
+# tries every k-th failure point in make test; make faults tries every one.
 $(BUILD)/fault/failalloc.so: tests/fault/failalloc.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $<

@@ -183,14 +183,19 @@ int cmd_inspect(int argc, char **argv)
     printf("parameters: %.0f in %d initializers and %d Constant nodes (%s)\n", params, g->n_initializers, n_const, hb);
 
     hist = calloc((size_t)g->n_nodes + 1, sizeof *hist);
+    if (!hist) {
+        ptq_error("%s: out of memory counting the %d nodes by operator", model, g->n_nodes);
+        rc = cli_fail(PTQ_ERR_NOMEM);
+        goto out;
+    }
     int n_ops = 0;
-    for (int n = 0; n < g->n_nodes && hist; n++) {
+    for (int n = 0; n < g->n_nodes; n++) {
         int k = 0;
         while (k < n_ops && strcmp(hist[k].op, g->nodes[n].op_type) != 0) k++;
         if (k == n_ops) hist[n_ops++].op = g->nodes[n].op_type;
         hist[k].count++;
     }
-    if (hist) qsort(hist, (size_t)n_ops, sizeof *hist, cmp_count);
+    qsort(hist, (size_t)n_ops, sizeof *hist, cmp_count);
     printf("nodes: %d\n", g->n_nodes);
     for (int k = 0; k < n_ops; k++) printf("  %-24s %d\n", hist[k].op, hist[k].count);
 

@@ -50,7 +50,7 @@ static ptq_status write_png(const char *dir, int i, const float *x, const pp_con
     int W = c->width, H = c->height;
     uint8_t *rgb = malloc((size_t)W * (size_t)H * 3);
     if (!rgb) {
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating a %dx%d RGB image", W, H);
         return PTQ_ERR_NOMEM;
     }
     for (int y = 0; y < H; y++)

@@ -233,7 +233,7 @@ int cmd_run(int argc, char **argv)
     int *in_vals = malloc(sizeof(int) * ((size_t)g->n_inputs + 1));
     if (!in_vals) {
         st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating the list of %d model inputs", g->n_inputs);
         goto fail;
     }
     for (int i = 0; i < g->n_inputs; i++)
@@ -242,7 +242,7 @@ int cmd_run(int argc, char **argv)
     if (!inputs) {
         free(in_vals);
         st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating %d input tensors", n_inputs);
         goto fail;
     }
     /* load .npy inputs; their shapes bind symbolic dims unless --input-shape did */
@@ -330,7 +330,7 @@ int cmd_run(int argc, char **argv)
         times = malloc(sizeof(double) * (size_t)repeat);
         if (!times) {
             st = PTQ_ERR_NOMEM;
-            ptq_error("out of memory");
+            ptq_error("out of memory allocating the timings of %ld repeats", (long)repeat);
             goto fail;
         }
         for (long r = 0; r < repeat; r++) {

@@ -74,7 +74,7 @@ int cmd_translate(int argc, char **argv)
     prefix = malloc(ml + 1);
     if (!prefix) {
         st = PTQ_ERR_NOMEM;
-        ptq_error("out of memory");
+        ptq_error("out of memory copying the output prefix");
         goto fail;
     }
     strcpy(prefix, prefix_arg ? prefix_arg : model);

@@ -360,7 +360,7 @@ PTQ_API ptq_err ptq_calibration_ranges(const ptq_calibration *c, const char *met
     ri->names = calloc((size_t)n + 1, sizeof *ri->names);
     ri->amax = calloc((size_t)n + 1, sizeof *ri->amax);
     warn = calloc((size_t)n + 1, sizeof *warn);
-    if (!ri->r || !ri->e || !ri->names || !ri->amax || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!ri->r || !ri->e || !ri->names || !ri->amax || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the ranges' tables");
     TRY(eng_method_ranges(&c->col, &cm, ri->r, ri->e, warn));
     for (int i = 0; i < n; i++) {
         ri->names[i] = ri->r[i].name;
@@ -752,7 +752,7 @@ PTQ_API ptq_err ptq_session_create(const ptq_model *m, int threads, ptq_session 
     int n = ptq_model_num_inputs(m);
     if (n > 16) return fail(PTQ_ERR_UNSUPPORTED, "ptq_session_create: more than 16 inputs");
     ptq_session *s = calloc(1, sizeof *s);
-    if (!s) return fail(PTQ_ERR_NOMEM, "out of memory");
+    if (!s) return fail(PTQ_ERR_NOMEM, "out of memory allocating the session");
     s->m = m;
     s->threads = threads;
     s->n_in = n;

@@ -370,7 +370,7 @@ ptq_status cmp_layers(const cmp_eval *ev, const ptq_graph *gq, cmp_layer **out, 
             r->iso_sqnr_db = cmp_sqnr_of(&l->iso);
             if (!r->tensor || !r->node) {
                 cmp_layers_free(res, m);
-                FAIL(PTQ_ERR_NOMEM, "out of memory");
+                FAIL(PTQ_ERR_NOMEM, "out of memory allocating the excluded layers' list");
             }
         }
     *out = res;
@@ -676,7 +676,7 @@ ptq_status cmp_auto_exclude(const cmp_eval *ev, const io_range *ranges, int n_ra
             int dup = 0;
             for (int e = 0; e < out->n_nodes; e++) dup |= !strcmp(out->nodes[e], s.nodes[j]);
             if (dup) continue;
-            if (!(out->nodes[out->n_nodes] = ptq_strdup(s.nodes[j]))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+            if (!(out->nodes[out->n_nodes] = ptq_strdup(s.nodes[j]))) FAIL(PTQ_ERR_NOMEM, "out of memory copying the name of node '%s'", s.nodes[j]);
             out->n_nodes++;
         }
     out->evaluations = s.evaluations;

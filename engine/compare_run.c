@@ -50,7 +50,7 @@ ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result 
 {
     ptq_status st = PTQ_OK;
     if (!job->src->o.log.progress && !job->src->o.log.message) job->src->o.log = job->log;
-    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the evaluation cache");
     res->col.pool = cmp_cache_pool(res->cache); /* the pass's arenas serve the evaluations next */
     st = eng_collect(job->g, job->model, job->src, &res->col);
 done:
@@ -60,7 +60,7 @@ done:
 ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
-    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the evaluation cache");
     res->ev = (cmp_eval){.g = job->g, .model = job->model, .o = job->src->o, .cfg = job->eval_cfg, .labels = job->labels,
                          .nthreads = job->src->o.threads, .cache = res->cache, .metric = job->metric,
                          .float16 = job->float16};
@@ -72,7 +72,7 @@ ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res
     for (int m = 0; m < job->n_methods; m++) calib_method_name(&job->methods[m], res->tags[m], sizeof res->tags[m]);
     for (int m = 0; m < job->n_methods; m++) {
         res->ranges[m] = calloc((size_t)res->col.n + 1, sizeof *res->ranges[m]);
-        if (!res->ranges[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
+        if (!res->ranges[m]) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the ranges of method %d", m);
     }
     TRY(eng_methods_ranges(&res->col, job->methods, job->n_methods, res->ranges, NULL, NULL));
     for (int m = 0; m < job->n_methods; m++) {
@@ -297,7 +297,7 @@ ptq_status eng_compare_exclusion(const eng_compare_job *job, eng_compare_result 
         TRY(cmp_auto_exclude(&ev, res->ranges[res->layers_m], res->col.n, &job->qo, res->variants[res->layers_m], res->layers,
                              res->n_layers, &res->target, &res->excl));
     }
-    if (!(res->trt_arg = cmp_layer_precisions(&res->excl))) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!(res->trt_arg = cmp_layer_precisions(&res->excl))) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the layer precisions");
 done:
     return st;
 }
@@ -375,7 +375,7 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
                 !isnan(res->metrics[0].fp32_top1_acc);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
-    if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!rl || !hist_bins) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the per-layer results");
     for (int i = 0; i < n_layers; i++) {
         const cmp_layer *l = &res->layers[i];
         rl[i] = (io_report_layer){l->tensor, l->node, l->op_type, l->acc_sqnr_db, l->acc_cosine, l->iso_sqnr_db, l->iso_cosine};

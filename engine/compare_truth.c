@@ -180,7 +180,7 @@ ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det 
                 if (dt[i][j].cls == k) rk[nr++] = (ranked){dt[i][j].score, j};
             qsort(rk, (size_t)nr, sizeof *rk, by_score);
             for (int j = 0; j < nr; j++) d[nd++] = &dt[i][rk[j].pos];
-            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory");
+            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
         }
         out->ap50[k] = out->ap[k] = NAN;
         if (!c.npig) continue;

@@ -118,7 +118,7 @@ ptq_status eng_equalize_find(const ptq_graph *g, eng_equalization *eq)
         p->range = calloc((size_t)pp.c, sizeof *p->range);
         p->scale = malloc(sizeof *p->scale * (size_t)pp.c);
         if (!p->producer || (pp.bn >= 0 && !p->bn) || !p->consumer || !p->tensor || !p->range || !p->scale)
-            FAIL(PTQ_ERR_NOMEM, "out of memory");
+            FAIL(PTQ_ERR_NOMEM, "out of memory allocating the equalization scales");
         for (int64_t k = 0; k < pp.c; k++) p->scale[k] = 1.0f;
     }
 done:

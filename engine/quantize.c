@@ -103,7 +103,7 @@ ptq_status eng_calibrate_write(const eng_collector *col, const calib_method *met
     for (int m = 0; m < n_methods; m++) {
         ranges[m] = calloc((size_t)col->n + 1, sizeof *ranges[m]);
         entries[m] = calloc((size_t)col->n + 1, sizeof *entries[m]);
-        if (!ranges[m] || !entries[m]) FAIL(PTQ_ERR_NOMEM, "out of memory");
+        if (!ranges[m] || !entries[m]) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the ranges of method %d", m);
     }
     TRY(eng_methods_ranges(col, methods, n_methods, ranges, entries, warn));
     for (int i = 0; i < col->n; i++)
@@ -235,7 +235,7 @@ ptq_status eng_quantize_ranges(const eng_quantize_job *job, eng_quantize_result 
     res->ranges = calloc((size_t)n + 1, sizeof *res->ranges);
     res->entries = calloc((size_t)n + 1, sizeof *res->entries);
     warn = calloc((size_t)n + 1, sizeof(int));
-    if (!res->ranges || !res->entries || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!res->ranges || !res->entries || !warn) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the ranges' tables");
     res->n_ranges = n;
     if (job->from_cache) {
         for (int i = 0; i < res->n_cached; i++) {
@@ -273,7 +273,7 @@ static ptq_status set_exclusions(const eng_quantize_job *job, eng_quantize_resul
 {
     const char **l = malloc(sizeof *l * (size_t)(job->qo.n_exclude_nodes + n_extra + 1));
     if (!l) {
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating the list of excluded nodes");
         return PTQ_ERR_NOMEM;
     }
     int n = 0;
@@ -418,7 +418,7 @@ ptq_status eng_quantize_auto_exclude(const eng_quantize_job *job, eng_quantize_r
     cmp_layer *layers = NULL;
     int n_layers = 0;
     cmp_metrics m;
-    if (!cc) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!cc) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the calibration cache");
     ev.o.label = "auto-exclude: FP32 baseline";
     TRY(cmp_target_baseline(&ev, &tg));
     ev.o.label = "auto-exclude: evaluating";

@@ -32,7 +32,7 @@ ptq_status eng_translate(const char *model, const char *prefix, const quant_tran
     size_t arg_len = 2;
     for (int i = 0; i < tr->n_fp16; i++) arg_len += strlen(tr->fp16_nodes[i]) + 6;
     arg = malloc(arg_len);
-    if (!names || !scales || !entries || !arg) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (!names || !scales || !entries || !arg) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the scale tables");
     for (int i = 0; i < tr->n_scales; i++) {
         names[i] = tr->scales[i].name;
         scales[i] = tr->scales[i].scale;

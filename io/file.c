@@ -82,9 +82,22 @@ done:
  * O_TMPFILE, to "<output>.ptq.tmp.<pid>" (removed on errors and signals, and by a later commit
  * into that folder once the pid is gone). Committing a set: every folder locked (flock), the
  * signals blocked, each temporary file given its name, then renamed onto its output, the primary
- * output (the model) last; folders synced. */
+ * output (the model) last; folders synced.
+ *
+ * A set of two or more files is committed through a journal, so that not even a SIGKILL between
+ * two renames leaves a mixed set for good: before the first rename every file is renamed to
+ * ".<name>.ptq-new.<pid>" beside its output and ".<primary>.ptq-journal.<pid>" (written to a
+ * ".ptq-jtmp." file, fsynced, renamed) lists them with their outputs, absolute, in rename order;
+ * after the last rename the journal is removed. A later ptq writing into that folder (its first
+ * file opened there, and its commit) finds the journal of a pid that is gone and rolls the set
+ * forward (the files not yet renamed are there: they are renamed now) or, when they are not all
+ * there, removes what is left and names the outputs that are new; either way in one line through
+ * the set's note. */
 
 #define TMP_TAG ".ptq.tmp."
+#define NEW_TAG ".ptq-new."
+#define JOURNAL_TAG ".ptq-journal."
+#define JTMP_TAG ".ptq-jtmp."
 
 /* Named temporary files that exist now, for the signal handler (async-signal-safe unlink). */
 #define MAX_NAMED_TMP 1024
@@ -155,6 +168,145 @@ static char *dir_of(const char *path)
     return d;
 }
 
+/* "<folder of path>/.<name of path><tag><pid>", malloc'ed. */
+static char *side_name(const char *path, const char *tag, long pid)
+{
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path + 1) : 0;
+    size_t n = strlen(path) + strlen(tag) + 32;
+    char *t = malloc(n);
+    if (t) snprintf(t, n, "%.*s.%s%s%ld", dl, path, path + dl, tag, pid);
+    return t;
+}
+
+/* path made absolute (the current folder prefixed), malloc'ed. */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/') return ptq_strdup(path);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *a = malloc(n);
+    if (a) snprintf(a, n, "%s/%s", cwd, path);
+    return a;
+}
+
+static int pid_gone(long pid)
+{
+    return pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static void say(void (*note)(const char *msg), const char *msg)
+{
+    if (note) note(msg);
+}
+
+/* Completes or clears the commit that journal (in dir, of a process that is gone) describes. */
+static void recover_journal(int dfd, const char *dir, const char *name, long pid, void (*note)(const char *msg))
+{
+    char text[65536], msg[4096];
+    size_t len = 0;
+    ssize_t r;
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    while (fd >= 0 && len < sizeof text - 1 && (r = read(fd, text + len, sizeof text - 1 - len)) > 0) len += (size_t)r;
+    if (fd >= 0) close(fd);
+    text[len] = 0;
+    /* "ptq-commit\n", then "<new>\t<output>\n" per file in rename order, then "end\n" */
+    enum { MAX_J = 256 };
+    char *news[MAX_J], *outs[MAX_J];
+    int n = 0, complete = 0, pending[MAX_J];
+    char *cur = text, *line;
+    int line_no = 0;
+    size_t k;
+    line = io_text_line(&cur, 0, &line_no, &k);
+    if (line && !strcmp(line, "ptq-commit"))
+        while ((line = io_text_line(&cur, 0, &line_no, &k))) {
+            if (!strcmp(line, "end")) {
+                complete = 1;
+                break;
+            }
+            char *tab = strchr(line, '\t'), want[8192];
+            if (!tab || n == MAX_J) break;
+            *tab = 0;
+            /* only ptq's own names: ".<name>.ptq-new.<pid>" beside each output */
+            const char *slash = strrchr(tab + 1, '/');
+            int dl = slash ? (int)(slash - (tab + 1) + 1) : 0;
+            snprintf(want, sizeof want, "%.*s.%s" NEW_TAG "%ld", dl, tab + 1, tab + 1 + dl, pid);
+            if (strcmp(want, line)) break;
+            news[n] = line;
+            outs[n++] = tab + 1;
+        }
+    if (complete && n > 0) {
+        int first_pending = n, consistent = 1;
+        for (int i = 0; i < n; i++) {
+            pending[i] = access(news[i], F_OK) == 0;
+            if (pending[i] && first_pending == n) first_pending = i;
+            if (!pending[i] && first_pending < n) consistent = 0; /* renames go in order: a gap is not ours */
+        }
+        size_t m = 0;
+        if (consistent && first_pending < n) { /* roll forward */
+            int done = 0;
+            m = (size_t)snprintf(msg, sizeof msg, "completed the output set of an interrupted ptq (pid %ld):", pid);
+            for (int i = first_pending; i < n; i++)
+                if (rename(news[i], outs[i]) == 0 && m < sizeof msg) {
+                    m += (size_t)snprintf(msg + m, sizeof msg - m, "%s %s", done++ ? "," : "", outs[i]);
+                }
+            if (m < sizeof msg) snprintf(msg + m, sizeof msg - m, " renamed into place");
+            say(note, msg);
+        } else if (first_pending < n) { /* roll back what is left: the outputs that are new are named */
+            m = (size_t)snprintf(msg, sizeof msg, "removed the leftovers of an interrupted ptq (pid %ld); new:", pid);
+            for (int i = 0, named = 0; i < n; i++) { /* renamed for sure: those before the first still there */
+                if (pending[i]) unlink(news[i]);
+                else if (i < first_pending && m < sizeof msg)
+                    m += (size_t)snprintf(msg + m, sizeof msg - m, "%s %s", named++ ? "," : "", outs[i]);
+            }
+            if (m < sizeof msg) snprintf(msg + m, sizeof msg - m, "; the others are the previous files");
+            say(note, msg);
+        }
+        int sync = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sync >= 0) {
+            fsync(sync);
+            close(sync);
+        }
+    }
+    unlinkat(dfd, name, 0);
+}
+
+/* Removes the leftovers of processes that are gone in dir: journals are completed first, then
+ * "<name>.ptq.tmp.<pid>", ".<name>.ptq-new.<pid>" and ".ptq-jtmp." files are removed. */
+static void remove_stale(const char *dir, void (*note)(const char *msg))
+{
+    static const char *tags[] = {TMP_TAG, NEW_TAG, JTMP_TAG};
+    for (int pass = 0; pass < 2; pass++) {
+        DIR *d = opendir(dir);
+        if (!d) return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            for (int t = 0; t < (pass ? 3 : 1); t++) {
+                const char *tag = pass ? tags[t] : JOURNAL_TAG, *at = strstr(de->d_name, tag);
+                if (!at) continue;
+                char *end;
+                long pid = strtol(at + strlen(tag), &end, 10);
+                if (*end || end == at + strlen(tag) || !pid_gone(pid)) continue;
+                if (pass) unlinkat(dirfd(d), de->d_name, 0);
+                else recover_journal(dirfd(d), dir, de->d_name, pid, note);
+                break;
+            }
+        }
+        closedir(d);
+    }
+}
+
+/* remove_stale for dir under its lock; skipped while another process holds it (the commit, which
+ * waits for the lock, does it then). */
+static void remove_stale_locked(const char *dir, void (*note)(const char *msg))
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) remove_stale(dir, note);
+    close(fd);
+}
+
 static void entry_drop(out_entry *e)
 {
     if (e->fd >= 0) close(e->fd);
@@ -206,6 +358,7 @@ ptq_status io_atomic_open(io_atomic_file *f, const char *path)
     dir = dir_of(path);
     CHECK_ALLOC(f->path);
     CHECK_ALLOC(dir);
+    remove_stale_locked(dir, current ? current->note : NULL); /* a killed run's set completed first */
     const char *mode = getenv("PTQ_TMPFILE"); /* "named": a test hook, the path of file systems without O_TMPFILE */
     if (mode && !strcmp(mode, "named")) fd = -1, errno = EOPNOTSUPP;
     else fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
@@ -298,7 +451,7 @@ ptq_status io_outset_begin(io_outset **set, void (*note)(const char *msg))
 {
     *set = calloc(1, sizeof **set);
     if (!*set) {
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating the set of output files");
         return PTQ_ERR_NOMEM;
     }
     (*set)->note = note;
@@ -327,24 +480,6 @@ void io_outset_free(io_outset *set)
     free(set);
 }
 
-/* Removes "<name>.ptq.tmp.<pid>" files of dir whose process is gone (left by a SIGKILL). */
-static void remove_stale(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *t = strstr(de->d_name, TMP_TAG);
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + sizeof TMP_TAG - 1, &end, 10);
-        if (*end || pid <= 0 || end == t + sizeof TMP_TAG - 1) continue;
-        if (pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;
-        unlinkat(dirfd(d), de->d_name, 0);
-    }
-    closedir(d);
-}
-
 typedef struct {
     int fd;
     dev_t dev;
@@ -359,6 +494,78 @@ static int cmp_dir(const void *a, const void *b)
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
+/* Renames every named file of the set to ".<name>.ptq-new.<pid>" and writes the journal beside the
+ * last output of order (the primary); *journal its path. Called with the folders locked. */
+static ptq_status write_journal(io_outset *set, const int *order, char **journal)
+{
+    ptq_status st = PTQ_OK;
+    long pid = (long)getpid();
+    char *jtmp = NULL, *text = NULL;
+    size_t len = 0, cap = 64;
+    int fd = -1, n = set->n;
+    text = malloc(cap);
+    CHECK_ALLOC(text);
+    len = (size_t)snprintf(text, cap, "ptq-commit\n");
+    for (int k = 0; k < n; k++) {
+        out_entry *e = &set->e[order[k]];
+        char *nn = side_name(e->path, NEW_TAG, pid);
+        if (!nn) FAIL(PTQ_ERR_NOMEM, "%s: out of memory naming its temporary file; no output written (the previous files are unchanged)", e->path);
+        if (rename(e->tmp, nn) != 0) {
+            int err = errno;
+            free(nn);
+            FAIL(PTQ_ERR_IO, "%s: cannot rename %s: %s; no output written (the previous files are unchanged)", e->path, e->tmp,
+                 strerror(err));
+        }
+        track(e->tmp, 0);
+        free(e->tmp);
+        e->tmp = nn;
+        track(e->tmp, 1);
+        char *a = absolute(e->tmp), *b = absolute(e->path);
+        size_t need = len + (a ? strlen(a) : 0) + (b ? strlen(b) : 0) + 8;
+        if (a && b && need > cap) {
+            char *t = realloc(text, need * 2);
+            if (t) text = t, cap = need * 2;
+        }
+        if (!a || !b || need > cap) {
+            free(a);
+            free(b);
+            FAIL(PTQ_ERR_NOMEM, "%s: out of memory writing the commit journal; no output written (the previous files are unchanged)",
+                 e->path);
+        }
+        len += (size_t)snprintf(text + len, cap - len, "%s\t%s\n", a, b);
+        free(a);
+        free(b);
+    }
+    if (len + 5 > cap) {
+        char *t = realloc(text, len + 5);
+        if (!t) FAIL(PTQ_ERR_NOMEM, "out of memory writing the commit journal; no output written (the previous files are unchanged)");
+        text = t;
+    }
+    memcpy(text + len, "end\n", 5);
+    len += 4;
+    const char *last = set->e[order[n - 1]].path;
+    *journal = side_name(last, JOURNAL_TAG, pid);
+    jtmp = side_name(last, JTMP_TAG, pid);
+    if (!*journal || !jtmp)
+        FAIL(PTQ_ERR_NOMEM, "%s: out of memory naming the commit journal; no output written (the previous files are unchanged)", last);
+    fd = open(jtmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 || rename(jtmp, *journal) != 0) {
+        int err = errno;
+        unlink(jtmp);
+        FAIL(PTQ_ERR_IO, "%s: cannot write the commit journal %s: %s; no output written (the previous files are unchanged)", last,
+             *journal, strerror(err));
+    }
+done:
+    if (fd >= 0) close(fd);
+    if (st != PTQ_OK) {
+        free(*journal);
+        *journal = NULL;
+    }
+    free(jtmp);
+    free(text);
+    return st;
+}
+
 ptq_status io_outset_commit(io_outset *set, const char *primary)
 {
     ptq_status st = PTQ_OK;
@@ -366,8 +573,10 @@ ptq_status io_outset_commit(io_outset *set, const char *primary)
     int n_dirs = 0, n = set->n, *order = NULL, renamed = 0, blocked = 0;
     sigset_t block, old;
     int state_before = commit_state;
-    const char *pause = getenv("PTQ_COMMIT_PAUSE_MS");
+    const char *pause = getenv("PTQ_COMMIT_PAUSE_MS"), *kill_env = getenv("PTQ_TEST_KILL_AFTER_RENAME");
     long pause_ms = pause ? strtol(pause, NULL, 10) : 0;
+    int kill_after = kill_env && !strcmp(kill_env, "1");
+    char *journal = NULL;
     if (!n) return PTQ_OK;
     dirs = calloc((size_t)n, sizeof *dirs);
     order = malloc((size_t)n * sizeof *order);
@@ -431,12 +640,13 @@ ptq_status io_outset_commit(io_outset *set, const char *primary)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     blocked = 1;
     commit_state = 1;
-    for (int j = 0; j < n_dirs; j++) remove_stale(dirs[j].name);
+    for (int j = 0; j < n_dirs; j++) remove_stale(dirs[j].name, set->note);
     /* every file named first: a failure here leaves the previous set */
     for (int i = 0; i < n; i++) {
         out_entry *e = &set->e[i];
         if (e->fd >= 0) TRY(name_entry(e));
     }
+    if (n > 1) TRY(write_journal(set, order, &journal));
     for (k = 0; k < n; k++) {
         out_entry *e = &set->e[order[k]];
         if (rename(e->tmp, e->path) != 0) {
@@ -455,13 +665,19 @@ ptq_status io_outset_commit(io_outset *set, const char *primary)
         free(e->tmp);
         e->tmp = NULL;
         renamed++;
+        if (kill_after && renamed == 1 && n > 1) raise(SIGKILL); /* a test hook (tests/e2e/outputs.sh): a mixed set on disk */
         if (pause_ms > 0 && renamed < n) { /* a test hook (tests/e2e/outputs.sh): signals sent between renames */
             struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
     }
+    if (journal) unlink(journal); /* the set is in place */
     for (int j = 0; j < n_dirs; j++) fsync(dirs[j].fd); /* the renames durable */
 done:
+    if (journal) {
+        unlink(journal); /* a failed rename: its message says what stands */
+        free(journal);
+    }
     if (blocked) {
         if (st != PTQ_OK) {
             for (int i = 0; i < n; i++) entry_drop(&set->e[i]);

@@ -281,7 +281,7 @@ static ptq_status decode_png_libpng(const uint8_t *buf, size_t len, const char *
     png_bytep *volatile rows = NULL;
     volatile ptq_status st = PTQ_OK;
     if (!png) {
-        ptq_error("%s: out of memory", what);
+        ptq_error("%s: out of memory starting the PNG decoder", what);
         return PTQ_ERR_NOMEM;
     }
     info = png_create_info_struct(png);
@@ -903,7 +903,7 @@ ptq_status io_image_save_png(const char *path, const uint8_t *rgb, int w, int h)
     png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, png_on_error, png_on_warning);
     if (png) info = png_create_info_struct(png);
     if (!png || !info) {
-        ptq_error("%s: out of memory", path);
+        ptq_error("%s: out of memory starting the PNG encoder", path);
         st = PTQ_ERR_NOMEM;
         goto done;
     }

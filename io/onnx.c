@@ -780,7 +780,7 @@ ptq_status onnx_tensor_load(const char *path, ptq_tensor *out, char **name)
         *name = ptq_strdup(tp->name);
         if (!*name) {
             ptq_tensor_free(out);
-            FAIL(PTQ_ERR_NOMEM, "out of memory");
+            FAIL(PTQ_ERR_NOMEM, "out of memory copying the name of tensor '%s'", tp->name);
         }
     }
 done:

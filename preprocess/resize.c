@@ -188,7 +188,7 @@ static ptq_status area_weights(int in, int out, float **w_out)
     double s = (double)in / out;
     float *w = calloc((size_t)out * (size_t)in, sizeof(float));
     if (!w) {
-        ptq_error("out of memory");
+        ptq_error("out of memory allocating %dx%d resize weights", out, in);
         return PTQ_ERR_NOMEM;
     }
     for (int i = 0; i < out; i++) {

@@ -61,6 +61,7 @@ typedef struct {
     int *direct;          /* uses by node inputs and graph outputs (not by subgraphs) */
 } facts;
 
+/* Idempotent: facts_make frees on its error path and its callers free again at their end. */
 static void facts_free(facts *f)
 {
     free(f->order);
@@ -68,6 +69,7 @@ static void facts_free(facts *f)
     free(f->data);
     free(f->direct);
     free(f->post);
+    memset(f, 0, sizeof *f);
 }
 
 /* The element type a Constant or ConstantOfShape node writes (float32 for ConstantOfShape

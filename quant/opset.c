@@ -90,7 +90,7 @@ static ptq_status set_int_attr(ptq_node *n, const char *name, int64_t value)
     memset(&a, 0, sizeof a);
     a.name = ptq_strdup(name);
     if (!a.name) {
-        ptq_error("out of memory");
+        ptq_error("out of memory copying the name of attribute '%s'", name);
         return PTQ_ERR_NOMEM;
     }
     a.type = PTQ_ATTR_INT;

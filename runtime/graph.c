@@ -165,7 +165,7 @@ ptq_status ptq_graph_add_node(ptq_graph *g, const char *name, const char *op_typ
     n->outputs = malloc(sizeof(int) * (size_t)(n_outputs ? n_outputs : 1));
     if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs) {
         ptq_node_clear(n);
-        FAIL(PTQ_ERR_NOMEM, "out of memory adding node '%s'", name ? name : "");
+        FAIL(PTQ_ERR_NOMEM, "out of memory adding node %d '%s' (%s)", g->n_nodes, name ? name : "", op_type);
     }
     if (n_inputs) memcpy(n->inputs, inputs, sizeof(int) * (size_t)n_inputs);
     if (n_outputs) memcpy(n->outputs, outputs, sizeof(int) * (size_t)n_outputs);

@@ -12,6 +12,8 @@
 #ifndef PTQ_STATUS_H
 #define PTQ_STATUS_H
 
+#include <string.h> /* strcspn, for CHECK_ALLOC */
+
 typedef enum {
     PTQ_OK = 0,
     PTQ_ERR_ARG,         /* bad argument or option */
@@ -52,10 +54,15 @@ const char *ptq_status_name(ptq_status st);
         goto done;                         \
     } while (0)
 
-/* Allocation check: FAIL with PTQ_ERR_NOMEM when ptr is NULL. */
-#define CHECK_ALLOC(ptr)                                                    \
-    do {                                                                    \
-        if (!(ptr)) FAIL(PTQ_ERR_NOMEM, "out of memory at %s:%d", __FILE__, __LINE__); \
+/* Allocation check: FAIL with PTQ_ERR_NOMEM when ptr is NULL, the message naming the object
+ * (the expression up to an assignment: "out of memory allocating g->nodes (runtime/graph.c:139)"
+ * for CHECK_ALLOC(g->nodes) and CHECK_ALLOC(g->nodes = malloc(...))); callers add what it belongs
+ * to with ptq_error_prefix (the model, the node). */
+#define CHECK_ALLOC(ptr)                                                                             \
+    do {                                                                                             \
+        if (!(ptr))                                                                                  \
+            FAIL(PTQ_ERR_NOMEM, "out of memory allocating %.*s (%s:%d)", (int)strcspn(#ptr, " ="), #ptr, \
+                 __FILE__, __LINE__);                                                                \
     } while (0)
 
 #endif

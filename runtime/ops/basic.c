@@ -601,7 +601,7 @@ static ptq_status transpose_infer(ptq_op_ctx *ctx)
     const int64_t *perm = ptq_attr_ints(ctx->node, "perm", &n);
     if (perm && (int)n != x->rank) OP_FAIL(ctx, PTQ_ERR_SHAPE, "perm has %zu entries for rank %d", n, x->rank);
     int64_t *p = malloc(sizeof(int64_t) * PTQ_MAX_RANK);
-    if (!p) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!p) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
     int seen[PTQ_MAX_RANK] = {0};
     for (int i = 0; i < x->rank; i++) {
         p[i] = perm ? perm[i] : x->rank - 1 - i;
@@ -729,7 +729,7 @@ static ptq_status slice_infer(ptq_op_ctx *ctx)
         }
     }
     slice_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     ptq_tensor *y = ctx->out[0];
     y->dtype = x->dtype;
@@ -902,7 +902,7 @@ static ptq_status resize_infer(ptq_op_ctx *ctx)
     float A = ptq_attr_float(node, "cubic_coeff_a", -0.75f);
     int exclude = (int)ptq_attr_int(node, "exclude_outside", 0);
     resize_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->rank = r;
     s->extrapolation = ptq_attr_float(node, "extrapolation_value", 0.0f);
@@ -956,7 +956,7 @@ static ptq_status resize_infer(ptq_op_ctx *ctx)
         ax->idx = malloc(sizeof(int64_t) * (size_t)(out * ax->taps + 1));
         ax->w = malloc(sizeof(float) * (size_t)(out * ax->taps + 1));
         ax->outside = calloc((size_t)out + 1, 1);
-        if (!ax->idx || !ax->w || !ax->outside) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+        if (!ax->idx || !ax->w || !ax->outside) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
         for (int64_t o = 0; o < out; o++) {
             float c;
             switch (ctk) {

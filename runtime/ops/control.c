@@ -99,7 +99,7 @@ static ptq_status sub_prepare(ptq_op_ctx *ctx, sub_plan *sp, const ptq_tensor *c
     shapes = calloc((size_t)(b->n_inputs + b->n_values) + 1, sizeof *shapes);
     sig = calloc((size_t)(b->n_inputs + b->n_values) + 1, sizeof *sig);
     if (!shapes || !sig) {
-        ptq_error("%s '%s': out of memory", ctx->node->op_type, ctx->node->name);
+        ptq_error("%s '%s': out of memory allocating the shapes of subgraph '%s'", ctx->node->op_type, ctx->node->name, sp->what);
         st = PTQ_ERR_NOMEM;
         goto done;
     }
@@ -176,7 +176,7 @@ static ptq_status sub_run(const ptq_op_ctx *ctx, sub_plan *sp, const ptq_tensor 
     ptq_status st = PTQ_OK;
     int n = ptq_plan_n_inputs(sp->plan);
     ptq_tensor *in = calloc((size_t)n + 1, sizeof *in);
-    if (!in) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!in) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
     for (int i = 0; i < n; i++) {
         const char *name;
         ptq_plan_input(sp->plan, i, &name);
@@ -269,7 +269,7 @@ static ptq_status if_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "the condition must hold one bool");
     if_state *s = ctx->state;
     if (!s) {
-        if (!(s = calloc(1, sizeof *s))) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+        if (!(s = calloc(1, sizeof *s))) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
         ctx->state = s;
     }
     for (int b = 0; b < 2; b++) {
@@ -356,7 +356,7 @@ static ptq_status iter_state_get(ptq_op_ctx *ctx, const ptq_graph *body, iter_st
     if (!s) {
         if (!(s = calloc(1, sizeof *s)) || !(s->res = calloc((size_t)ctx->n_out + 1, sizeof *s->res))) {
             free(s);
-            OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+            OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
         }
         s->n_res = ctx->n_out;
         ctx->state = s;
@@ -503,7 +503,7 @@ static ptq_status loop_infer(ptq_op_ctx *ctx)
     uint8_t cond_b = 1;
     ptq_tensor it_t = {0}, cond_t = {0};
     if (!formal || !carried || !sk) {
-        ptq_error("%s '%s': out of memory", ctx->node->op_type, ctx->node->name);
+        ptq_error("%s '%s': out of memory allocating the loop's carried values", ctx->node->op_type, ctx->node->name);
         st = PTQ_ERR_NOMEM;
         goto done;
     }
@@ -587,7 +587,7 @@ static ptq_status scan_one(ptq_op_ctx *ctx, iter_state *s, const ptq_tensor *con
     int64_t len = -1;
     int axes[PTQ_MAX_RANK * 4];
     if (!formal || !cur || !slices || !sk) {
-        ptq_error("%s '%s': out of memory", ctx->node->op_type, ctx->node->name);
+        ptq_error("%s '%s': out of memory allocating the scan's state and slices", ctx->node->op_type, ctx->node->name);
         st = PTQ_ERR_NOMEM;
         goto done;
     }
@@ -726,7 +726,7 @@ static ptq_status scan_infer(ptq_op_ctx *ctx)
         free(part);
         free(one);
         free(pp);
-        OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+        OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
     }
     for (int64_t b = 0; b < batch && st == PTQ_OK; b++) {
         for (int i = 0; i < n_x && st == PTQ_OK; i++) {

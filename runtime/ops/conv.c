@@ -262,7 +262,7 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
     if ((st = set_output(ctx, &sp, c_out)) != PTQ_OK) return st;
 
     conv_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     kern_conv_geom_set(&s->g, &sp, x->dims[0], c_in, c_out, group);
     s->cin_g = c_in / group;
@@ -498,7 +498,7 @@ static ptq_status convt_infer(ptq_op_ctx *ctx)
     if ((st = set_output(ctx, &sp, c_out)) != PTQ_OK) return st;
 
     convt_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     kern_conv_geom_set(&s->g, &sp, x->dims[0], c_in, c_out, group);
     const kern_conv_geom *g = &s->g;

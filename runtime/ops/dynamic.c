@@ -253,7 +253,7 @@ static ptq_status unique_infer(ptq_op_ctx *ctx)
     }
     int64_t n = v.len, *idx = NULL, *tmp = NULL, *group_of_sorted = NULL;
     unique_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->n = n;
     size_t cnt = (size_t)n + 1;
@@ -450,7 +450,7 @@ static ptq_status nms_infer(ptq_op_ctx *ctx)
     if (!(iou_t >= 0.0f && iou_t <= 1.0f)) OP_FAIL(ctx, PTQ_ERR_ARG, "iou_threshold %g is outside [0, 1]", (double)iou_t);
     int64_t nb = boxes->dims[0], nbox = boxes->dims[1], ncls = scores->dims[1];
     nms_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     score_index *cand = malloc(sizeof *cand * ((size_t)nbox + 1));
     int64_t *kept = malloc(sizeof *kept * ((size_t)nbox + 1));
@@ -495,7 +495,7 @@ oom:
     free(cand);
     free(kept);
     free(bx);
-    OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
 }
 
 static ptq_status nms_run(ptq_op_ctx *ctx)

@@ -196,7 +196,7 @@ static ptq_status einsum_infer(ptq_op_ctx *ctx)
     if (n_out > PTQ_MAX_RANK) OP_FAIL(ctx, PTQ_ERR_SHAPE, "output rank %d, more than %d", n_out, PTQ_MAX_RANK);
 
     ein_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->n_in = n;
     s->n_out_labels = n_out;

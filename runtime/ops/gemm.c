@@ -79,7 +79,7 @@ static ptq_status gemm_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "op(A) is %lldx%lld but op(B) is %lldx%lld (inner dims differ)", (long long)M,
                 (long long)K, (long long)K2, (long long)N);
     gemm_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->M = M;
     s->N = N;
@@ -188,7 +188,7 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
         return st;
     }
     matmul_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     ptq_tensor *y = ctx->out[0];
     y->dtype = PTQ_F32;

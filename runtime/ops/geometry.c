@@ -48,7 +48,7 @@ static ptq_status ccp_infer(ptq_op_ctx *ctx)
     int nax = axes ? (int)na : x->rank;
     if (ns != nax) OP_FAIL(ctx, PTQ_ERR_SHAPE, "shape has %d entries for %d axes", ns, nax);
     ccp_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     ptq_tensor *y = ctx->out[0];
     y->dtype = x->dtype;
@@ -116,7 +116,7 @@ static ptq_status col2im_infer(ptq_op_ctx *ctx)
     if (x->dtype != PTQ_F32) OP_FAIL(ctx, PTQ_ERR_UNSUPPORTED, "input dtype %s, expected float32", ptq_dtype_name(x->dtype));
     if (x->rank != 3) OP_FAIL(ctx, PTQ_ERR_SHAPE, "input rank %d, expected 3 ([N, C * prod(block_shape), L])", x->rank);
     col2im_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     int ni, nbk;
     if ((st = const_ints(ctx, 1, "image_shape", s->img, 3, &ni)) != PTQ_OK) return st;
@@ -220,7 +220,7 @@ static ptq_status affine_grid_infer(ptq_op_ctx *ctx)
     int64_t ac = ptq_attr_int(ctx->node, "align_corners", 0);
     if (ac != 0 && ac != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "align_corners %lld, expected 0 or 1", (long long)ac);
     ag_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->nsp = nsp;
     s->n = size[0];

@@ -235,7 +235,7 @@ static ptq_status nd_check(ptq_op_ctx *ctx, const ptq_tensor *x, const ptq_tenso
         if (x->dims[d] != ix->dims[d])
             OP_FAIL(ctx, PTQ_ERR_SHAPE, "batch dim %d: data %lld, indices %lld", d, (long long)x->dims[d], (long long)ix->dims[d]);
     nd_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     s->b = b;
     s->k = (int)k;
     s->batches = prod_dims(x->dims, 0, b);
@@ -437,7 +437,7 @@ static ptq_status topk_infer(ptq_op_ctx *ctx)
     if (largest != 0 && largest != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "largest %lld, expected 0 or 1", (long long)largest);
     if (sorted != 0 && sorted != 1) OP_FAIL(ctx, PTQ_ERR_FORMAT, "sorted %lld, expected 0 or 1", (long long)sorted);
     topk_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->k = k;
     s->n = x->dims[axis];
@@ -612,7 +612,7 @@ static ptq_status max_unpool_infer(ptq_op_ctx *ctx)
     for (int d = 0; d < nsp; d++) y->dims[2 + d] = sp.out[d];
     /* the indices address the default shape; state keeps it for the remap to output_shape */
     int64_t *def = calloc(PTQ_MAX_RANK, sizeof *def);
-    if (!def) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!def) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
     ctx->state = def;
     for (int d = 0; d < x->rank; d++) def[d] = y->dims[d];
     if (shape) {
@@ -708,7 +708,7 @@ static ptq_status d2s_infer(ptq_op_ctx *ctx)
         y->dims[3] = x->dims[3] / b;
     }
     d2s_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->b = b;
     s->to_space = to_space;

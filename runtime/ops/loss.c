@@ -59,7 +59,7 @@ static ptq_status loss_infer(ptq_op_ctx *ctx, int softmax)
     if (ctx->n_out < 1 || !ctx->out[0]) OP_FAIL(ctx, PTQ_ERR_FORMAT, "output 0 is missing");
     if (ctx->n_out > (softmax ? 2 : 1)) OP_FAIL(ctx, PTQ_ERR_FORMAT, "%d outputs, expected at most %d", ctx->n_out, softmax ? 2 : 1);
     loss_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->red = red;
     s->softmax = softmax;

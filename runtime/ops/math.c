@@ -93,7 +93,7 @@ static ptq_status ufun_infer(ptq_op_ctx *ctx, ufun_kind kind)
         if (alpha == 0.0) OP_FAIL(ctx, PTQ_ERR_FORMAT, "alpha is 0");
     }
     ufun_state *s = malloc(sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     s->kind = kind;
     s->alpha = alpha;
     ctx->state = s;

@@ -505,7 +505,7 @@ static ptq_status pad_infer(ptq_op_ctx *ctx)
     int64_t pads[2 * PTQ_MAX_RANK];
     int r = x->rank;
     pad_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     for (int i = 0; i < 2 * r; i++) pads[i] = 0;
     if (ctx->opset < 11) {

@@ -229,7 +229,7 @@ static ptq_status layer_normalization_infer(ptq_op_ctx *ctx)
     if (ctx->n_out < 1 || ctx->n_out > 3 || !ctx->out[0])
         OP_FAIL(ctx, PTQ_ERR_FORMAT, "%d outputs (Y required), expected 1 to 3", ctx->n_out);
     ln_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->axis = (int)axis;
     s->eps = ptq_attr_float(ctx->node, "epsilon", 1e-5f);
@@ -346,7 +346,7 @@ static ptq_status softmax_infer(ptq_op_ctx *ctx)
     if (ptq_norm_axis(axis_attr, x->rank, &axis))
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)axis_attr, x->rank);
     softmax_geom *g = calloc(1, sizeof *g);
-    if (!g) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!g) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its buffers");
     ctx->state = g;
     g->outer = numel_range(x, 0, (int)axis);
     if (x->rank == 0) {

@@ -52,7 +52,7 @@ static ptq_status hardmax_infer(ptq_op_ctx *ctx)
                          : (axis = a < 0 ? a + x->rank : a) < 0 || axis > x->rank)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)a, x->rank);
     hardmax_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->outer = s->len = s->inner = 1;
     for (int d = 0; d < x->rank; d++) {
@@ -147,7 +147,7 @@ static ptq_status mvn_infer(ptq_op_ctx *ctx)
         na = 3;
     }
     mvn_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     for (size_t i = 0; i < na; i++) {
         int64_t a;
@@ -224,7 +224,7 @@ static ptq_status group_norm_infer(ptq_op_ctx *ctx)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "scale and bias must be 1-D of %lld values (%s at opset %lld)", (long long)want,
                 per_channel ? "one per channel" : "one per group", (long long)ctx->opset);
     groupnorm_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->groups = g;
     s->per_channel = per_channel;
@@ -288,7 +288,7 @@ static ptq_status lp_norm_infer(ptq_op_ctx *ctx)
     if (x->rank == 0 || ptq_norm_axis(a, x->rank, &axis))
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)a, x->rank);
     lpnorm_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->p = (int)p;
     s->outer = s->inner = 1;

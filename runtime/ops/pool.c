@@ -91,7 +91,7 @@ static ptq_status pool_infer(ptq_op_ctx *ctx, int is_max)
     if ((st = ptq_spatial_resolve(ctx, nsp, &x->dims[2], NULL, &sp)) != PTQ_OK) return st;
 
     pool_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->is_max = is_max;
     s->count_include_pad = (int)cip;

@@ -143,7 +143,7 @@ static ptq_status mm_infer_common(ptq_op_ctx *ctx, int qlinear)
     ptq_status st = qlinear ? ptq_op_check_inputs(ctx, 8, 8) : ptq_op_check_inputs(ctx, 2, 4);
     if (st != PTQ_OK) return st;
     mm_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->qlinear = qlinear;
     s->ia = 0;
@@ -265,7 +265,7 @@ static ptq_status qconv_infer_common(ptq_op_ctx *ctx, int qlinear)
     ptq_status st = qlinear ? ptq_op_check_inputs(ctx, 8, 9) : ptq_op_check_inputs(ctx, 2, 4);
     if (st != PTQ_OK) return st;
     qconv_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->qlinear = qlinear;
     s->ix = 0;

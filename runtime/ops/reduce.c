@@ -84,7 +84,7 @@ static ptq_status reduce_infer(ptq_op_ctx *ctx, red_kind kind)
     }
 
     reduce_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->kind = kind;
     int red[PTQ_MAX_RANK] = {0};
@@ -451,7 +451,7 @@ static ptq_status arg_infer(ptq_op_ctx *ctx, int is_max)
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)ptq_attr_int(ctx->node, "axis", 0), x->rank);
     if (x->dims[axis] == 0) OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld has size 0", (long long)axis);
     arg_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->is_max = is_max;
     s->last = (int)last;

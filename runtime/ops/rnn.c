@@ -107,7 +107,7 @@ static ptq_status rnn_infer_cell(ptq_op_ctx *ctx, cell_kind cell)
     if (st != PTQ_OK) return st;
     const ptq_tensor *x = ctx->in[0], *w = ctx->in[1], *r = ctx->in[2];
     rnn_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->cell = cell;
     s->G = cell == CELL_RNN ? 1 : cell == CELL_GRU ? 3 : 4;

@@ -37,7 +37,7 @@ static ptq_status roi_align_infer(ptq_op_ctx *ctx)
     if (bi->rank != 1 || bi->dims[0] != rois->dims[0])
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "batch_indices must be [%lld] (one per RoI)", (long long)rois->dims[0]);
     roi_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->ph = ptq_attr_int(ctx->node, "output_height", 1);
     s->pw = ptq_attr_int(ctx->node, "output_width", 1);

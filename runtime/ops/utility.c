@@ -237,7 +237,7 @@ static ptq_status cumsum_infer(ptq_op_ctx *ctx)
     if (x->rank == 0 || ptq_norm_axis(ptq_tensor_get_i64(a, 0), x->rank, &axis))
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for input rank %d", (long long)ptq_tensor_get_i64(a, 0), x->rank);
     cumsum_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->outer = s->inner = 1;
     s->len = (size_t)x->dims[axis];
@@ -305,7 +305,7 @@ static ptq_status trilu_infer(ptq_op_ctx *ctx)
         kv = ptq_tensor_get_i64(k, 0);
     }
     int64_t *s = malloc(2 * sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     s[0] = upper;
     s[1] = kv;
     ctx->state = s;
@@ -392,7 +392,7 @@ static ptq_status one_hot_infer(ptq_op_ctx *ctx)
     if (ptq_norm_axis(ptq_attr_int(ctx->node, "axis", -1), ix->rank + 1, &axis))
         OP_FAIL(ctx, PTQ_ERR_SHAPE, "axis %lld out of range for output rank %d", (long long)ptq_attr_int(ctx->node, "axis", -1), ix->rank + 1);
     onehot_state *s = calloc(1, sizeof *s);
-    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+    if (!s) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory allocating its state (%zu bytes)", sizeof *s);
     ctx->state = s;
     s->depth = (int64_t)dd;
     s->outer = s->inner = 1;

@@ -12,7 +12,9 @@
 #    the set is complete; named temporary files (PTQ_TMPFILE=named, a test hook: the path of file
 #    systems without O_TMPFILE) are removed by the signal handler;
 #  - two runs on the same outputs at once end with one run's whole set; a run waits (and says so)
-#    while another holds the folder's lock; temporary files of a killed run are removed by the next.
+#    while another holds the folder's lock; temporary files of a killed run are removed by the next;
+#  - a SIGKILL between two renames (PTQ_TEST_KILL_AFTER_RENAME=1, a test hook) leaves a mixed set
+#    and the commit journal: the next run writing into that folder completes the set and says so.
 # The tmpfs checks need root (mount); they are skipped with the reason otherwise.
 . "$(dirname "$0")/lib.sh"
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
@@ -208,7 +210,7 @@ concurrent() {
 }
 check "two runs on the same outputs at once, 4 times: each time one run's whole set" concurrent
 lock_wait() { # another process holds the folder's lock until ptq says it waits: then ptq writes
-  fresh "$TMP/L"; rm -f "$TMP/release"
+  fresh "$TMP/L"; rm -f "$TMP/release" "$TMP/lock.err" # (a previous run's lock.err would end the wait below at once)
   flock "$TMP/L" sh -c "while [ ! -e '$TMP/release' ]; do sleep 0.05; done" & local holder=$!
   while flock -n "$TMP/L" true; do sleep 0.05; done # until the holder has it
   qBx "$TMP/L" 2>"$TMP/lock.err" >/dev/null & local pid=$!
@@ -231,4 +233,35 @@ stale() { # a temporary file of a process that is gone is removed by the next ru
   rm "$TMP/T/m.cache.ptq.tmp.$$"; echo "removed m.onnx.ptq.tmp.$dead (pid gone), kept m.cache.ptq.tmp.$$ (pid alive)"
 }
 check "a killed run's temporary file is removed by the next run into that folder" stale
+journal() { # SIGKILL after the first rename (PTQ_TEST_KILL_AFTER_RENAME=1, a test hook) leaves a mixed
+  # set and the commit journal; the next ptq writing into that folder completes the set, says so in one
+  # line, and leaves no journal nor .ptq-new file
+  fresh "$TMP/J"
+  PTQ_TEST_KILL_AFTER_RENAME=1 qB "$TMP/J" 2>"$TMP/j.err"; local rc=$? now
+  now=$(which_set "$TMP/J")
+  [ $rc = 137 ] && [ "${now#mixed}" != "$now" ] && ls -a "$TMP/J" | grep -q '^\.m\.onnx\.ptq-journal\.' &&
+    ls -a "$TMP/J" | grep -q '^\.m\.onnx\.ptq-new\.' || { echo "after the kill: rc $rc, $now, $(ls -a "$TMP/J" | tr '\n' ' ')"; return 1; }
+  echo "after the kill: $now"
+  $Q --limit 2 -o "$TMP/J/other.onnx" 2>"$TMP/j.err" || { cat "$TMP/j.err"; return 1; }
+  [ "$(which_set "$TMP/J")" = B ] && [ -z "$(ls -a "$TMP/J" | grep -E '\.ptq-|\.ptq\.tmp')" ] &&
+    [ "$(grep -c 'completed the output set of an interrupted ptq' "$TMP/j.err")" = 1 ] ||
+    { echo "after the next run: $(which_set "$TMP/J"), $(ls -a "$TMP/J" | tr '\n' ' '): $(cat "$TMP/j.err")"; return 1; }
+  grep 'completed the output set' "$TMP/j.err"
+}
+check "SIGKILL between two renames: the next run into the folder completes the set (commit journal)" journal
+journal_gone() { # the same, but the model's new file was removed meanwhile: the rest is removed and
+  # the message names the outputs that are new (the only one: the first renamed)
+  fresh "$TMP/J"
+  PTQ_TEST_KILL_AFTER_RENAME=1 qB "$TMP/J" 2>/dev/null
+  local first; first=$(which_set "$TMP/J" | grep -o '[a-z.]*:B' | cut -d: -f1)
+  rm -f "$TMP/J"/.m.onnx.ptq-new.*
+  $Q --limit 2 -o "$TMP/J/other.onnx" 2>"$TMP/j.err" || { cat "$TMP/j.err"; return 1; }
+  [ -n "$first" ] && [ "$(which_set "$TMP/J")" = "mixed: m.onnx:A $(for f in m.cache m.json m.ptqstats m.report; do
+      [ $f = "$first" ] && echo -n "$f:B " || echo -n "$f:A "; done | sed 's/ $//')" ] &&
+    [ -z "$(ls -a "$TMP/J" | grep -E '\.ptq-|\.ptq\.tmp')" ] &&
+    grep -q "removed the leftovers of an interrupted ptq (pid [0-9]*); new: $TMP/J/$first; the others are the previous files" "$TMP/j.err" ||
+    { echo "first renamed: $first; now $(which_set "$TMP/J"), $(ls -a "$TMP/J" | tr '\n' ' '): $(cat "$TMP/j.err")"; return 1; }
+  grep 'removed the leftovers' "$TMP/j.err"
+}
+check "SIGKILL between two renames, a file of the set gone: the rest removed, the new outputs named" journal_gone
 finish
