@@ -215,6 +215,8 @@ bench: deps
 	@PTQ=$(BUILD)/ptq bench/refine.sh
 	@# truth: OCR CER, cls top-1 and a trained U-Net's IoU against labelled data, with bootstrap intervals
 	@BUILD=$(BUILD) bench/truth.sh
+	@# truth per family: a trained detector, ViT and ConvNeXt; ptq's recipes beside ORT quantize_static, against the labels
+	@BUILD=$(BUILD) bench/truth_families.sh
 	@# zoo: every scripts/zoo.py model (torchvision 0.14, YOLO-like) through run/calibrate/quantize/compare
 	@BUILD=$(BUILD) bench/zoo.sh
 	@# models as shipped: float16, uint8 NHWC, gray, dynamic H/W, opset 11, Ultralytics metadata (scripts/variants.py)

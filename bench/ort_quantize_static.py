@@ -6,14 +6,16 @@ the device machine): DIR holds ch_PP-OCRv4_{det,rec}_infer.onnx and {det,rec}_ca
 calibration tensors ptq preprocess writes, as float16 to travel light: 12 det images of
 bench/ocr_cer.sh's det.calib and its 104 rec crops); writes DIR/{det,rec}.ort_{minmax,percentile,
 entropy}.onnx (percentile 99.99). Then bench/accuracy.sh's pipeline reads them when they are in
-build/bench/ortq/."""
+build/bench/ortq/.
+
+ort_quantize_static.py --model M.onnx X.npy PREFIX: the same three for one model, calibrated on the
+tensors X.npy ([N, ...], one per image, as ptq preprocess --dump writes them), written to
+PREFIX.ort_{minmax,percentile,entropy}.onnx (bench/truth_families.sh)."""
 import os, sys, time
 import numpy as np
 import onnx
 from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
 
-d = sys.argv[1]
-out = os.environ.get("OUT", d)
 
 
 class Reader(CalibrationDataReader):
@@ -27,14 +29,21 @@ class Reader(CalibrationDataReader):
         return {self.name: self.x[self.i - 1:self.i].astype(np.float32)}
 
 
-for k in ("det", "rec"):
-    m = f"{d}/ch_PP-OCRv4_{k}_infer.onnx"
-    x = np.load(f"{d}/{k}_calib16.npy")
+def quantize(m, x, prefix, k):
     name = onnx.load(m).graph.input[0].name
     for meth, cm in (("minmax", CalibrationMethod.MinMax), ("percentile", CalibrationMethod.Percentile),
                      ("entropy", CalibrationMethod.Entropy)):
         t = time.time()
-        quantize_static(m, f"{out}/{k}.ort_{meth}.onnx", Reader(x, name), quant_format=QuantFormat.QDQ, per_channel=True,
+        quantize_static(m, f"{prefix}.ort_{meth}.onnx", Reader(x, name), quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, calibrate_method=cm,
                         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True, "CalibPercentile": 99.99})
         print(k, meth, f"{time.time() - t:.1f} s", flush=True)
+
+
+if sys.argv[1] == "--model":
+    quantize(sys.argv[2], np.load(sys.argv[3]), sys.argv[4], os.path.basename(sys.argv[4]))
+else:
+    d = sys.argv[1]
+    out = os.environ.get("OUT", d)
+    for k in ("det", "rec"):
+        quantize(f"{d}/ch_PP-OCRv4_{k}_infer.onnx", np.load(f"{d}/{k}_calib16.npy"), f"{out}/{k}", k)

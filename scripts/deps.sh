@@ -3,7 +3,8 @@
 # test oracles (python3-onnx, numpy; onnxruntime-node from npm), python3-torchvision (with python3-torch:
 # scripts/zoo.py exports the model zoo of tests/e2e/zoo.sh and bench/zoo.sh), GNU parallel (tests/e2e/shard.sh) and the real
 # models and photos the tests use; fonts-liberation2, fonts-freefont-ttf and fonts-wqy-microhei (Chinese)
-# for the labelled pages of tests/oracle/textpages.py (bench/truth.sh). Idempotent; everything fetched goes under build/.
+# for the labelled pages of tests/oracle/textpages.py (bench/truth.sh); bench only: dataset-fashion-mnist and
+# tuxpaint-stamps-default, the data of bench/truth_families.sh (scripts/train_fmnist.py, scripts/truthdata.py). Idempotent; everything fetched goes under build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,8 @@ parallel
 python3-pytest python3-pip python3-setuptools python3-wheel python3-venv man-db
 clang libclang-rt-14-dev libomp-14-dev
 python3-torchvision
-fonts-liberation2 fonts-freefont-ttf fonts-wqy-microhei"
+fonts-liberation2 fonts-freefont-ttf fonts-wqy-microhei
+dataset-fashion-mnist tuxpaint-stamps-default"
 # node and npm (test oracles only): Debian's packages unless a node is already installed
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # headless Chromium (test tool only: tests/e2e/report_html.sh renders the HTML report), installed

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# make bench: a truth bench for every family, with peers side by side (against held-out labels).
+#
+# Families, trained by the repo's own scripts (on the CPU, torch threads = cores):
+#   det       scripts/yolo.py's YOLOv8-like detector, scripts/train_det.py, on the set
+#             scripts/truthdata.py composes (tuxpaint stamps on the photos; val and calib from
+#             photos the training never saw); scored by mAP@0.5:0.95 and mAP@0.5 (--labels yolo:DIR)
+#   vit, convnext   scripts/train_fmnist.py on Debian's Fashion-MNIST; top-1 on its test images
+#             (--labels list:FILE)
+# For each: FP32, ptq quantize --recipe fast|balanced|best, and ONNX Runtime's quantize_static
+# (QDQ, int8 symmetric, per-channel; MinMax, Percentile 99.99, Entropy; bench/ort_quantize_static.py,
+# calibrated on the same images as ptq). Every model, FP32, ptq's and ORT's alike, is scored by
+# `ptq compare MODEL --labels ...` with every op type of the model excluded (--float fp32): its one
+# method row is then the model itself as given (cosine 1 against it): its mAP or top-1. Written to
+# build/bench/truth_families.md with the models' sha256.
+#
+# Models: TF_MODELS (default build/truth_families/models) holds det.onnx, vit.onnx, convnext.onnx;
+# one that is missing is trained there (train_det.py ~ 60 epochs, train_fmnist.py 15 epochs: the
+# scripts print their own FP32 accuracy and the weights' sha256 to MODEL.train.log). ORT's models
+# are made there when the Python onnxruntime package is importable (TF_ORT_PY, default python3;
+# Debian does not ship it), else those of TF_MODELS (NAME.ort_{minmax,percentile,entropy}.onnx) are
+# scored when present, else the rows say so.
+# Scale knobs: TF_FAMILIES (default "det vit convnext"), TF_DET_VAL (200 val composites),
+# TF_DET_CALIB (64), TF_FM_TEST (10000 test images), TF_FM_CALIB (256), TF_RECIPES (fast balanced best).
+# TF_PY (default /usr/bin/python3), TF_TRUTHDATA_ARGS (e.g. --stamps DIR --photos DIR) and
+# TF_FMNIST_ARGS (e.g. --data DIR) run it where Debian's packages are elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PTQ=$BUILD/ptq
+OUT=$BUILD/bench
+W=$BUILD/truth_families
+MD=${TF_MODELS:-$W/models}
+PY=${TF_PY:-/usr/bin/python3}
+ORTPY=${TF_ORT_PY:-python3}
+FAMILIES=${TF_FAMILIES:-det vit convnext}
+RECIPES=${TF_RECIPES:-fast balanced best}
+NV=${TF_DET_VAL:-200}; NC=${TF_DET_CALIB:-64}; NT=${TF_FM_TEST:-10000}; NFC=${TF_FM_CALIB:-256}
+mkdir -p "$OUT" "$W" "$MD"
+t0=$(date +%s)
+
+# ---- data ----
+DET=$W/det.v$NV.c$NC
+[ -f "$DET/.done" ] || { rm -rf "$DET"; $PY scripts/truthdata.py "$DET" ${TF_TRUTHDATA_ARGS:-} --val "$NV" --calib "$NC" --splits calib,val >/dev/null && touch "$DET/.done"; }
+FM=$W/fmnist.t$NT.c$NFC
+[ -f "$FM/.done" ] || { rm -rf "$FM"; $PY scripts/train_fmnist.py "$FM" ${TF_FMNIST_ARGS:-} --data-only --test "$NT" --calib "$NFC" >/dev/null && touch "$FM/.done"; }
+ls "$PWD/$FM"/calib/*.png > "$W/fm.calib"
+head -n 4 "$W/fm.calib" > "$W/fm.calib4"
+head -n 4 "$DET/calib.list" > "$W/det.calib4"
+cut -d' ' -f1 "$FM/test.list" > "$W/fm.eval"
+
+# ---- models (trained here when missing) ----
+for f in $FAMILIES; do
+  [ -f "$MD/$f.onnx" ] && continue
+  case $f in
+    det) [ -f "$W/dettrain/.done" ] || { rm -rf "$W/dettrain"; $PY scripts/truthdata.py "$W/dettrain" ${TF_TRUTHDATA_ARGS:-} --splits train,val >/dev/null && touch "$W/dettrain/.done"; }
+         $PY scripts/train_det.py "$W/dettrain" "$MD/det.onnx" > "$MD/det.train.log" 2>&1 ;;
+    vit|convnext) $PY scripts/train_fmnist.py "$W/fmtrain" ${TF_FMNIST_ARGS:-} --models $f --test 0 --calib 0 > "$MD/$f.train.log" 2>&1
+         cp "$W/fmtrain/$f.onnx" "$MD/" ;;
+  esac
+done
+t1=$(date +%s)
+
+pre() { case $1 in det) echo "--preset yolo-letterbox-640 --size 320x320" ;; *) echo "--mode stretch --size 28x28 --channel-order GRAY" ;; esac; }
+calib() { case $1 in det) echo "$DET/calib.list" ;; *) echo "$W/fm.calib" ;; esac; }
+
+# ---- quantize: ptq's recipes, ORT's three methods ----
+for f in $FAMILIES; do
+  for r in $RECIPES; do
+    [ -f "$W/$f.$r.onnx" ] && [ "$W/$f.$r.onnx" -nt "$MD/$f.onnx" ] && continue
+    # shellcheck disable=SC2046
+    "$PTQ" quantize "$MD/$f.onnx" --images "$(calib $f)" $(pre $f) --recipe "$r" -o "$W/$f.$r.onnx" > "$W/$f.$r.log" 2>&1
+  done
+  if "$ORTPY" -c "import onnxruntime.quantization" 2>/dev/null; then
+    if [ "$f" = det ]; then
+      # shellcheck disable=SC2046
+      "$PTQ" preprocess --images "$DET/calib.list" $(pre det) --dump "$W/det.calib.npy" >/dev/null 2>&1
+    else
+      # shellcheck disable=SC2046
+      "$PTQ" preprocess --images "$W/fm.calib" $(pre $f) --dump "$W/fm.calib.npy" >/dev/null 2>&1
+    fi
+    x=$W/fm.calib.npy; [ "$f" = det ] && x=$W/det.calib.npy
+    "$ORTPY" bench/ort_quantize_static.py --model "$MD/$f.onnx" "$x" "$W/$f" > "$W/$f.ort.log" 2>&1
+  else
+    for m in minmax percentile entropy; do
+      [ -f "$MD/$f.ort_$m.onnx" ] && cp "$MD/$f.ort_$m.onnx" "$W/$f.ort_$m.onnx"
+    done
+  fi
+done
+t2=$(date +%s)
+
+# ---- score every model against the labels through ptq compare ----
+# compare prints the methods' table before its layer-wise pass, which this bench does not need:
+# the run is stopped once the table's "best:" line is out (the table is read, not the JSON)
+compare_table() { # ARGS... -> the method row's fields
+  local log=$W/score.log pid
+  "$PTQ" compare "$@" > "$log" 2>&1 & pid=$!
+  while kill -0 "$pid" 2>/dev/null && ! grep -q '^best:' "$log"; do sleep 0.2; done
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  grep -q '^best:' "$log" && awk '$1 == "max" && $NF == "best" { print; exit }' "$log"
+}
+score() { # FAMILY MODEL -> "map50 map cosine" or "top1 - cosine"
+  local f=$1 m=$2 ops row
+  ops=$($PY -c "import onnx, sys; print(','.join(sorted({n.op_type for n in onnx.load(sys.argv[1]).graph.node} - {'QuantizeLinear', 'DequantizeLinear'})))" "$m")
+  if [ "$f" = det ]; then
+    # shellcheck disable=SC2046
+    row=$(compare_table "$m" --images "$W/det.calib4" --eval-images "$DET/val.list" $(pre det) --labels "yolo:$DET/val/labels" \
+      --methods max --exclude-op-types "$ops" --float fp32)
+    set -- $row; echo "$6 $7 $2"  # max cosine SQNR max-abs box-f1 mAP50 mAP50-95
+  else
+    # shellcheck disable=SC2046
+    row=$(compare_table "$m" --images "$W/fm.calib4" --eval-images "$W/fm.eval" $(pre $f) --labels "list:$FM/test.list" \
+      --methods max --exclude-op-types "$ops" --float fp32)
+    set -- $row; echo "$6 - $2"   # max cosine SQNR max-abs top-1-agreement top-1-accuracy
+  fi
+  [ -n "$row" ]
+}
+T=$OUT/truth_families.md
+{
+  echo "# Truth bench for every family: ptq's recipes and ONNX Runtime's quantize_static against the labels"
+  echo
+  echo "Detector: $NV val composites (scripts/truthdata.py, photos unseen in training), calibration $NC others."
+  echo "Classifiers: the first $NT Fashion-MNIST test images, calibration $NFC training images."
+  echo "Scored by \`ptq compare MODEL --labels\` (the model as given: every op type excluded, float part fp32)."
+  echo "Points are percentage points (x100) of the metric; 'vs FP32' the model's metric minus FP32's."
+  echo
+  echo "| family | model | metric | value | vs FP32 | other metric | sha256 (first 16) |"
+  echo "|---|---|---|---|---|---|---|"
+} > "$T"
+for f in $FAMILIES; do
+  fp=""
+  for m in fp32 $RECIPES ort_minmax ort_percentile ort_entropy; do
+    case $m in
+      fp32) p=$MD/$f.onnx; label=FP32 ;;
+      ort_*) p=$W/$f.$m.onnx; label="ORT ${m#ort_}" ;;
+      *) p=$W/$f.$m.onnx; label="ptq --recipe $m" ;;
+    esac
+    if [ ! -f "$p" ]; then echo "| $f | $label | | not run (no model: ${p##*/}) | | | |" >> "$T"; continue; fi
+    r=$(score $f "$p" 2>/dev/null || echo failed)
+    if [ "$r" = failed ]; then echo "| $f | $label | | failed: $(tail -n 1 "$W/score.log") | | | |" >> "$T"; continue; fi
+    read -r a b c <<< "$r"
+    sha=$(sha256sum "$p" | cut -c1-16)
+    if [ "$f" = det ]; then v=$b; other="mAP50 $a"; metric="mAP50-95"; else v=$a; other=""; metric="top-1"; fi
+    [ -n "$fp" ] || fp=$v
+    d=$($PY -c "print('%+.2f' % (100 * ($v - $fp)))")
+    echo "| $f | $label | $metric | $($PY -c "print('%.2f' % (100 * $v))") | $d | $other | $sha |" >> "$T"
+  done
+done
+t3=$(date +%s)
+echo >> "$T"
+echo "data $((t1 - t0)) s, quantize $((t2 - t1)) s, scoring $((t3 - t2)) s." >> "$T"
+for l in "$MD"/*.train.log; do [ -f "$l" ] && grep -h "weights sha256" "$l" | sed 's/^/    /' >> "$T"; done
+cat "$T"
