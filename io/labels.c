@@ -407,7 +407,7 @@ static ptq_status text_add(io_text_labels *l, const char *name, size_t name_len,
     l->used[l->n] = 0;
     l->n++;
     int r = text_codes(text, &l->seq[l->n - 1], &l->len[l->n - 1]);
-    if (r == -2) FAIL(PTQ_ERR_NOMEM, "out of memory");
+    if (r == -2) FAIL(PTQ_ERR_NOMEM, "%s:%d: out of memory for the characters of the label", file, line_no);
     if (r == -1) FAIL(PTQ_ERR_FORMAT, "%s:%d: the text is not UTF-8", file, line_no);
 done:
     return st;
@@ -645,7 +645,7 @@ ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *path, uint
     volatile ptq_status vst = PTQ_OK;
     if (!png || !info) {
         png_destroy_read_struct(png ? &png : NULL, NULL, NULL);
-        FAIL(PTQ_ERR_NOMEM, "%s: out of memory", path);
+        FAIL(PTQ_ERR_NOMEM, "%s: out of memory for the PNG reader", path);
     }
     if (setjmp(png_jmpbuf(png))) {
         ptq_error("%s: corrupt PNG: %s", path, src.msg[0] ? src.msg : "cannot read");

@@ -310,7 +310,7 @@ static ptq_status conv_infer(ptq_op_ctx *ctx)
                                          s->cout_g * s->cin_g);
             if (ps != PTQ_OK) return ps;
             s->boff = malloc(sizeof(int64_t) * (size_t)s->kvol);
-            if (!s->boff) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory");
+            if (!s->boff) OP_FAIL(ctx, PTQ_ERR_NOMEM, "out of memory for %lld tap offsets", (long long)s->kvol);
             for (int64_t kh = 0; kh < g->k[1]; kh++)
                 for (int64_t kw = 0; kw < g->k[2]; kw++)
                     s->boff[kh * g->k[2] + kw] = kh * g->dil[1] * s->pw + kw * g->dil[2];
