@@ -7,7 +7,8 @@
 #        1/16-bit, interlaced, alpha);  npy: every dtype ptq reads, ranks 0..4, formats
 #        1.0 and 2.0;  stats, cache: written by `ptq calibrate --method all --stats` on the
 #        cls model and two photos, plus hand-written caches;  yaml: configs/ and configs
-#        of the calibrate and quantize commands. Needs Debian's python3 ($PY) with numpy and PIL, and
+#        of the calibrate and quantize commands;  mask: class-index PNGs (8-bit gray, palette at 1, 4
+#        and 8 bits, and the refused 16-bit and RGB). Needs Debian's python3 ($PY) with numpy and PIL, and
 #        $PTQ (default build/ptq) for stats and caches; what is missing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,7 +17,7 @@ PTQ=${PTQ:-$PWD/build/ptq}
 PY=${PY:-/usr/bin/python3}
 MODELS=build/models
 rm -rf "$OUT"
-mkdir -p "$OUT"/{onnx,image,npy,stats,cache,yaml}
+mkdir -p "$OUT"/{onnx,image,npy,stats,cache,yaml,mask}
 
 # onnx
 cls=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
@@ -90,5 +91,20 @@ exclude-op-types:
 dedicated-qdq: true
 YEOF
 printf 'mode: letterbox\nsize: 320x320\nmean: [0.5, 0.5, 0.5]\nstd: 0.25\nlayout: NHWC\nscaleup: no\n' > "$OUT/yaml/preset_flow.yaml"
+
+# mask
+"$PY" - "$OUT/mask" <<'PYEOF' || echo "seeds: no PIL, mask seeds skipped" >&2
+import sys
+from PIL import Image
+out = sys.argv[1]
+w, h = 19, 13
+idx = [(x // 4 + y // 5) % 3 for y in range(h) for x in range(w)]
+m = Image.new('L', (w, h)); m.putdata([255 if i == 2 and x % 7 == 0 else i for x, i in enumerate(idx)]); m.save(out + '/gray.png')
+for bits in (1, 4, 8):
+    p = Image.new('P', (w, h)); p.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0] + [0] * (768 - 9)); p.putdata([i % (1 << bits) for i in idx])
+    p.save(out + '/palette%d.png' % bits, bits=bits)
+Image.new('I;16', (w, h)).save(out + '/gray16.png')
+Image.new('RGB', (w, h), (1, 2, 3)).save(out + '/rgb.png')
+PYEOF
 
 for d in "$OUT"/*; do printf '%-6s %5d seeds\n' "$(basename "$d")" "$(ls "$d" | wc -l)"; done
