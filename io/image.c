@@ -33,6 +33,7 @@
 #endif
 
 #include "io/file.h"
+#include "io/png_mem.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 31)
 
@@ -230,28 +231,22 @@ done:
 
 /* ---- PNG ---- */
 
-typedef struct {
-    const uint8_t *buf;
-    size_t len, pos;
-    char msg[256];
-} png_src;
-
-static void png_read_mem(png_structp png, png_bytep dst, png_size_t n)
+void io_png_read_mem(png_structp png, png_bytep dst, png_size_t n)
 {
-    png_src *s = png_get_io_ptr(png);
+    io_png_src *s = png_get_io_ptr(png);
     if (n > s->len - s->pos) png_error(png, "file is truncated");
     memcpy(dst, s->buf + s->pos, n);
     s->pos += n;
 }
 
-static void png_on_error(png_structp png, png_const_charp msg)
+void io_png_on_error(png_structp png, png_const_charp msg)
 {
-    png_src *s = png_get_error_ptr(png);
+    io_png_src *s = png_get_error_ptr(png);
     snprintf(s->msg, sizeof s->msg, "%s", msg);
     png_longjmp(png, 1);
 }
 
-static void png_on_warning(png_structp png, png_const_charp msg)
+void io_png_on_warning(png_structp png, png_const_charp msg)
 {
     (void)png;
     (void)msg;
@@ -274,8 +269,8 @@ static ptq_status decode_png_libpng(const uint8_t *buf, size_t len, const char *
         if (!memcmp(buf + pos + 4, "IEND", 4)) break;
         pos += 12 + (size_t)n;
     }
-    png_src src = {buf, len, 0, {0}};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
+    io_png_src src = {buf, len, 0, {0}};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, io_png_on_error, io_png_on_warning);
     png_infop info = NULL;
     uint8_t *volatile pixels = NULL;
     png_bytep *volatile rows = NULL;
@@ -290,7 +285,7 @@ static ptq_status decode_png_libpng(const uint8_t *buf, size_t len, const char *
         st = PTQ_ERR_FORMAT;
         goto done;
     }
-    png_set_read_fn(png, &src, png_read_mem);
+    png_set_read_fn(png, &src, io_png_read_mem);
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     /* what one ancillary chunk (text, ICC profile) may allocate, decompressed: libpng would
      * otherwise trust a chunk's 31-bit length and allocate it before reading (found by
@@ -894,13 +889,13 @@ ptq_status io_image_save_png(const char *path, const uint8_t *rgb, int w, int h)
 {
     volatile ptq_status st = PTQ_OK;
     io_atomic_file f;
-    png_src err = {NULL, 0, 0, {0}};
+    io_png_src err = {NULL, 0, 0, {0}};
     png_structp png = NULL;
     png_infop info = NULL;
     int opened = 0;
     if ((st = io_atomic_open(&f, path)) != PTQ_OK) return st;
     opened = 1;
-    png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, png_on_error, png_on_warning);
+    png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, io_png_on_error, io_png_on_warning);
     if (png) info = png_create_info_struct(png);
     if (!png || !info) {
         ptq_error("%s: out of memory starting the PNG encoder", path);

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 
 #include "io/file.h"
+#include "io/png_mem.h"
 #include "runtime/graph.h"
 
 enum { LABEL_FILE_MAX = 1 << 30 };
@@ -574,32 +575,6 @@ void io_mask_path(const io_mask_labels *l, const char *image_path, char *buf, si
     snprintf(buf, cap, "%s/%.*s.png", l->dir, k, base);
 }
 
-typedef struct {
-    const uint8_t *buf;
-    size_t len, pos;
-    char msg[200];
-} mask_src;
-
-static void mask_read_fn(png_structp png, png_bytep dst, png_size_t n)
-{
-    mask_src *s = png_get_io_ptr(png);
-    if (n > s->len - s->pos) png_error(png, "file is truncated");
-    memcpy(dst, s->buf + s->pos, n);
-    s->pos += n;
-}
-
-static void mask_error_fn(png_structp png, png_const_charp msg)
-{
-    mask_src *s = png_get_error_ptr(png);
-    snprintf(s->msg, sizeof s->msg, "%s", msg);
-    png_longjmp(png, 1);
-}
-
-static void mask_warning_fn(png_structp png, png_const_charp msg)
-{
-    (void)png;
-    (void)msg;
-}
 
 enum { MASK_MAX_PIXELS = 1 << 28 };
 
@@ -637,8 +612,8 @@ ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *path, uint
         if (!memcmp(buf + pos + 4, "IEND", 4)) break;
         pos += 12 + (size_t)n;
     }
-    mask_src src = {buf, len, 0, {0}};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, mask_error_fn, mask_warning_fn);
+    io_png_src src = {buf, len, 0, {0}};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, io_png_on_error, io_png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     uint8_t *volatile pix = NULL;
     png_bytep *volatile rows = NULL;
@@ -652,7 +627,7 @@ ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *path, uint
         vst = PTQ_ERR_FORMAT;
         goto png_done;
     }
-    png_set_read_fn(png, &src, mask_read_fn);
+    png_set_read_fn(png, &src, io_png_read_mem);
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_chunk_malloc_max(png, (png_alloc_size_t)16 << 20);
     png_read_info(png, info);
