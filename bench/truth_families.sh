@@ -90,14 +90,11 @@ done
 t2=$(date +%s)
 
 # ---- score every model against the labels through ptq compare ----
-# compare prints the methods' table before its layer-wise pass, which this bench does not need:
-# the run is stopped once the table's "best:" line is out (the table is read, not the JSON)
+# the methods' table only: no layer-wise pass (--layers-method none), which this bench does not need
 compare_table() { # ARGS... -> the method row's fields
-  local log=$W/score.log pid
-  "$PTQ" compare "$@" > "$log" 2>&1 & pid=$!
-  while kill -0 "$pid" 2>/dev/null && ! grep -q '^best:' "$log"; do sleep 0.2; done
-  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
-  grep -q '^best:' "$log" && awk '$1 == "max" && $NF == "best" { print; exit }' "$log"
+  local log=$W/score.log
+  "$PTQ" compare "$@" --layers-method none > "$log" 2>&1 || { tail -n 3 "$log" >&2; return 1; }
+  awk '$1 == "max" && $NF == "best" { print; exit }' "$log"
 }
 score() { # FAMILY MODEL -> "map50 map cosine" or "top1 - cosine"
   local f=$1 m=$2 ops row

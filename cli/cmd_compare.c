@@ -52,7 +52,8 @@ static void usage(FILE *fp)
             "                         the lines read exactly (greedy CTC) of FP32 and every method\n"
             "  --labels mask:DIR[:ignore=V]  a segmenter's masks: DIR/STEM.png, 8-bit gray or palette class indices\n"
             "                         (V, default 255, not counted); adds the mIoU of FP32 and every method\n"
-            "  --layers-method M      method of the layer-wise table (default: the best)\n");
+            "  --layers-method M      method of the layer-wise table (default: the best); none: no\n"
+            "                         layer-wise pass (the figures only, no exclusion search)\n");
     fprintf(fp,
             "  --target-cosine X      return the most harmful layers to float until the output cosine >= X\n"
             "  --target-top1-drop X   ... until top-1 (accuracy with labels, else agreement) drops by <= X\n"
@@ -242,8 +243,8 @@ int cmd_compare(int argc, char **argv)
                             methods, MAX_METHODS, &n_methods))
         return cli_usage_error("compare", "bad --methods '%s'", methods_arg);
     for (int m = 0; m < n_methods; m++) calib_method_name(&methods[m], tags[m], sizeof tags[m]);
-    int layers_m = -1;
-    if (layers_arg) {
+    int layers_m = -1, no_layers = layers_arg && !strcmp(layers_arg, "none");
+    if (layers_arg && !no_layers) {
         calib_method lm;
         char tag[64];
         if (calib_method_parse(layers_arg, &lm)) return cli_usage_error("compare", "bad --layers-method '%s'", layers_arg);
@@ -293,6 +294,8 @@ int cmd_compare(int argc, char **argv)
     job.refine_eq = refine_eq;
     job.refine_images = (int)refine_images;
     job.target = tg;
+    if (no_layers && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric) || !isnan(tg.drop)))
+        return cli_usage_error("compare", "--layers-method none: a target's search needs the layer-wise errors");
     job.float16 = float16;
     if ((st = eng_compare_calibrate(&job, &res)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
@@ -400,13 +403,15 @@ int cmd_compare(int argc, char **argv)
 
     /* layer-wise errors of one method */
     layers_m = res.layers_m;
-    fprintf(stderr, "ptq compare: %.1f s; layer-wise errors of %s\n", since(&t0), tags[layers_m]);
-    if ((st = eng_compare_layers(&job, &res)) != PTQ_OK) goto fail;
-    printf("\nlayer-wise (%s), worst isolated SQNR first:\n%-40s %-28s %12s %12s %10s\n", tags[layers_m], "tensor",
-           "consumer", "iso SQNR dB", "acc SQNR dB", "acc cos");
-    for (int i = 0; i < res.n_layers && i < 15; i++)
-        printf("%-40s %-28s %12.2f %12.2f %10.6f\n", res.order[i]->tensor, res.order[i]->node, res.order[i]->iso_sqnr_db,
-               res.order[i]->acc_sqnr_db, res.order[i]->acc_cosine);
+    if (!no_layers) {
+        fprintf(stderr, "ptq compare: %.1f s; layer-wise errors of %s\n", since(&t0), tags[layers_m]);
+        if ((st = eng_compare_layers(&job, &res)) != PTQ_OK) goto fail;
+        printf("\nlayer-wise (%s), worst isolated SQNR first:\n%-40s %-28s %12s %12s %10s\n", tags[layers_m], "tensor",
+               "consumer", "iso SQNR dB", "acc SQNR dB", "acc cos");
+        for (int i = 0; i < res.n_layers && i < 15; i++)
+            printf("%-40s %-28s %12.2f %12.2f %10.6f\n", res.order[i]->tensor, res.order[i]->node,
+                   res.order[i]->iso_sqnr_db, res.order[i]->acc_sqnr_db, res.order[i]->acc_cosine);
+    }
 
     /* sensitivity: the fewest layers in float that reach the target */
     if ((st = eng_compare_exclusion(&job, &res)) != PTQ_OK) goto fail;

@@ -169,6 +169,21 @@ def strip(x):
 a, b = (strip(json.load(open('$TMP/b%d.json' % k))) for k in (1, 3))
 assert a == b, [k for k in a if a[k] != b.get(k)]
 print(len(a['layers']), 'layers and', len(a['methods']), 'methods alike')\""
+check "--layers-method none: the same figures without the layer-wise pass; with a target refused" bash -c "
+  '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls \
+     --batch 1 --methods max,entropy --layers-method none --json '$TMP/nl.json' > '$TMP/nl.out' 2>'$TMP/nl.err' &&
+  ! grep -q 'layer-wise' '$TMP/nl.out' '$TMP/nl.err' &&
+  $PY -c \"
+import json
+def strip(x):
+    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if not any(w in k for w in ('second', 'rss', 'batch', 'time'))}
+    if isinstance(x, list): return [strip(v) for v in x]
+    return x
+a, b = strip(json.load(open('$TMP/nl.json'))), strip(json.load(open('$TMP/b1.json')))
+assert a['layers'] == [] and a['methods'] == b['methods'], 'figures differ'
+print(len(a['methods']), 'methods as with the layer-wise pass, no layers')\" &&
+  '$PTQ' compare '$CLS' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' --preset paddleocr-cls \
+     --layers-method none --target-cosine 0.99 >/dev/null 2>'$TMP/nl2.err'; [ \$? = 2 ] && grep -q 'needs the layer-wise errors' '$TMP/nl2.err'"
 check "compare: a missing --eval-images is a usage error" bash -c "
   '$PTQ' compare '$CLS' --images '$TMP/calib.list' --preset paddleocr-cls 2>'$TMP/u.err'; [ \$? = 2 ] && grep -q 'eval-images' '$TMP/u.err'"
 # On a terminal, the progress line names the phase: calibration, each method with its
