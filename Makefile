@@ -213,6 +213,8 @@ bench: deps
 	@BUILD=$(BUILD) bench/ocr_cer.sh
 	@# the refinements' cost next to the calibration pass
 	@PTQ=$(BUILD)/ptq bench/refine.sh
+	@# the recipes' cost: balanced and best against fast (the calibration pass), 256 images
+	@PTQ=$(BUILD)/ptq bench/recipes.sh
 	@# truth: OCR CER, cls top-1 and a trained U-Net's IoU against labelled data, with bootstrap intervals
 	@BUILD=$(BUILD) bench/truth.sh
 	@# truth per family: a trained detector, ViT and ConvNeXt; ptq's recipes beside ORT quantize_static, against the labels
