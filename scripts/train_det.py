@@ -85,15 +85,7 @@ def build(nc):
 
 def head(m, x):
     """Per level: box logits [B, 4 REG, h, w] and class logits [B, nc, h, w]."""
-    x = m.b2(m.b1(m.b0(x)))
-    p3 = m.b4(m.b3(x))
-    p4 = m.b6(m.b5(p3))
-    p5 = m.b9(m.b8(m.b7(p4)))
-    h12 = m.h12(torch.cat((m.up(p5), p4), 1))
-    h15 = m.h15(torch.cat((m.up(h12), p3), 1))
-    h18 = m.h18(torch.cat((m.h16(h15), h12), 1))
-    h21 = m.h21(torch.cat((m.h19(h18), p5), 1))
-    return [(m.detect.cv2[i](f), m.detect.cv3[i](f)) for i, f in enumerate((h15, h18, h21))]
+    return [(m.detect.cv2[i](f), m.detect.cv3[i](f)) for i, f in enumerate(m.features(x))]
 
 
 def targets(boxes, nc, flip):

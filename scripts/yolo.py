@@ -154,7 +154,8 @@ class YoloV8Like(nn.Module):
         self.h21 = C2f(ch(512) + ch(1024), ch(1024), n(3))  # P5 out
         self.detect = Detect(nc, (ch(256), ch(512), ch(1024)), (8, 16, 32))
 
-    def forward(self, x):
+    def features(self, x):
+        """The neck's three levels (P3, P4, P5 outputs) that the head reads."""
         x = self.b2(self.b1(self.b0(x)))
         p3 = self.b4(self.b3(x))
         p4 = self.b6(self.b5(p3))
@@ -163,7 +164,10 @@ class YoloV8Like(nn.Module):
         h15 = self.h15(torch.cat((self.up(h12), p3), 1))
         h18 = self.h18(torch.cat((self.h16(h15), h12), 1))
         h21 = self.h21(torch.cat((self.h19(h18), p5), 1))
-        return self.detect([h15, h18, h21])
+        return [h15, h18, h21]
+
+    def forward(self, x):
+        return self.detect(self.features(x))
 
 
 class YoloNMS(nn.Module):
