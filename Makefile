@@ -175,6 +175,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ISA) -w -c $< -o $@
 $(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx2.o: FUZZ_ISA := -mavx2 -mfma
+$(FUZZ_BUILD)/obj/runtime/kernels/depthwise_avx2.o: FUZZ_ISA := -mavx2
 $(FUZZ_BUILD)/obj/runtime/kernels/sgemm_avx512.o: FUZZ_ISA := -mavx512f -mfma
 $(FUZZ_BUILD)/obj/calib/calib_avx2.o: FUZZ_ISA := -mavx2
 $(FUZZ_BUILD)/obj/calib/calib_avx512.o: FUZZ_ISA := -mavx512f
@@ -234,6 +235,7 @@ $(BUILD)/obj/runtime/%.o: OPT := -O3 -g
 $(BUILD)/obj/calib/%.o: OPT := -O3 -g
 # kern_sgemm's SIMD paths: these two files only, called after a cpuid check (runtime/kernels/sgemm.c)
 $(BUILD)/obj/runtime/kernels/sgemm_avx2.o: OPT := -O3 -g -mavx2 -mfma
+$(BUILD)/obj/runtime/kernels/depthwise_avx2.o: OPT := -O3 -g -mavx2
 $(BUILD)/obj/runtime/kernels/sgemm_avx512.o: OPT := -O3 -g -mavx512f -mfma
 $(BUILD)/obj/calib/calib_avx2.o: OPT := -O2 -g -mavx2
 $(BUILD)/obj/calib/calib_avx512.o: OPT := -O2 -g -mavx512f

@@ -810,6 +810,7 @@ ptq_status ptq_plan_create(const ptq_graph *g, const ptq_input_shape *shapes, in
     if (getenv("PTQ_PROFILE")) {
         p->prof_ms = calloc((size_t)p->n_steps + 1, sizeof *p->prof_ms);
         CHECK_ALLOC(p->prof_ms);
+        p->prof_cpu = !strcmp(getenv("PTQ_PROFILE"), "cpu");
     }
     *out = p;
     p = NULL;
@@ -820,12 +821,12 @@ done:
     return st;
 }
 
-/* PTQ_PROFILE=1: time per op type, printed to stderr when the plan is destroyed. */
+/* PTQ_PROFILE=1 (wall-clock) or cpu (CPU time): time per op type, printed to stderr when the plan is destroyed. */
 static void print_profile(const ptq_plan *p)
 {
     double total = 0;
     for (int i = 0; i < p->n_steps; i++) total += p->prof_ms[i];
-    fprintf(stderr, "profile: %.1f ms in all, observers %.1f ms more\n", total, p->prof_obs_ms);
+    fprintf(stderr, "profile: %.1f ms %s in all, observers %.1f ms more\n", total, p->prof_cpu ? "CPU" : "wall-clock", p->prof_obs_ms);
     if (p->n_dyn) fprintf(stderr, "  %d of %d nodes dynamic (inferred during the run; their time includes it)\n", p->n_dyn, p->n_steps);
     for (int i = 0; i < p->n_steps; i++) {
         const char *op = p->g->nodes[p->steps[i].node].op_type;
@@ -1055,6 +1056,16 @@ done:
     return st;
 }
 
+/* The profile's clock in seconds: wall-clock, or with PTQ_PROFILE=cpu the process's CPU time
+ * (all threads' together: at one thread, the node's own work, whatever else the machine runs). */
+static double prof_now(const ptq_plan *p)
+{
+    if (!p->prof_cpu) return omp_get_wtime();
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 ptq_status ptq_plan_step(ptq_plan *p, int *finished)
 {
     ptq_status st = PTQ_OK;
@@ -1063,20 +1074,20 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
     if (*finished) return PTQ_OK;
     int i = p->next_step++;
     plan_step *s = &p->steps[i];
-    double t0 = p->prof_ms ? omp_get_wtime() : 0;
+    double t0 = p->prof_ms ? prof_now(p) : 0;
     st = s->dyn ? dyn_prepare(p, s) : PTQ_OK;
     if (st == PTQ_OK) st = s->def->run(&s->ctx);
-    if (p->prof_ms) p->prof_ms[i] += (omp_get_wtime() - t0) * 1e3;
+    if (p->prof_ms) p->prof_ms[i] += (prof_now(p) - t0) * 1e3;
     if (st != PTQ_OK) {
         p->next_step = p->n_steps;
         name_node_in_error(&p->g->nodes[s->node]);
         return st;
     }
     if (p->opt.observer) {
-        t0 = p->prof_ms ? omp_get_wtime() : 0;
+        t0 = p->prof_ms ? prof_now(p) : 0;
         for (int o = 0; o < s->ctx.n_out; o++)
             if (s->out_vals[o] >= 0) TRY(observe(p, s->out_vals[o]));
-        if (p->prof_ms) p->prof_obs_ms += (omp_get_wtime() - t0) * 1e3;
+        if (p->prof_ms) p->prof_obs_ms += (prof_now(p) - t0) * 1e3;
     }
     if (p->n_dyn) dyn_release_dead(p, i);
 done:

@@ -63,6 +63,7 @@ struct ptq_plan {
     double flops;
     double *prof_ms;          /* per step, when PTQ_PROFILE is set */
     double prof_obs_ms;       /* in observer calls */
+    int prof_cpu;             /* PTQ_PROFILE=cpu: CPU time, not wall-clock */
     int next_step;            /* ptq_plan_step's position; n_steps when idle */
     uint8_t *is_dyn;          /* value made by a dynamic step (shape known at run time only) */
     size_t *dyn_cap;          /* bytes of a dynamic value's heap buffer (vals[v].data), 0: none */

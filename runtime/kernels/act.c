@@ -18,13 +18,23 @@ static inline float div6(float y)
     return (float)((double)y * (1.0 / 6.0));
 }
 
+/* Which of the two exact forms of y / 6 is faster here: the division (vdivps) on AVX2 cores
+ * (AMD Zen 3: 0.30 against 0.74 cycles per element for the hard-swish loop), the double
+ * product where AVX-512 runs it (zmm division is the slow case there). Same bytes either way. */
+static int use_fdiv(void)
+{
+    static int v = -1;
+    if (v < 0) v = !__builtin_cpu_supports("avx512f");
+    return v;
+}
+
 int kern_act_active(const ptq_activation *act)
 {
     return act->kind != PTQ_ACT_NONE || act->has_post;
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-act_loop(int kind, float alpha, float beta, int has_post, float pm, float pa, float *restrict x, size_t n)
+act_loop(int kind, float alpha, float beta, int has_post, float pm, float pa, float *restrict x, size_t n, int fdiv)
 {
     switch (kind) {
     case PTQ_ACT_RELU:
@@ -49,18 +59,32 @@ act_loop(int kind, float alpha, float beta, int has_post, float pm, float pa, fl
         }
         break;
     case PTQ_ACT_HARD_SWISH:
-        for (size_t i = 0; i < n; i++) {
-            float v = div6(x[i]) + 0.5f;
-            v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
-            x[i] = x[i] * v;
-        }
+        if (fdiv)
+            for (size_t i = 0; i < n; i++) {
+                float v = x[i] / 6.0f + 0.5f;
+                v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+                x[i] = x[i] * v;
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                float v = div6(x[i]) + 0.5f;
+                v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+                x[i] = x[i] * v;
+            }
         break;
     case PTQ_ACT_HARD_SWISH_DIV6:
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i] + 3.0f;
-            v = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
-            x[i] = div6(x[i] * v);
-        }
+        if (fdiv)
+            for (size_t i = 0; i < n; i++) {
+                float v = x[i] + 3.0f;
+                v = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+                x[i] = x[i] * v / 6.0f;
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                float v = x[i] + 3.0f;
+                v = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+                x[i] = div6(x[i] * v);
+            }
         break;
     default:
         break;
@@ -81,7 +105,7 @@ void kern_act_f32(const ptq_activation *act, float *x, size_t n)
     case PTQ_ACT_HARD_SWISH:
     case PTQ_ACT_HARD_SWISH_DIV6:
         if (act->kind != PTQ_ACT_NONE || act->has_post)
-            act_loop((int)act->kind, act->alpha, act->beta, act->has_post, act->post_mul, act->post_add, x, n);
+            act_loop((int)act->kind, act->alpha, act->beta, act->has_post, act->post_mul, act->post_add, x, n, use_fdiv());
         return;
     default: /* any kind added later: the shared scalar version */
         ptq_activation_apply(act, x, n);

@@ -3,6 +3,8 @@
 
 #include "runtime/kernels/act.h"
 #include "runtime/kernels/depthwise.h"
+#include "runtime/kernels/depthwise_isa.h"
+#include "runtime/kernels/sgemm.h"
 
 #define DW_BAND_FLOATS (32 * 1024) /* padded input rows per band: about 128 KiB */
 
@@ -24,7 +26,8 @@ size_t kern_depthwise_scratch(const kern_conv_geom *g, int64_t *band)
     if (b > g->out[1]) b = g->out[1];
     if (b < 1) b = 1;
     *band = b;
-    return (size_t)((b - 1) * sh + ekh) * (size_t)pw;
+    /* + 16: the AVX2 rows at stride 2 load up to one float past a row's end (lanes unused) */
+    return (size_t)((b - 1) * sh + ekh) * (size_t)pw + 16;
 }
 
 /* One output row from kh padded rows (pitch pp): o[x] = (sum w[i][j] * p[i][x*SW + j]) + bias,
@@ -88,6 +91,7 @@ void kern_depthwise_plane_f32(const kern_conv_geom *g, int64_t band, const float
     const int64_t pp = padded_width(g), ekh = (kh - 1) * dh + 1;
     /* columns of a padded row that come from the input: [c0, c0 + cn) */
     int64_t c0 = pwb < pp ? pwb : pp, cn = W < pp - c0 ? W : pp - c0;
+    const int avx2 = kern_isa_current() >= KERN_ISA_AVX2;
     for (int64_t oy0 = 0; oy0 < OH; oy0 += band) {
         int64_t rows = OH - oy0 < band ? OH - oy0 : band, prows = (rows - 1) * sh + ekh;
         for (int64_t r = 0; r < prows; r++) {
@@ -102,7 +106,10 @@ void kern_depthwise_plane_f32(const kern_conv_geom *g, int64_t band, const float
             memset(d + c0 + cn, 0, sizeof(float) * (size_t)(pp - c0 - cn));
         }
         float *yb = y + oy0 * OW;
-        dw_band(scratch, pp, sh, yb, OW, rows, w, bias, kh, g->k[2], g->stride[2], dh, g->dil[2]);
+        if (avx2 && dh == 1 && g->dil[2] == 1 && kh == g->k[2] && (kh == 3 || kh == 5) && (g->stride[2] == 1 || g->stride[2] == 2))
+            kern_dw_rows_avx2(scratch, pp, sh, yb, OW, rows, w, bias, (int)kh, (int)g->stride[2]);
+        else
+            dw_band(scratch, pp, sh, yb, OW, rows, w, bias, kh, g->k[2], g->stride[2], dh, g->dil[2]);
         if (kern_act_active(act)) kern_act_f32(act, yb, (size_t)(rows * OW));
     }
 }

@@ -8,8 +8,8 @@
  * plane is processed in bands of output rows: the band's input rows are copied with
  * their zero padding into scratch, then every output is the taps summed from zero in
  * row-major tap order, plus the bias last (3x3 and 5x5 at column stride 1 or 2 have
- * unrolled loops that gcc vectorises, built for AVX-512, AVX2 and baseline x86-64 and
- * picked at load time; the generic loop adds the same terms in the same order). Pointers
+ * AVX2 rows, depthwise_avx2.c, on the avx2 and avx512 paths, and unrolled loops that gcc
+ * vectorises otherwise; the generic loop adds the same terms in the same order). Pointers
  * are borrowed. */
 #ifndef PTQ_KERN_DEPTHWISE_H
 #define PTQ_KERN_DEPTHWISE_H

@@ -15,6 +15,7 @@
 #include "runtime/kernels/act.h"
 #include "runtime/kernels/conv_ref.h"
 #include "runtime/kernels/depthwise.h"
+#include "runtime/kernels/sgemm.h"
 #include "runtime/op.h"
 #include "tests/unit/op_test.h"
 
@@ -507,6 +508,23 @@ TEST(depthwise_kernel)
         kern_depthwise_plane_f32(&g, band, x, w, 0.5f, &none, y, scr);
         kern_depthwise_plane_ref(&g, x, w, 0.5f, ref);
         int bad = compare_f32(y, ref, nout, ATOL, RTOL, "depthwise");
+        /* and bit for bit the sum every path computes: taps in row-major order from +0.0f, a
+         * multiply then an add each (padding included), the bias last */
+        for (int64_t oy = 0; oy < g.out[1]; oy++)
+            for (int64_t ox = 0; ox < g.out[2]; ox++) {
+                float acc = 0.0f;
+                for (int64_t i = 0; i < k; i++)
+                    for (int64_t j = 0; j < k; j++) {
+                        int64_t iy = oy * g.stride[1] - g.pad[1] + i * g.dil[1], ix = ox * g.stride[2] - g.pad[2] + j * g.dil[2];
+                        float xv = iy < 0 || iy >= g.in[1] || ix < 0 || ix >= g.in[2] ? 0.0f : x[iy * g.in[2] + ix];
+                        acc += w[i * k + j] * xv;
+                    }
+                ref[oy * g.out[2] + ox] = acc + 0.5f;
+            }
+        if (memcmp(y, ref, sizeof(float) * nout) != 0) {
+            printf("    depthwise: not the bytes of the row-major sum (ISA path %s)\n", kern_isa_name(kern_isa_current()));
+            bad++;
+        }
         if (bad)
             printf("    in %lldx%lld k %lld s %lld/%lld d %lld/%lld p %lld/%lld out %lldx%lld band %lld\n",
                    (long long)g.in[1], (long long)g.in[2], (long long)k, (long long)g.stride[1], (long long)g.stride[2],
