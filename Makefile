@@ -224,6 +224,8 @@ bench: deps
 	@BUILD=$(BUILD) bench/zoo.sh
 	@# models as shipped: float16, uint8 NHWC, gray, dynamic H/W, opset 11, Ultralytics metadata (scripts/variants.py)
 	@BUILD=$(BUILD) bench/variants.sh
+	@# every speed and memory figure next to its target: share of the FMA peak, threads, against ORT, recipes, memory
+	@BUILD=$(BUILD) bench/targets.sh
 
 clean:
 	rm -rf build build-san build-fuzz ptq
