@@ -15,7 +15,8 @@
  * rows alias in L1 (sg_direct_fits). Between k
  * blocks an element's accumulator goes through C unchanged (a float store and load), so
  * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
- * microkernel on a padded copy of the tile. SG_TAPS_FN (the includer names it too) runs the
+ * microkernel on a padded copy of the tile, or, when only rows are missing and the includer
+ * defines SG_HAVE_ROWS, its sg_micro_rows straight into C. SG_TAPS_FN (the includer names it too) runs the
  * taps of a shifted convolution in one call. */
 #include <stdint.h>
 #include <string.h>
@@ -97,10 +98,17 @@ static int sg_direct_fits(int64_t ldb, int64_t kc)
     return sets * 8 >= 2 * kc;
 }
 
-/* A partial tile (mr < SG_MR or nr < SG_NR): the microkernel on a padded copy. */
+/* A partial tile (mr < SG_MR or nr < SG_NR): the includer's row kernel where only rows are missing
+ * (SG_HAVE_ROWS), else the microkernel on a padded copy. */
 static void sg_edge(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
                     int64_t mr, int64_t nr)
 {
+#ifdef SG_HAVE_ROWS
+    if (nr == SG_NR) { /* full width, fewer rows: the includer's row kernel, no copy */
+        sg_micro_rows(kc, ap, bp, ldbp, c, ldc, load, mr);
+        return;
+    }
+#endif
     _Alignas(64) float t[SG_MR * SG_NR];
     memset(t, 0, sizeof t);
     if (load)

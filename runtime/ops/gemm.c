@@ -5,7 +5,7 @@
  * a 1-D B a column, both dims removed from the result; batch dims broadcast).
  *
  * Both split the output into tiles fixed by the shapes (columns in tiles of at most
- * MATMUL_TN, rows in tiles of MATMUL_TM) and run one single-threaded kern_sgemm per tile
+ * MATMUL_TN, rows in tiles of at most MATMUL_TM) and run one single-threaded kern_sgemm per tile
  * in parallel with OpenMP, the epilogue on the tile while it is in cache. Each output
  * element is one FMA chain in k order from zero (sgemm.h), then alpha * product + beta * C
  * (C added last, as ONNX Runtime's kernels do), so results do not
@@ -24,7 +24,7 @@
 #include "runtime/shape.h"
 
 #define GEMM_SERIAL_WORK (1 << 16)    /* multiply-adds below which one thread runs it all */
-#define MATMUL_TM 32                  /* rows per tile */
+#define MATMUL_TM 96                  /* rows per tile at most: 16 strips of AVX2's 6 rows, 12 of AVX-512's 8 */
 #define MATMUL_TN 128                 /* columns per tile at most (a multiple of 16) */
 
 static ptq_status need_f32(const ptq_op_ctx *ctx)
@@ -217,7 +217,9 @@ static ptq_status matmul_infer(ptq_op_ctx *ctx)
         s->nb = batches;
     }
     s->tn = tile_cols(N);
-    s->tm = s->nb == 1 ? MATMUL_TM : (s->M > 0 ? s->M : 1); /* batched: one row tile per matrix */
+    /* up to MATMUL_TM rows in one tile, so that each B panel serves every row strip (a
+     * 40-row sequence times a 6625-class head: one tile, B read once) */
+    s->tm = s->nb == 1 ? (s->M < MATMUL_TM ? (s->M > 0 ? s->M : 1) : MATMUL_TM) : (s->M > 0 ? s->M : 1); /* batched: one row tile per matrix */
     ctx->scratch_bytes = 0;
     s->n_tm = kern_ceil_div(s->M, s->tm);
     s->n_tn = kern_ceil_div(N, s->tn);
