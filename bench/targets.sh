@@ -12,7 +12,8 @@
 #                                       measured one after the other                    target <= 0.7x
 # then the rows bench/recipes.sh and bench/calibrate.sh wrote (build/bench/recipes.md, calibrate.md)
 # when they ran before. Wall-clock figures need a quiet machine: the load average is printed.
-# ISAS (default: every path this CPU runs but generic), REPEAT (10), THREADS (2).
+# ISAS (default: every path this CPU runs but generic), REPEAT (10), THREADS (2); ORT_PY=python3 times
+# ONNX Runtime through its Python package instead of tests/oracle/ort.js (onnxruntime-node).
 # Written to build/bench/targets.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,8 +79,23 @@ judge() { # value op bound -> yes/no
   for spec in "$DET" "$CLS" "$REC"; do
     m=${spec%%:*}
     read -r pm _ <<<"$(run "" "$THREADS" "$REPEAT" "$spec")"
-    o=$(node tests/oracle/ort.js "$M/$m.onnx" --input x="$(input "$spec")" --repeat "$REPEAT" --threads "$THREADS")
-    om=$(echo "$o" | field median)
+    if [ -n "${ORT_PY:-}" ]; then # Python's onnxruntime instead of onnxruntime-node (a machine without node)
+      om=$($ORT_PY - "$M/$m.onnx" "$(input "$spec")" "$REPEAT" "$THREADS" <<'PYEOF'
+import sys, time, numpy as np, onnxruntime as ort
+o = ort.SessionOptions(); o.intra_op_num_threads = int(sys.argv[4]); o.inter_op_num_threads = 1
+s = ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
+x = {s.get_inputs()[0].name: np.load(sys.argv[2])}
+s.run(None, x)
+t = []
+for _ in range(int(sys.argv[3])):
+    t0 = time.perf_counter(); s.run(None, x); t.append((time.perf_counter() - t0) * 1e3)
+print(f"{float(np.median(t)):.3f}")
+PYEOF
+)
+    else
+      o=$(node tests/oracle/ort.js "$M/$m.onnx" --input x="$(input "$spec")" --repeat "$REPEAT" --threads "$THREADS")
+      om=$(echo "$o" | field median)
+    fi
     r=$($PY -c "print(f'{$pm / $om:.2f}')")
     row "$m, ptq / ONNX Runtime, $THREADS threads ($pm / $om ms)" "${r}x" "<= 0.7x" "$(judge "$r" '<=' 0.7)"
   done
