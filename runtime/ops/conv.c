@@ -51,7 +51,7 @@
 #include "runtime/shape.h"
 
 #define CONV_PANEL_FLOATS (256 * 1024) /* GEMM B panel (k x tile columns) per task: 1 MiB */
-#define CONV_COL_FLOATS (128 * 1024)   /* im2col / col2im buffer per thread: 512 KiB */
+#define CONV_COL_FLOATS (64 * 1024)    /* im2col / col2im buffer per thread: 256 KiB (with C's tile, within a 512 KiB L2) */
 #define CONV_SERIAL_WORK (1 << 16)     /* multiply-adds below which one thread runs it all */
 #define SHIFT_MIN_CIN 8                /* input channels per group for the shifted path */
 #define SHIFT_PAD_FLOATS (128 * 1024)  /* padded band per thread: 512 KiB */
