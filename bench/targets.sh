@@ -42,9 +42,10 @@ run() { # isa threads repeat spec -> "median_ms gflops" (wall-clock)
   p=$(OMP_WAIT_POLICY=passive PTQ_ISA=$1 "$PTQ" run "$M/${4%%:*}.onnx" --input "$(input "$4")" --repeat "$3" --threads "$2")
   echo "$(echo "$p" | field median) $(echo "$p" | sed -E 's/.*, ([0-9.]+) GFLOP\/s.*/\1/')"
 }
-cpu() { # isa threads repeat spec -> CPU seconds of the whole command
-  OMP_WAIT_POLICY=passive PTQ_ISA=$1 /usr/bin/time -f "%U %S" -o "$OUT/targets.time" \
-    "$PTQ" run "$M/${4%%:*}.onnx" --input "$(input "$4")" --repeat "$3" --threads "$2" >/dev/null
+cpu() { # isa threads repeat spec -> CPU seconds (user + system) of the whole command (bash's time)
+  local TIMEFORMAT="%U %S" in
+  in=$(input "$4")
+  { time OMP_WAIT_POLICY=passive PTQ_ISA=$1 "$PTQ" run "$M/${4%%:*}.onnx" --input "$in" --repeat "$3" --threads "$2" >/dev/null; } 2> "$OUT/targets.time"
   awk '{print $1 + $2}' "$OUT/targets.time"
 }
 row() { # figure measured target met
