@@ -202,3 +202,53 @@ ptq_status ptq_spatial_resolve_transposed(const ptq_op_ctx *ctx, int nsp, const 
     }
     return PTQ_OK;
 }
+
+/* One innermost row of n elements, x's stride st (elements), typed copies for the common sizes. */
+static void strided_row(char *restrict y, const char *restrict x, int64_t n, int64_t st, size_t es)
+{
+    if (st == 1) {
+        memcpy(y, x, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 4:
+        for (int64_t j = 0; j < n; j++) memcpy(y + 4 * j, x + 4 * j * st, 4);
+        break;
+    case 8:
+        for (int64_t j = 0; j < n; j++) memcpy(y + 8 * j, x + 8 * j * st, 8);
+        break;
+    case 2:
+        for (int64_t j = 0; j < n; j++) memcpy(y + 2 * j, x + 2 * j * st, 2);
+        break;
+    case 1:
+        for (int64_t j = 0; j < n; j++) y[j] = x[j * st];
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) memcpy(y + (size_t)j * es, x + (size_t)(j * st) * es, es);
+        break;
+    }
+}
+
+void ptq_strided_copy(void *y, const void *x, int rank, const int64_t *dims, const int64_t *strides, int64_t base,
+                      size_t es)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= dims[d];
+    if (n == 0) return;
+    if (rank == 0) {
+        memcpy(y, (const char *)x + (size_t)base * es, es);
+        return;
+    }
+    int64_t inner = dims[rank - 1], ist = strides[rank - 1], idx[PTQ_MAX_RANK] = {0}, off = base;
+    char *o = y;
+    for (int64_t done = 0; done < n; done += inner) {
+        strided_row(o, (const char *)x + off * (int64_t)es, inner, ist, es);
+        o += (size_t)inner * es;
+        for (int d = rank - 2; d >= 0; d--) { /* the odometer over the outer dims */
+            off += strides[d];
+            if (++idx[d] < dims[d]) break;
+            off -= strides[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}

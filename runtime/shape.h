@@ -29,6 +29,12 @@ void ptq_broadcast_strides(const ptq_tensor *t, const ptq_tensor *out, int64_t *
 /* Plain row-major strides of t (elements). */
 void ptq_strides(const ptq_tensor *t, int64_t *strides);
 
+/* y (rank dims, row-major, es-byte elements) = x[base + sum_d idx_d * strides[d]] (element
+ * strides, any sign): the copy behind Transpose and Slice, one contiguous or strided run per
+ * innermost row. */
+void ptq_strided_copy(void *y, const void *x, int rank, const int64_t *dims, const int64_t *strides, int64_t base,
+                      size_t es);
+
 /* Convolution / pooling geometry over `nsp` spatial dims, from the node's attributes
  * kernel_shape (or `kernel` when given), strides, dilations, pads, auto_pad, ceil_mode
  * (pooling), output_padding/output_shape (transposed). */

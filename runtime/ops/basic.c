@@ -626,17 +626,7 @@ static ptq_status transpose_run(ptq_op_ctx *ctx)
     int64_t xs[PTQ_MAX_RANK], st[PTQ_MAX_RANK];
     ptq_strides(x, xs);
     for (int i = 0; i < y->rank; i++) st[i] = xs[p[i]];
-    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
-    int r = y->rank;
-    for (size_t i = 0; i < n; i++) {
-        size_t rem = i;
-        int64_t off = 0;
-        for (int d = r - 1; d >= 0; d--) {
-            off += (int64_t)(rem % (size_t)y->dims[d]) * st[d];
-            rem /= (size_t)y->dims[d];
-        }
-        memcpy((char *)y->data + i * es, (const char *)x->data + (size_t)off * es, es);
-    }
+    ptq_strided_copy(y->data, x->data, y->rank, y->dims, st, 0, ptq_dtype_size(y->dtype));
     return PTQ_OK;
 }
 
@@ -762,19 +752,13 @@ static ptq_status slice_run(ptq_op_ctx *ctx)
     const slice_state *s = ctx->state;
     const ptq_tensor *x = ctx->in[0];
     ptq_tensor *y = ctx->out[0];
-    int64_t xs[PTQ_MAX_RANK];
+    int64_t xs[PTQ_MAX_RANK], st[PTQ_MAX_RANK], base = 0;
     ptq_strides(x, xs);
-    size_t n = ptq_tensor_numel(y), es = ptq_dtype_size(y->dtype);
-    for (size_t i = 0; i < n; i++) {
-        size_t rem = i;
-        int64_t off = 0;
-        for (int d = y->rank - 1; d >= 0; d--) {
-            int64_t idx = (int64_t)(rem % (size_t)y->dims[d]);
-            rem /= (size_t)y->dims[d];
-            off += (s->start[d] + idx * s->step[d]) * xs[d];
-        }
-        memcpy((char *)y->data + i * es, (const char *)x->data + (size_t)off * es, es);
+    for (int d = 0; d < y->rank; d++) {
+        st[d] = s->step[d] * xs[d];
+        base += s->start[d] * xs[d];
     }
+    ptq_strided_copy(y->data, x->data, y->rank, y->dims, st, base, ptq_dtype_size(y->dtype));
     return PTQ_OK;
 }
 
