@@ -97,11 +97,30 @@ static ptq_status unary_infer(ptq_op_ctx *ctx)
     }                                                                                            \
     WEAK const ptq_op_def op_##sym = {unary_infer, sym##_run, NULL, 0};
 
+/* The mathf.h functions, whose double cores are most of their cost, built for AVX-512, AVX2
+ * and baseline x86-64 and picked at load time (the same IEEE operations: the same bits). */
+#define UNARY_MATHF(sym, fn)                                                                     \
+    __attribute__((target_clones("avx512f", "avx2", "default"))) static void sym##_loop(        \
+        const float *restrict x, float *restrict y, size_t n)                                    \
+    {                                                                                            \
+        for (size_t i = 0; i < n; i++) y[i] = fn(x[i]);                                          \
+    }                                                                                            \
+    static ptq_status sym##_run(ptq_op_ctx *ctx)                                                  \
+    {                                                                                            \
+        const float *x = ctx->in[0]->data;                                                       \
+        float *y = ctx->out[0]->data;                                                            \
+        size_t n = ptq_tensor_numel(ctx->out[0]), blk = 16384, nb = (n + blk - 1) / blk;         \
+        _Pragma("omp parallel for num_threads(ctx->nthreads) schedule(static) if (nb > 1)")     \
+        for (size_t b = 0; b < nb; b++) sym##_loop(x + b * blk, y + b * blk, n - b * blk < blk ? n - b * blk : blk); \
+        return PTQ_OK;                                                                           \
+    }                                                                                            \
+    WEAK const ptq_op_def op_##sym = {unary_infer, sym##_run, NULL, 0};
+
 UNARY(relu, v > 0.0f ? v : 0.0f, (void)0)
-UNARY(sigmoid, ptq_sigmoidf(v), (void)0)
+UNARY_MATHF(sigmoid, ptq_sigmoidf)
 UNARY(sqrt, sqrtf(v), (void)0)
-UNARY(tanh, ptq_tanhf(v), (void)0)
-UNARY(exp, ptq_expf(v), (void)0)
+UNARY_MATHF(tanh, ptq_tanhf)
+UNARY_MATHF(exp, ptq_expf)
 /* Neg and Abs also on integers (shape arithmetic) */
 static ptq_status signed_unary_infer(ptq_op_ctx *ctx)
 {
