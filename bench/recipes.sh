@@ -4,7 +4,9 @@
 # --recipe fast (the calibration pass: percentile:99.99, nothing else), balanced and best, at
 # T threads (default 2). Each run's CPU seconds (user + system, so that the ratio holds on a machine
 # shared with other work) and wall seconds; the ratios balanced / fast and best / fast next to
-# their targets (2x and 10x). Written to build/bench/recipes.md.
+# their targets (2x and 10x). Written to build/bench/recipes.md (RECIPES_OUT=FILE: elsewhere).
+# OpenMP threads wait passively (OMP_WAIT_POLICY=passive): the CPU seconds are work done, not
+# threads spinning at barriers, which on a machine shared with other work can multiply them.
 #   bench/recipes.sh [--threads N] [--images N] [--models "det rec cls"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,15 +20,16 @@ while [ $# -gt 0 ]; do
     *) echo "bench/recipes.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-W=build/tmp/bench-recipes
+export OMP_WAIT_POLICY=passive
+OUT=${RECIPES_OUT:-build/bench/recipes.md}
+W=build/tmp/bench-recipes-$(basename "$OUT" .md)
 mkdir -p build/bench "$W"
 [ -f build/textphotos/.done ] || { /usr/bin/python3 tests/oracle/textimages.py build/photos build/textphotos >/dev/null &&
   touch build/textphotos/.done; }
-OUT=build/bench/recipes.md
 cpu() { awk '{printf "%.1f", $1 + $2}' "$1"; }
 wall() { awk '{printf "%.1f", $3}' "$1"; }
 {
-  echo "$N images (a list cycling build/textphotos/MODEL), $T threads; CPU seconds (user + system) and wall seconds"
+  echo "$N images (a list cycling build/textphotos/MODEL), $T threads; CPU seconds (user + system, OMP_WAIT_POLICY=passive) and wall seconds"
   echo
   echo "| model | fast CPU s (wall) | balanced CPU s (wall) | balanced / fast (target <= 2) | best CPU s (wall) | best / fast (target <= 10) |"
   echo "|---|---:|---:|---:|---:|---:|"

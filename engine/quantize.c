@@ -380,6 +380,13 @@ ptq_status eng_quantize_choose_method(const eng_quantize_job *job, eng_quantize_
     }
     res->chosen = best;
     res->choose_images = m[0].images;
+    free(res->eval_model); /* the refinement check starts from the chosen model: measured here */
+    res->eval_model = NULL;
+    TRY(onnx_model_serialize(gq[best], &res->eval_model, &res->eval_model_len));
+    res->eval_metrics = m[best];
+    cmp_cache_destroy(res->eval_cache);
+    res->eval_cache = cc;
+    cc = NULL;
     memcpy(res->ranges, r[best], sizeof *res->ranges * (size_t)nr);
     memcpy(res->entries, e[best], sizeof *res->entries * (size_t)nr);
     if (job->output_mse) snprintf(res->tag, sizeof res->tag, "output-mse");
@@ -640,6 +647,50 @@ static void add_report(eng_refine_report *to, const eng_refine_report *r)
     to->seconds_total += r->seconds_total;
 }
 
+/* A QDQ model as the refinement check evaluates it (its float part rounded to FP16 with
+ * ev->float16), serialized, and its metrics on the check's images. */
+typedef struct {
+    uint8_t *bytes;
+    size_t len;
+    cmp_metrics m;
+} measured;
+
+/* The metrics of g on ev's images into *out, and g as evaluated into *now (replaced): those of
+ * *known when g is that model byte for byte (the same model on the same images and FP32
+ * outputs: the same metrics, without running it), else measured. */
+static ptq_status check_measure(const cmp_eval *ev, const ptq_graph *g, const measured *known, measured *now, cmp_metrics *out)
+{
+    ptq_status st = PTQ_OK;
+    ptq_graph *e = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    free(now->bytes);
+    now->bytes = NULL;
+    TRY(onnx_model_serialize(g, &buf, &len));
+    if (ev->float16) {
+        quant_fp16_report fr;
+        TRY(onnx_model_load_buffer(buf, len, NULL, ev->model, &e));
+        TRY(quant_fp16_simulate(e, &fr));
+        free(buf);
+        buf = NULL;
+        TRY(onnx_model_serialize(e, &buf, &len));
+    }
+    if (known && known->bytes && known->len == len && !memcmp(known->bytes, buf, len)) {
+        *out = known->m;
+    } else {
+        ptq_graph *run = e ? e : (ptq_graph *)g; /* cmp_evaluate only reads it */
+        TRY(cmp_evaluate(ev, &run, 1, out));
+    }
+    now->bytes = buf;
+    now->len = len;
+    now->m = *out;
+    buf = NULL;
+done:
+    free(buf);
+    ptq_graph_destroy(e);
+    return st;
+}
+
 ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result *res)
 {
     ptq_status st = PTQ_OK;
@@ -665,6 +716,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
     ro.user = res;
     ro.log = job->log;
     cmp_cache *cc = NULL;
+    measured chosen = {res->eval_model, res->eval_model_len, res->eval_metrics}, cur_model = {0}, step_model = {0};
     snapshot snap = {0};
     eng_dataset_source ds = {0};
     int ds_made = 0;
@@ -700,12 +752,20 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
 
     /* each refinement on its own, in order, kept where the metric says it helps */
     TRY(eng_fit_batch(fp, job->model, &ev.o));
-    CHECK_ALLOC(cc = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)));
+    /* the method choice's images and FP32 outputs, when it measured on these images (the same
+     * check_images), and its chosen model: what the check measures first, unless the build changed it */
+    if (res->eval_cache && res->choose_images > 0) {
+        cc = res->eval_cache;
+        res->eval_cache = NULL;
+    } else {
+        chosen.bytes = NULL;
+        CHECK_ALLOC(cc = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)));
+    }
     ev.cache = cc;
     cmp_metrics m;
     cmp_metric metric;
     ev.o.label = "refine: check";
-    TRY(cmp_evaluate_graph(&ev, res->g, &m));
+    TRY(check_measure(&ev, res->g, &chosen, &cur_model, &m));
     check_metric(job, &m, &metric);
     cmp_metric_name(&metric, res->check_metric, sizeof res->check_metric);
     res->check_images = m.images;
@@ -721,7 +781,7 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
         TRY(snapshot_take(res->g, res, &snap));
         TRY(eng_refine(res->g, fp, &es, &one, &rr));
         add_report(&res->rr, &rr);
-        TRY(cmp_evaluate_graph(&ev, res->g, &m));
+        TRY(check_measure(&ev, res->g, NULL, &step_model, &m));
         struct eng_refine_step *s = &res->steps[res->n_steps++];
         s->name = names[k];
         s->before = cur;
@@ -732,6 +792,9 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
         if (s->kept) {
             cur = s->after;
             cur_cos = s->cos_after;
+            measured t = cur_model; /* the model measured is the current one */
+            cur_model = step_model;
+            step_model = t;
         } else {
             snapshot_restore(res->g, res, &snap);
             if (k == 0) /* the ranges are the method's again */
@@ -739,14 +802,17 @@ ptq_status eng_quantize_refine(const eng_quantize_job *job, eng_quantize_result 
                                   sizeof res->tag);
         }
     }
-    /* the model as written, measured again: a dropped refinement must have left no trace */
-    TRY(cmp_evaluate_graph(&ev, res->g, &m));
+    /* the model as written: a dropped refinement must have left no trace, so it is the model
+     * measured last as kept, byte for byte, or it is measured again and must score the same */
+    TRY(check_measure(&ev, res->g, &cur_model, &step_model, &m));
     res->check_final = cmp_metric_value(&metric, &m);
     if (!(res->check_final == cur) && !(isnan(cur) && isnan(res->check_final)))
         FAIL(PTQ_ERR_INTERNAL, "refinement check: the model measures %.6f after the dropped refinements were undone, not %.6f",
              res->check_final, cur);
     res->refined = 1;
 done:
+    free(cur_model.bytes);
+    free(step_model.bytes);
     snapshot_free(&snap);
     cmp_cache_destroy(cc);
     if (ds_made) eng_source_dataset_free(&ds);
@@ -803,6 +869,8 @@ void eng_quantize_result_free(eng_quantize_result *res)
     io_cache_free(res->cached, res->n_cached);
     for (int i = 0; i < res->n_missing; i++) free(res->missing[i]);
     free(res->missing);
+    cmp_cache_destroy(res->eval_cache);
+    free(res->eval_model);
     eng_collector_free(&res->col);
     ptq_graph_destroy(res->g);
     quant_fp16_widened_free(&res->half);

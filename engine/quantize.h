@@ -129,6 +129,13 @@ typedef struct {
     /* the method choice (job.n_choose): each candidate's metric and cosine, the one taken */
     double choose_metric[8], choose_cosine[8];
     int chosen, choose_images;
+    /* what the method choice measured, for the refinement check on the same images: the evaluation
+     * cache (the images decoded, their FP32 outputs) and the chosen QDQ model as evaluated
+     * (serialized, its float part in FP16 when evaluated so) with its metrics (owned; NULL: none) */
+    cmp_cache *eval_cache;
+    uint8_t *eval_model;
+    size_t eval_model_len;
+    cmp_metrics eval_metrics;
     int64_t opset0;
     int n_upgraded;
     char tag[64];               /* the method as written in the JSON: "entropy", "output-mse", "cache", ... */

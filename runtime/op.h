@@ -162,5 +162,10 @@ ptq_status ptq_op_check_inputs(const ptq_op_ctx *ctx, int lo, int hi);
 /* QuantizeLinear followed by a DequantizeLinear of the same scale, zero point and axis, as one
  * float step (the planner's fusion; runtime/ops/quantize.c): the pair's output bit for bit. */
 extern const ptq_op_def ptq_op_quantize_dequantize;
+/* Cast(float16) followed by Cast(float) of a float32 tensor, as one float step (the planner's
+ * fusion; runtime/ops/utility.c): each value rounded to float16 and back, bit for bit. */
+extern const ptq_op_def ptq_op_round_f16;
+/* The same rounding over n floats from a to b (a == b: in place), nthreads threads (0: one). */
+void ptq_round_f16(const float *a, float *b, size_t n, int nthreads);
 
 #endif

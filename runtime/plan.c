@@ -1077,6 +1077,8 @@ ptq_status ptq_plan_step(ptq_plan *p, int *finished)
     double t0 = p->prof_ms ? prof_now(p) : 0;
     st = s->dyn ? dyn_prepare(p, s) : PTQ_OK;
     if (st == PTQ_OK) st = s->def->run(&s->ctx);
+    if (st == PTQ_OK && s->round_f16) /* fuse_f16_rounding */
+        ptq_round_f16(s->ctx.out[0]->data, s->ctx.out[0]->data, ptq_tensor_numel(s->ctx.out[0]), s->ctx.nthreads);
     if (p->prof_ms) p->prof_ms[i] += (prof_now(p) - t0) * 1e3;
     if (st != PTQ_OK) {
         p->next_step = p->n_steps;

@@ -491,6 +491,48 @@ done:
     return st;
 }
 
+static int is_cast_to(const ptq_plan *p, const plan_step *s, ptq_dtype from, ptq_dtype to)
+{
+    return op_is(p, s, "Cast") && s->ctx.n_in == 1 && s->ctx.n_out == 1 && s->ctx.in[0] && s->ctx.in[0]->dtype == from &&
+           s->out_vals[0] >= 0 && p->vals[s->out_vals[0]].dtype == to;
+}
+
+/* Cast(float16) of a float32 tensor read only by a Cast(float) (how quant_fp16_simulate rounds
+ * a value to FP16): one step (ptq_op_round_f16) that writes the Cast(float)'s output, bit for
+ * bit, without the float16 tensor; and where the tensor rounded is the single-use output of a
+ * step with one output, that step rounds its own output in place after running (round_f16),
+ * so the rounding reads the values while they are still in cache. Last of the passes: the
+ * fusions before it never see a rounding between the steps they fuse. */
+static ptq_status fuse_f16_rounding(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *c = &p->steps[i];
+        if (c->skip || c->dyn || !is_cast_to(p, c, PTQ_F32, PTQ_F16)) continue;
+        int h = c->out_vals[0], j = -1;
+        if (pinned(p, h) || consumers(p, h, &j) != 1) continue;
+        plan_step *d = &p->steps[j];
+        if (d->dyn || !is_cast_to(p, d, PTQ_F16, PTQ_F32) || d->in_vals[0] != h) continue;
+        c->def = &ptq_op_round_f16;
+        c->out_vals[0] = d->out_vals[0];
+        c->out[0] = &p->vals[d->out_vals[0]];
+        d->skip = 1;
+        TRY(plan_step_infer(p, c));
+        int x = c->in_vals[0], jx = producer_step(p, x), dummy;
+        if (jx < 0 || pinned(p, x) || consumers(p, x, &dummy) != 1) continue;
+        plan_step *prod = &p->steps[jx];
+        if (prod->dyn || prod->round_f16 || prod->ctx.n_out != 1 || prod->out_vals[0] != x || p->vals[x].dtype != PTQ_F32)
+            continue;
+        prod->out_vals[0] = c->out_vals[0];
+        prod->out[0] = &p->vals[c->out_vals[0]];
+        c->skip = 1;
+        TRY(plan_step_infer(p, prod));
+        prod->round_f16 = 1;
+    }
+done:
+    return st;
+}
+
 ptq_status plan_fuse(ptq_plan *p)
 {
     ptq_status st = PTQ_OK;
@@ -505,6 +547,7 @@ ptq_status plan_fuse(ptq_plan *p)
     TRY(fuse_hardswish_pattern(p));
     TRY(fuse_post_affine(p));
     TRY(fuse_qdq_pairs(p));
+    TRY(fuse_f16_rounding(p));
 done:
     return st;
 }

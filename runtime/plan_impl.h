@@ -30,6 +30,7 @@ typedef struct {
     void **kept;              /* the outputs' buffers across an infer (step_infer) */
     int *in_vals, *out_vals;  /* value indices (plan numbering), -1 = omitted */
     int skip;                 /* folded at plan time or fused into another step */
+    int round_f16;            /* rounds its output 0 to float16 in place after running (fuse_f16_rounding) */
     int has_state;
     int dyn;                  /* dynamic part: inferred at run time, outputs on the heap */
     int n_outer;              /* control ops: in[n_in ..) / in_vals[n_in ..) are the values of this

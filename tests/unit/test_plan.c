@@ -410,6 +410,92 @@ TEST(quantize_dequantize_pairs_fuse_bit_for_bit)
     ptq_tensor_free(&x);
 }
 
+/* quant_fp16_simulate's rounding, Cast(float16) -> Cast(float): x -> Mul -> pair -> Sigmoid -> pair
+ * -> y, and x's own pair read by an Add beside the Mul: every pair becomes one step or the
+ * rounding of its producer's output in place (Mul's, Sigmoid's), so the fused plan runs 4 steps
+ * (Mul, Sigmoid, x's pair as one step, Add) where the unfused runs 9, with the unfused plan's
+ * bytes on values that round every way (ties, subnormals, overflow, NaN, -0); and
+ * ptq_round_f16 equals ptq_f32_to_f16 then ptq_f16_to_f32 over a sweep of bit patterns. */
+static void attr_int(ptq_graph *g, int n, const char *name, int64_t v)
+{
+    ptq_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = ptq_strdup(name);
+    a.type = PTQ_ATTR_INT;
+    a.i = v;
+    ptq_node_add_attr(&g->nodes[n], &a);
+}
+
+TEST(float16_round_trips_fuse_bit_for_bit)
+{
+    static const char *const ops[] = {"Cast", "Mul", "Add", "Sigmoid"};
+    if (!have_ops(ops, 4)) SKIP("Cast, Mul, Add or Sigmoid kernel not linked");
+    ptq_graph *g = new_graph();
+    int64_t xd[2] = {3, 4001}, one[1] = {1};
+    float k = 1.0009765625f; /* 1 + 2^-10: products land between halves */
+    input(g, "x", 2, xd);
+    init(g, "k", PTQ_F32, 1, one, &k);
+    const char *pair[3][3] = {{"m", "m16", "mr"}, {"s", "s16", "y"}, {"x", "x16", "xr"}};
+    node(g, "mul", "Mul", "x", "k", "m");
+    node(g, "sig", "Sigmoid", "mr", NULL, "s");
+    for (int c = 0; c < 3; c++) {
+        attr_int(g, node(g, pair[c][1], "Cast", pair[c][0], NULL, pair[c][1]), "to", PTQ_F16);
+        attr_int(g, node(g, pair[c][2], "Cast", pair[c][1], NULL, pair[c][2]), "to", PTQ_F32);
+    }
+    node(g, "add", "Add", "xr", "x", "z");
+    output(g, "y");
+    output(g, "z");
+    ptq_tensor x = {.dtype = PTQ_F32, .rank = 2, .dims = {3, 4001}};
+    ptq_tensor_alloc(&x);
+    float *xv = x.data;
+    uint32_t r = 12345;
+    for (int i = 0; i < 12003; i++) {
+        r = r * 1664525u + 1013904223u;
+        xv[i] = ldexpf((float)(r >> 8) / 16777216.0f - 0.5f, (int)(r % 48) - 30); /* 2^-31 .. 2^17 */
+    }
+    static const float special[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e-8f, -3e-8f, 5.96e-8f,
+                                    2.98023224e-8f, 6.1e-5f, 1.00048828125f, 1.00146484375f, INFINITY, -INFINITY};
+    for (int i = 0; i < (int)(sizeof special / sizeof *special); i++) xv[100 + i] = special[i];
+    xv[200] = NAN;
+    xv[201] = -NAN;
+    ptq_plan_options fused = ptq_plan_defaults(), plain = ptq_plan_defaults();
+    plain.fuse = 0;
+    ptq_plan *pf = NULL, *pp = NULL;
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &fused, &pf), PTQ_OK);
+    EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &plain, &pp), PTQ_OK);
+    if (pf && pp) {
+        EXPECT_EQ_INT(count_steps(pf, &x), 4); /* Mul (rounded), Sigmoid (rounded), x's pair, Add */
+        EXPECT_EQ_INT(count_steps(pp, &x), 9);
+        EXPECT_EQ_INT(ptq_plan_run(pf, &x, 1), PTQ_OK);
+        EXPECT_EQ_INT(ptq_plan_run(pp, &x, 1), PTQ_OK);
+        for (int o = 0; o < 2; o++) {
+            const ptq_tensor *yf = ptq_plan_output(pf, o, NULL), *yp = ptq_plan_output(pp, o, NULL);
+            EXPECT(memcmp(yf->data, yp->data, ptq_tensor_nbytes(yp)) == 0);
+        }
+        const float *z = ptq_plan_output(pp, 1, NULL)->data;
+        EXPECT(z[100 + 4] == INFINITY && z[100 + 5] == -INFINITY); /* 65520 overflows to infinity */
+    }
+    float a[4096], b[4096];
+    int bad = 0;
+    for (uint32_t base = 0; base < 0x100000u; base++) { /* 2^32 bit patterns in steps of 4096 */
+        for (int i = 0; i < 4096; i++) {
+            uint32_t bits = (base << 12) ^ (uint32_t)i * 2654435761u;
+            memcpy(&a[i], &bits, 4);
+        }
+        ptq_round_f16(a, b, 4096, 1);
+        for (int i = 0; i < 4096; i++) {
+            float want = ptq_f16_to_f32(ptq_f32_to_f16(a[i]));
+            bad += memcmp(&want, &b[i], 4) != 0;
+        }
+        if (base % 4 == 0) base += 3 + (base & 0x7f); /* a sample of the exponents and mantissas */
+    }
+    EXPECT_EQ_INT(bad, 0);
+    ptq_plan_destroy(pf);
+    ptq_plan_destroy(pp);
+    ptq_tensor_free(&x);
+    ptq_graph_destroy(g);
+}
+
 /* Plans made with bound_memory share one block (engine/runner.c: a plan per input shape,
  * one arena): two shapes of a Conv + Relu graph (the conv needs scratch), run in turn on
  * one block grown to the larger need, give the bits of plans with their own arenas; a
@@ -641,6 +727,7 @@ int main(void)
     RUN(fusion_matches_unfused_and_observer_sees_all);
     RUN(elementwise_ops_report_tiles);
     RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
+    RUN(float16_round_trips_fuse_bit_for_bit);
     RUN(conv_transpose_epilogue_fuses_bit_for_bit);
     RUN(plans_of_two_shapes_share_one_bound_block);
     RUN(shape_subgraphs_fold);
