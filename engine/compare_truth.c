@@ -380,26 +380,34 @@ static int by_copy(const void *pa, const void *pb) /* where the copy's image was
     return (a->within > b->within) - (a->within < b->within);
 }
 
-/* The cumulative precision and recall over the detections seq[0..nd) at threshold t, as cat_ap. */
+/* cat_ap over the detections seq[0..nd) at threshold t, with the same doubles: precision and recall
+ * are only computed where a detection is matched (tp grows). There recall takes each of its values
+ * first; after it, until the next match, precision only falls (fp grows) or stays (ignored), so the
+ * precision made monotone from the right at any position is the largest at the matches from there
+ * on (0 before the first match). pr, rc: room for the matches. */
 static double seq_ap(const prep_cat *c, const int *seq, size_t nd, long npig, int t, double *pr, double *rc)
 {
     double tp = 0, fp = 0, sum = 0;
+    size_t nm = 0;
+    uint32_t mt = 1u << t, mi = 1u << (CMP_MAP_IOUS + t);
     for (size_t i = 0; i < nd; i++) {
         uint32_t f = c->flags[seq[i]];
-        if (!(f >> (CMP_MAP_IOUS + t) & 1u)) {
-            tp += f >> t & 1u;
-            fp += !(f >> t & 1u);
+        if (f & mi) continue;
+        if (!(f & mt)) {
+            fp += 1;
+            continue;
         }
-        rc[i] = tp / (double)npig;
-        pr[i] = tp / (fp + tp + DBL_EPSILON);
+        tp += 1;
+        rc[nm] = tp / (double)npig;
+        pr[nm++] = tp / (fp + tp + DBL_EPSILON);
     }
-    for (size_t i = nd - (nd > 0); i > 0; i--)
+    for (size_t i = nm - (nm > 0); i > 0; i--)
         if (pr[i] > pr[i - 1]) pr[i - 1] = pr[i];
     size_t p = 0;
     for (int r = 0; r < CMP_MAP_RECALLS; r++) {
         double want = linspace(0.0, 1.0, CMP_MAP_RECALLS, r);
-        while (p < nd && rc[p] < want) p++;
-        if (p < nd) sum += pr[p];
+        while (p < nm && rc[p] < want) p++;
+        if (p < nm) sum += pr[p];
     }
     return sum / CMP_MAP_RECALLS;
 }
