@@ -115,8 +115,9 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
-    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP COCO evaluations per
-                                   model); 0: NAN (the exclusion search's many evaluations) */
+    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP resamples, accumulated
+                                   from one COCO matching per model); 0: NAN (the exclusion search's many
+                                   evaluations) */
 } cmp_eval;
 
 enum { CMP_AP_CLASSES = 100 };
@@ -133,7 +134,7 @@ typedef struct {
      * of this model and of the FP32 model, per class for the first CMP_AP_CLASSES classes; NAN without. */
     double map50, map, fp32_map50, fp32_map;
     /* their 95 % bootstrap intervals over the images (CMP_BOOT_MAP resamples, COCO's evaluation of
-     * each), and those of the paired differences to FP32 */
+     * each, accumulated from matches made once), and those of the paired differences to FP32 */
     double map50_ci[2], map_ci[2], fp32_map50_ci[2], fp32_map_ci[2], map50_delta_ci[2], map_delta_ci[2];
     /* A classifier with labels: FP32's top-1 accuracy, the 95 % bootstrap intervals over the images
      * of top1_acc and of FP32's, and that of the paired difference; NAN without. */

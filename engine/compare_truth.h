@@ -69,8 +69,8 @@ ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const dou
  * (idx: the n images drawn) and returns 0, or -1 when out of memory; the resamples are evaluated
  * in parallel (OpenMP; stat must be thread-safe), the result is the same at any thread count.
  * lo[j], hi[j]: statistic j's interval, its NAN values left out (NAN when none is left).
- * CMP_BOOT_MAP: the resamples of a detector's mAP (each a COCO evaluation). */
-enum { CMP_BOOT_MAP = 200 };
+ * CMP_BOOT_MAP: the resamples of a detector's mAP (cmp_map_resample of each, from one cmp_map_prepare). */
+enum { CMP_BOOT_MAP = CMP_BOOT };
 ptq_status cmp_bootstrap_stats(int n, int boot, int k, int (*stat)(const int *idx, int n, void *user, double *v), void *user,
                                double *lo, double *hi);
 
