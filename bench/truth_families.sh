@@ -10,9 +10,9 @@
 # For each: FP32, ptq quantize --recipe fast|balanced|best, and ONNX Runtime's quantize_static
 # (QDQ, int8 symmetric, per-channel; MinMax, Percentile 99.99, Entropy; bench/ort_quantize_static.py,
 # calibrated on the same images as ptq). Every model, FP32, ptq's and ORT's alike, is scored by
-# `ptq compare MODEL --labels ...` with every op type of the model excluded (--float fp32): its one
-# method row is then the model itself as given (cosine 1 against it): its mAP or top-1. Written to
-# build/bench/truth_families.md with the models' sha256.
+# `ptq compare MODEL --as-is --labels ...` (the model as given, QDQ models with their own Q/DQ; no
+# calibration): its mAP or top-1, and for all but FP32 (--base FP32) the difference to FP32 with its
+# paired bootstrap interval. Written to build/bench/truth_families.md with the models' sha256.
 #
 # Models: TF_MODELS (default build/truth_families/models) holds det.onnx, vit.onnx, convnext.onnx;
 # one that is missing is trained there (train_det.py ~ 60 epochs, train_fmnist.py 15 epochs: the
@@ -45,8 +45,6 @@ DET=$W/det.v$NV.c$NC
 FM=$W/fmnist.t$NT.c$NFC
 [ -f "$FM/.done" ] || { rm -rf "$FM"; $PY scripts/train_fmnist.py "$FM" ${TF_FMNIST_ARGS:-} --data-only --test "$NT" --calib "$NFC" >/dev/null && touch "$FM/.done"; }
 ls "$PWD/$FM"/calib/*.png > "$W/fm.calib"
-head -n 4 "$W/fm.calib" > "$W/fm.calib4"
-head -n 4 "$DET/calib.list" > "$W/det.calib4"
 cut -d' ' -f1 "$FM/test.list" > "$W/fm.eval"
 
 # ---- models (trained here when missing) ----
@@ -89,28 +87,31 @@ for f in $FAMILIES; do
 done
 t2=$(date +%s)
 
-# ---- score every model against the labels through ptq compare ----
-# the methods' table only: no layer-wise pass (--layers-method none), which this bench does not need
-compare_table() { # ARGS... -> the method row's fields
-  local log=$W/score.log
-  "$PTQ" compare "$@" --layers-method none > "$log" 2>&1 || { tail -n 3 "$log" >&2; return 1; }
-  awk '$1 == "max" && $NF == "best" { print; exit }' "$log"
-}
-score() { # FAMILY MODEL -> "map50 map cosine" or "top1 - cosine"
-  local f=$1 m=$2 ops row
-  ops=$($PY -c "import onnx, sys; print(','.join(sorted({n.op_type for n in onnx.load(sys.argv[1]).graph.node} - {'QuantizeLinear', 'DequantizeLinear'})))" "$m")
+# ---- score every model against the labels through ptq compare --as-is ----
+# each model as given (no calibration, no layer-wise pass); every model but FP32 against FP32
+# (--base): its difference to FP32 with the paired bootstrap interval (the same images, the same draws)
+score() { # FAMILY MODEL -> "value other delta lo hi" (points: x100; other "-" when none, delta "-" for FP32)
+  local f=$1 m=$2 base=() log=$W/score.log
+  [ "$m" = "$MD/$f.onnx" ] || base=(--base "$MD/$f.onnx")
   if [ "$f" = det ]; then
     # shellcheck disable=SC2046
-    row=$(compare_table "$m" --images "$W/det.calib4" --eval-images "$DET/val.list" $(pre det) --labels "yolo:$DET/val/labels" \
-      --methods max --exclude-op-types "$ops" --float fp32)
-    set -- $row; echo "$6 $7 $2"  # max cosine SQNR max-abs box-f1 mAP50 mAP50-95
+    "$PTQ" compare "$m" --as-is "${base[@]}" --eval-images "$DET/val.list" $(pre det) --labels "yolo:$DET/val/labels" \
+      --json "$W/score.json" > "$log" 2>&1 || { tail -n 3 "$log" >&2; return 1; }
   else
     # shellcheck disable=SC2046
-    row=$(compare_table "$m" --images "$W/fm.calib4" --eval-images "$W/fm.eval" $(pre $f) --labels "list:$FM/test.list" \
-      --methods max --exclude-op-types "$ops" --float fp32)
-    set -- $row; echo "$6 - $2"   # max cosine SQNR max-abs top-1-agreement top-1-accuracy
+    "$PTQ" compare "$m" --as-is "${base[@]}" --eval-images "$W/fm.eval" $(pre $f) --labels "list:$FM/test.list" \
+      --json "$W/score.json" > "$log" 2>&1 || { tail -n 3 "$log" >&2; return 1; }
   fi
-  [ -n "$row" ]
+  $PY - "$W/score.json" "$f" "${#base[@]}" <<'PYEOF'
+import json, sys
+r, f, based = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3] != '0'
+m = r['methods'][0]
+key, other = ('map', 'map50') if f == 'det' else ('top1_acc', None)
+d = m[key + '_delta_ci' if f == 'det' else 'top1_delta_ci'] if based else None
+p = lambda v: '%.2f' % (100 * v)
+print(p(m[key]), p(m[other]) if other else '-', '%+.2f' % (100 * (m[key] - r['fp32'][key])) if based else '-',
+      ('%+.2f %+.2f' % (100 * d[0], 100 * d[1])) if based else '- -')
+PYEOF
 }
 T=$OUT/truth_families.md
 {
@@ -118,14 +119,14 @@ T=$OUT/truth_families.md
   echo
   echo "Detector: $NV val composites (scripts/truthdata.py, photos unseen in training), calibration $NC others."
   echo "Classifiers: the first $NT Fashion-MNIST test images, calibration $NFC training images."
-  echo "Scored by \`ptq compare MODEL --labels\` (the model as given: every op type excluded, float part fp32)."
-  echo "Points are percentage points (x100) of the metric; 'vs FP32' the model's metric minus FP32's."
+  echo "Scored by \`ptq compare MODEL --as-is --base FP32.onnx --labels\` (each model as given, against FP32 on the same images)."
+  echo "Points are percentage points (x100) of the metric; 'vs FP32' the model's metric minus FP32's, with its"
+  echo "95 % paired bootstrap interval over the images (the same draws for both models)."
   echo
-  echo "| family | model | metric | value | vs FP32 | other metric | sha256 (first 16) |"
+  echo "| family | model | metric | value | vs FP32 [95 %] | other metric | sha256 (first 16) |"
   echo "|---|---|---|---|---|---|---|"
 } > "$T"
 for f in $FAMILIES; do
-  fp=""
   for m in fp32 $RECIPES ort_minmax ort_percentile ort_entropy; do
     case $m in
       fp32) p=$MD/$f.onnx; label=FP32 ;;
@@ -135,12 +136,11 @@ for f in $FAMILIES; do
     if [ ! -f "$p" ]; then echo "| $f | $label | | not run (no model: ${p##*/}) | | | |" >> "$T"; continue; fi
     r=$(score $f "$p" 2>/dev/null || echo failed)
     if [ "$r" = failed ]; then echo "| $f | $label | | failed: $(tail -n 1 "$W/score.log") | | | |" >> "$T"; continue; fi
-    read -r a b c <<< "$r"
+    read -r v other d lo hi <<< "$r"
     sha=$(sha256sum "$p" | cut -c1-16)
-    if [ "$f" = det ]; then v=$b; other="mAP50 $a"; metric="mAP50-95"; else v=$a; other=""; metric="top-1"; fi
-    [ -n "$fp" ] || fp=$v
-    d=$($PY -c "print('%+.2f' % (100 * ($v - $fp)))")
-    echo "| $f | $label | $metric | $($PY -c "print('%.2f' % (100 * $v))") | $d | $other | $sha |" >> "$T"
+    if [ "$f" = det ]; then other="mAP50 $other"; metric="mAP50-95"; else other=""; metric="top-1"; fi
+    vs="$d [$lo, $hi]"; [ "$d" = - ] && vs=""
+    echo "| $f | $label | $metric | $v | $vs | $other | $sha |" >> "$T"
   done
 done
 t3=$(date +%s)

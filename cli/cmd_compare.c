@@ -39,6 +39,12 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: ptq compare MODEL --images CALIB_DIR --eval-images EVAL_DIR --preset P [options]\n"
+            "       ptq compare MODEL --as-is [--base BASE.onnx] --eval-images EVAL_DIR --preset P [--labels L] [options]\n"
+            "  --as-is                score the model as given (a QDQ model with its own Q/DQ; the float part in FP32):\n"
+            "                         no calibration, one row 'as-is' with its figures against --labels (intervals\n"
+            "                         included); the options of calibration and quantization are refused\n"
+            "  --base BASE.onnx       with --as-is: the row is measured against BASE (cosine, SQNR, agreement), and\n"
+            "                         the truth figures of BASE take FP32's place, with the paired differences\n"
             "  --methods M,...        methods to compare (default max,percentile:99.99,percentile:99.999,entropy,mse;\n"
             "                         'all' adds percentile:99.9)\n"
             "  --labels FILE|list:FILE|folders  a classifier's ground truth: 'image,class' lines, 'image class'\n"
@@ -102,7 +108,7 @@ int cmd_compare(int argc, char **argv)
 {
     enum { O_IMAGES = 256, O_EVAL, O_PRESET, O_METHODS, O_LABELS, O_LAYERS, O_TCOS, O_TDROP, O_TMDROP, O_EXCL_OUT, O_JSON, O_HTML,
            O_EXN, O_EXT, O_EVAL_LIMIT, O_BATCH, O_LIMIT, O_SHUFFLE, O_SEED, O_STRICT, O_THREADS, O_SET, O_METRIC,
-           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT, O_MEMORY };
+           O_TARGET, O_EVAL_PRESET, O_BIASC, O_ADAROUND, O_REFINE_IMAGES, O_EQUALIZE, O_FLOAT, O_MEMORY, O_AS_IS, O_BASE };
     static const struct option longopts[] = {
         {"images", required_argument, 0, O_IMAGES},    {"eval-images", required_argument, 0, O_EVAL},
         {"preset", required_argument, 0, O_PRESET},    {"methods", required_argument, 0, O_METHODS},
@@ -110,6 +116,7 @@ int cmd_compare(int argc, char **argv)
         {"bias-correction", no_argument, 0, O_BIASC},  {"adaround", optional_argument, 0, O_ADAROUND},
         {"refine-images", required_argument, 0, O_REFINE_IMAGES}, {"equalize", no_argument, 0, O_EQUALIZE},
         {"float", required_argument, 0, O_FLOAT},
+        {"as-is", no_argument, 0, O_AS_IS},            {"base", required_argument, 0, O_BASE},
         {"labels", required_argument, 0, O_LABELS},    {"layers-method", required_argument, 0, O_LAYERS},
         {"metric", required_argument, 0, O_METRIC},    {"target", required_argument, 0, O_TARGET},
         {"target-cosine", required_argument, 0, O_TCOS}, {"target-top1-drop", required_argument, 0, O_TDROP},
@@ -129,7 +136,9 @@ int cmd_compare(int argc, char **argv)
     cli_names ex_nodes = {0}, ex_types = {0};
     int n_set = 0, n_methods = 0, c, idx, rc = CLI_EXIT_OK;
     long eval_limit = 0, refine_images = 32;
-    int refine_bc = 0, refine_ada = 0, refine_eq = 0, float16 = 1;
+    int refine_bc = 0, refine_ada = 0, refine_eq = 0, float16 = 1, as_is = 0;
+    const char *base = NULL, *calib_opt = NULL; /* calib_opt: an option of calibration given (refused with --as-is) */
+    ptq_graph *gb = NULL;
     cmp_target tg = {NAN, NAN, 1.0, NAN, {0}, NAN};
     cmp_metric metric;
     int metric_given = 0;
@@ -151,8 +160,21 @@ int cmd_compare(int argc, char **argv)
     while ((idx = -1, c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
         int shared = c != '?' && c != ':' && idx >= 0 ? cli_dataset_option("compare", longopts[idx].name, optarg, &src.o) : 0;
         if (shared < 0) return CLI_EXIT_USAGE;
-        if (shared) continue;
+        if (shared) {
+            if (!strcmp(longopts[idx].name, "limit") || !strcmp(longopts[idx].name, "shuffle") ||
+                !strcmp(longopts[idx].name, "seed") || !strcmp(longopts[idx].name, "shard"))
+                calib_opt = longopts[idx].name;
+            continue;
+        }
         switch (c) {
+        case O_IMAGES: case O_METHODS: case O_LAYERS: case O_TCOS: case O_TDROP: case O_TMDROP: case O_TARGET:
+        case O_EXCL_OUT: case O_EXN: case O_EXT: case O_BIASC: case O_ADAROUND: case O_REFINE_IMAGES: case O_EQUALIZE:
+        case O_FLOAT: calib_opt = longopts[idx].name; break;
+        default: break;
+        }
+        switch (c) {
+        case O_AS_IS: as_is = 1; break;
+        case O_BASE: base = optarg; break;
         case O_IMAGES: src.o.images = optarg; break;
         case O_EVAL: eval_dir = optarg; break;
         case O_PRESET: preset = optarg; break;
@@ -231,11 +253,15 @@ int cmd_compare(int argc, char **argv)
     if (!isnan(tg.drop) && metric.kind == CMP_METRIC_SQNR)
         return cli_usage_error("compare", "--target-drop: FP32 has no sqnr of its own; use --target X");
     if (optind != argc - 1) return cli_usage_error("compare", "expected one model");
-    if (!src.o.images || !eval_dir) return cli_usage_error("compare", "--images CALIB_DIR and --eval-images EVAL_DIR are required");
+    if (base && !as_is) return cli_usage_error("compare", "--base is for --as-is (a normal run measures against the model itself)");
+    if (as_is && calib_opt)
+        return cli_usage_error("compare", "--as-is scores the model as given, without calibration: --%s does not apply", calib_opt);
+    if (as_is && !eval_dir) return cli_usage_error("compare", "--as-is: --eval-images EVAL_DIR is required");
+    if (!as_is && (!src.o.images || !eval_dir)) return cli_usage_error("compare", "--images CALIB_DIR and --eval-images EVAL_DIR are required");
     {
-        const char *in[] = {src.o.images, eval_dir, cmp_labels_path(labels)};
+        const char *in[] = {src.o.images, eval_dir, cmp_labels_path(labels), base};
         const char *outs[] = {json, html, excl_out};
-        int bad = cli_check_paths("compare", in, 3, outs, 3);
+        int bad = cli_check_paths("compare", in, 4, outs, 3);
         if (bad) return bad;
     }
     if (calib_methods_parse(!strcmp(methods_arg, "all") ? "max,percentile:99.9,percentile:99.99,percentile:99.999,entropy,mse"
@@ -297,6 +323,19 @@ int cmd_compare(int argc, char **argv)
     if (no_layers && (!isnan(tg.cosine) || !isnan(tg.top1_drop) || !isnan(tg.metric) || !isnan(tg.drop)))
         return cli_usage_error("compare", "--layers-method none: a target's search needs the layer-wise errors");
     job.float16 = float16;
+    job.as_is = as_is;
+    if (as_is) { /* no calibration, no QDQ model: the model as given (against --base) */
+        no_layers = 1;
+        if (base && ((st = eng_model_load(base, &gb, NULL)) != PTQ_OK || (st = eng_validate_model(gb, base, NULL, 0)) != PTQ_OK))
+            goto fail;
+        if ((st = eng_compare_as_is(&job, gb, base, &res)) != PTQ_OK) goto fail;
+        n_methods = res.n_methods;
+        snprintf(tags[0], sizeof tags[0], "%s", res.tags[0]);
+        fprintf(stderr, "ptq compare: scoring %s as given%s%s on %s\n", model, base ? " against " : "", base ? base : "",
+                eval_dir);
+        if ((st = eng_compare_evaluate(&job, &res)) != PTQ_OK) goto fail;
+        goto scored;
+    }
     if ((st = eng_compare_calibrate(&job, &res)) != PTQ_OK) goto fail;
     fprintf(stderr, "ptq compare: calibration pass %.1f s\n", since(&t0));
     if (eval_preset) { /* read again so that messages from here on name the evaluation's preprocessing */
@@ -309,13 +348,21 @@ int cmd_compare(int argc, char **argv)
     fprintf(stderr, "ptq compare: %.1f s; evaluating %d method%s on %s\n", since(&t0), n_methods,
             n_methods == 1 ? "" : "s", eval_dir);
     if ((st = eng_compare_evaluate(&job, &res)) != PTQ_OK) goto fail;
+scored:;
     const cmp_metrics *metrics = res.metrics;
+    /* the figures the rows are measured against: FP32's; with --as-is, --base's, or the model's own */
+    const char *ref = !as_is ? "FP32" : base ? "base" : "as-is";
+    int deltas = !as_is || base; /* the rows' differences to ref */
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     int boxes = res.boxes;
     int seq_ctc = !isnan(metrics[0].seq_chars), truth = !isnan(metrics[0].fp32_map), ocr = !isnan(metrics[0].fp32_cer);
     int seg = !isnan(metrics[0].fp32_miou);
-    printf("model %s, %d calibration images, %d evaluation images, float part in %s\n", model, src.images,
-           metrics[0].images, float16 ? "FP16" : "FP32");
+    if (as_is)
+        printf("model %s as given (no calibration), %d evaluation images, against %s\n", model, metrics[0].images,
+               base ? base : "itself");
+    else
+        printf("model %s, %d calibration images, %d evaluation images, float part in %s\n", model, src.images,
+               metrics[0].images, float16 ? "FP16" : "FP32");
     printf("%-20s %10s %10s %12s", "method", "cosine", "SQNR dB", "max-abs");
     if (classifier) printf(" %10s", "top-1 agr");
     if (labelled) printf(" %10s", "top-1 acc");
@@ -338,52 +385,52 @@ int cmd_compare(int argc, char **argv)
         if (truth) printf(" %10.4f %10.4f", metrics[m].map50, metrics[m].map);
         if (ocr) printf(" %10.4f %10.4f", metrics[m].cer, metrics[m].line_acc);
         if (seg) printf(" %10.4f", metrics[m].miou);
-        printf("%s\n", m == best ? "   <- best" : "");
+        printf("%s\n", m == best && !as_is ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
     if (truth) {
         const cmp_metrics *f = &metrics[0];
-        printf("FP32 against %s: mAP50 %.4f [%.4f, %.4f], mAP50-95 %.4f [%.4f, %.4f] (COCO evaluation, boxes scoring >= "
-               "0.001; 95 %% bootstrap intervals, %d resamples of the %d images)\n", labels, f->fp32_map50,
+        printf("%s against %s: mAP50 %.4f [%.4f, %.4f], mAP50-95 %.4f [%.4f, %.4f] (COCO evaluation, boxes scoring >= "
+               "0.001; 95 %% bootstrap intervals, %d resamples of the %d images)\n", ref, labels, f->fp32_map50,
                f->fp32_map50_ci[0], f->fp32_map50_ci[1], f->fp32_map, f->fp32_map_ci[0], f->fp32_map_ci[1], CMP_BOOT_MAP,
                f->images);
-        for (int m = 0; m < n_methods; m++)
-            printf("  %s mAP50-95 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]; mAP50 minus FP32's %+.4f [%+.4f, "
-                   "%+.4f]\n", tags[m], metrics[m].map, metrics[m].map_ci[0], metrics[m].map_ci[1],
-                   metrics[m].map - metrics[m].fp32_map, metrics[m].map_delta_ci[0], metrics[m].map_delta_ci[1],
+        for (int m = 0; m < n_methods && deltas; m++)
+            printf("  %s mAP50-95 %.4f [%.4f, %.4f], minus %s's %+.4f [%+.4f, %+.4f]; mAP50 minus %s's %+.4f [%+.4f, "
+                   "%+.4f]\n", tags[m], metrics[m].map, metrics[m].map_ci[0], metrics[m].map_ci[1], ref,
+                   metrics[m].map - metrics[m].fp32_map, metrics[m].map_delta_ci[0], metrics[m].map_delta_ci[1], ref,
                    metrics[m].map50 - metrics[m].fp32_map50, metrics[m].map50_delta_ci[0], metrics[m].map50_delta_ci[1]);
     }
     if (labelled && !isnan(metrics[0].fp32_top1_acc)) {
         const cmp_metrics *f = &metrics[0];
-        printf("FP32 top-1 accuracy %.4f [%.4f, %.4f] (95 %% bootstrap intervals over the %d images)\n", f->fp32_top1_acc,
+        printf("%s top-1 accuracy %.4f [%.4f, %.4f] (95 %% bootstrap intervals over the %d images)\n", ref, f->fp32_top1_acc,
                f->fp32_top1_ci[0], f->fp32_top1_ci[1], f->images);
-        for (int m = 0; m < n_methods; m++)
-            printf("  %s top-1 %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].top1_acc,
-                   metrics[m].top1_ci[0], metrics[m].top1_ci[1], metrics[m].top1_acc - metrics[m].fp32_top1_acc,
+        for (int m = 0; m < n_methods && deltas; m++)
+            printf("  %s top-1 %.4f [%.4f, %.4f], minus %s's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].top1_acc,
+                   metrics[m].top1_ci[0], metrics[m].top1_ci[1], ref, metrics[m].top1_acc - metrics[m].fp32_top1_acc,
                    metrics[m].top1_delta_ci[0], metrics[m].top1_delta_ci[1]);
     }
     if (ocr) {
         const cmp_metrics *f = &metrics[0];
-        printf("FP32 against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"
-               "  FP32 CER %.4f [%.4f, %.4f], lines read exactly %.4f [%.4f, %.4f]\n",
-               labels, f->images, f->fp32_cer, f->fp32_cer_ci[0], f->fp32_cer_ci[1], f->fp32_line_acc, f->fp32_line_acc_ci[0],
-               f->fp32_line_acc_ci[1]);
-        for (int m = 0; m < n_methods; m++)
-            printf("  %s CER %.4f, minus FP32's %+.4f [%+.4f, %+.4f]; lines %.4f, minus FP32's %+.4f [%+.4f, %+.4f]\n",
-                   tags[m], metrics[m].cer, metrics[m].cer - metrics[m].fp32_cer, metrics[m].cer_delta_ci[0],
-                   metrics[m].cer_delta_ci[1], metrics[m].line_acc, metrics[m].line_acc - metrics[m].fp32_line_acc,
+        printf("%s against %s (greedy CTC; 95 %% bootstrap intervals over the %d lines):\n"
+               "  %s CER %.4f [%.4f, %.4f], lines read exactly %.4f [%.4f, %.4f]\n",
+               ref, labels, f->images, ref, f->fp32_cer, f->fp32_cer_ci[0], f->fp32_cer_ci[1], f->fp32_line_acc,
+               f->fp32_line_acc_ci[0], f->fp32_line_acc_ci[1]);
+        for (int m = 0; m < n_methods && deltas; m++)
+            printf("  %s CER %.4f, minus %s's %+.4f [%+.4f, %+.4f]; lines %.4f, minus %s's %+.4f [%+.4f, %+.4f]\n",
+                   tags[m], metrics[m].cer, ref, metrics[m].cer - metrics[m].fp32_cer, metrics[m].cer_delta_ci[0],
+                   metrics[m].cer_delta_ci[1], metrics[m].line_acc, ref, metrics[m].line_acc - metrics[m].fp32_line_acc,
                    metrics[m].line_acc_delta_ci[0], metrics[m].line_acc_delta_ci[1]);
     }
     if (seg) {
         const cmp_metrics *f = &metrics[0];
-        printf("FP32 against %s (95 %% bootstrap intervals over the %d images):\n  FP32 mIoU %.4f [%.4f, %.4f]\n", labels,
-               f->images, f->fp32_miou, f->fp32_miou_ci[0], f->fp32_miou_ci[1]);
-        for (int m = 0; m < n_methods; m++)
-            printf("  %s mIoU %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].miou,
-                   metrics[m].miou_ci[0], metrics[m].miou_ci[1], metrics[m].miou - metrics[m].fp32_miou,
+        printf("%s against %s (95 %% bootstrap intervals over the %d images):\n  %s mIoU %.4f [%.4f, %.4f]\n", ref, labels,
+               f->images, ref, f->fp32_miou, f->fp32_miou_ci[0], f->fp32_miou_ci[1]);
+        for (int m = 0; m < n_methods && deltas; m++)
+            printf("  %s mIoU %.4f [%.4f, %.4f], minus %s's %+.4f [%+.4f, %+.4f]\n", tags[m], metrics[m].miou,
+                   metrics[m].miou_ci[0], metrics[m].miou_ci[1], ref, metrics[m].miou - metrics[m].fp32_miou,
                    metrics[m].miou_delta_ci[0], metrics[m].miou_delta_ci[1]);
     }
-    printf("best: %s (by %s)\n", tags[best], res.criterion);
+    if (!as_is) printf("best: %s (by %s)\n", tags[best], res.criterion);
     st = eng_compare_refinements(&job, &res);
     for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */
         const cmp_metrics *m = &res.rows[k].m;
@@ -440,6 +487,7 @@ fail:
 done:
     eng_compare_result_free(&res);
     ptq_graph_destroy(g);
+    ptq_graph_destroy(gb);
     cli_names_free(&ex_nodes);
     cli_names_free(&ex_types);
     return rc;

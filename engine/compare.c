@@ -593,52 +593,19 @@ done:
 }
 
 /* One bootstrap resample of a truth_set: set s's and FP32's mAP50 and mAP, and the differences
- * (thread-safe: the resample's arrays are its own). */
+ * (accumulated from the matches made once, cmp_map_prepare; thread-safe). */
 typedef struct {
-    const truth_set *ts;
-    int s;
+    const cmp_map_prep *q, *f;
 } map_draw_ctx;
 
 static int map_draw(const int *idx, int n, void *user, double *v)
 {
     const map_draw_ctx *c = user;
-    const truth_set *ts = c->ts;
-    int f = ts->n_sets - 1, rc = -1;
-    const cmp_gt **gt = malloc(sizeof *gt * (size_t)(n + 1));
-    const cmp_det **dq = malloc(sizeof *dq * (size_t)(n + 1)), **df = malloc(sizeof *df * (size_t)(n + 1));
-    int *ngt = malloc(sizeof *ngt * (size_t)(n + 1)), *nq = malloc(sizeof *nq * (size_t)(n + 1)),
-        *nf = malloc(sizeof *nf * (size_t)(n + 1));
-    cmp_map_result r = {0}, g = {0};
     for (int j = 0; j < 6; j++) v[j] = NAN;
-    if (!gt || !dq || !df || !ngt || !nq || !nf) goto done;
-    for (int i = 0; i < n; i++) {
-        gt[i] = ts->gt[idx[i]];
-        ngt[i] = ts->n_gt[idx[i]];
-        dq[i] = ts->dt[c->s][idx[i]];
-        nq[i] = ts->n_dt[c->s][idx[i]];
-        df[i] = ts->dt[f][idx[i]];
-        nf[i] = ts->n_dt[f][idx[i]];
-    }
-    if (cmp_coco_map(gt, ngt, dq, nq, n, ts->n_classes, &r) != PTQ_OK ||
-        cmp_coco_map(gt, ngt, df, nf, n, ts->n_classes, &g) != PTQ_OK)
-        goto done;
-    v[0] = r.map50;
-    v[1] = r.map;
-    v[2] = g.map50;
-    v[3] = g.map;
-    v[4] = r.map50 - g.map50;
-    v[5] = r.map - g.map;
-    rc = 0;
-done:
-    cmp_map_result_free(&r);
-    cmp_map_result_free(&g);
-    free(gt);
-    free(dq);
-    free(df);
-    free(ngt);
-    free(nq);
-    free(nf);
-    return rc;
+    if (cmp_map_resample(c->q, idx, n, &v[0], &v[1]) || cmp_map_resample(c->f, idx, n, &v[2], &v[3])) return -1;
+    v[4] = v[0] - v[2];
+    v[5] = v[1] - v[3];
+    return 0;
 }
 
 /* mAP of set s into m (ap50/ap per class) and FP32's (set ts->n_sets - 1), with their bootstrap
@@ -647,10 +614,18 @@ static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metri
 {
     ptq_status st = PTQ_OK;
     cmp_map_result r = {0}, f = {0};
-    map_draw_ctx c = {ts, s};
+    map_draw_ctx c = {NULL, NULL};
+    cmp_map_prep *pq = NULL, *pf = NULL;
     double lo[6], hi[6];
     for (int j = 0; j < 6; j++) lo[j] = hi[j] = NAN;
-    if (intervals) TRY(cmp_bootstrap_stats(ts->n_img, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
+    if (intervals) {
+        TRY(cmp_map_prepare((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[s], ts->n_dt[s], ts->n_img,
+                            ts->n_classes, &pq));
+        TRY(cmp_map_prepare((const cmp_gt *const *)ts->gt, ts->n_gt, (const cmp_det *const *)ts->dt[ts->n_sets - 1],
+                            ts->n_dt[ts->n_sets - 1], ts->n_img, ts->n_classes, &pf));
+        c = (map_draw_ctx){pq, pf};
+        TRY(cmp_bootstrap_stats(ts->n_img, CMP_BOOT_MAP, 6, map_draw, &c, lo, hi));
+    }
     double *ci[6] = {m->map50_ci, m->map_ci, m->fp32_map50_ci, m->fp32_map_ci, m->map50_delta_ci, m->map_delta_ci};
     for (int j = 0; j < 6; j++) {
         ci[j][0] = lo[j];
@@ -672,6 +647,8 @@ static ptq_status truth_map(const truth_set *ts, int s, int intervals, cmp_metri
         m->fp32_ap[k] = (float)f.ap[k];
     }
 done:
+    cmp_map_prep_free(pq);
+    cmp_map_prep_free(pf);
     cmp_map_result_free(&r);
     cmp_map_result_free(&f);
     return st;

@@ -115,8 +115,9 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
-    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP COCO evaluations per
-                                   model); 0: NAN (the exclusion search's many evaluations) */
+    int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP resamples, accumulated
+                                   from one COCO matching per model); 0: NAN (the exclusion search's many
+                                   evaluations) */
 } cmp_eval;
 
 enum { CMP_AP_CLASSES = 100 };
@@ -133,7 +134,7 @@ typedef struct {
      * of this model and of the FP32 model, per class for the first CMP_AP_CLASSES classes; NAN without. */
     double map50, map, fp32_map50, fp32_map;
     /* their 95 % bootstrap intervals over the images (CMP_BOOT_MAP resamples, COCO's evaluation of
-     * each), and those of the paired differences to FP32 */
+     * each, accumulated from matches made once), and those of the paired differences to FP32 */
     double map50_ci[2], map_ci[2], fp32_map50_ci[2], fp32_map_ci[2], map50_delta_ci[2], map_delta_ci[2];
     /* A classifier with labels: FP32's top-1 accuracy, the 95 % bootstrap intervals over the images
      * of top1_acc and of FP32's, and that of the paired difference; NAN without. */
@@ -248,6 +249,7 @@ char *cmp_layer_precisions(const cmp_exclusion *x);
  *   eng_compare_result res = {0};
  *   TRY(eng_compare_calibrate(&job, &res));   // one calibration pass
  *   TRY(eng_compare_build(&job, &res));       // every method's QDQ model
+ *                                             // (or eng_compare_as_is instead of both: the model as given)
  *   TRY(eng_compare_evaluate(&job, &res));    // their metrics, the best method
  *   TRY(eng_compare_refinements(&job, &res)); // the best with bias correction / AdaRound / equalization (rows)
  *   TRY(eng_compare_layers(&job, &res));      // layer-wise errors of one method
@@ -275,6 +277,7 @@ typedef struct {
     int refine_eq;              /* a row of the best method on the equalized model (equalize.h; its own calibration pass) */
     cmp_target target;          /* all NAN: no exclusion search */
     int float16;                /* the float part of every QDQ model simulated in FP16 (1, the default) or FP32 */
+    int as_is;                  /* the result is eng_compare_as_is's (the report says so) */
     pp_log log;
 } eng_compare_job;
 
@@ -312,6 +315,12 @@ typedef struct {
 eng_compare_job eng_compare_job_defaults(void);
 ptq_status eng_compare_calibrate(const eng_compare_job *job, eng_compare_result *res);
 ptq_status eng_compare_build(const eng_compare_job *job, eng_compare_result *res);
+/* Instead of eng_compare_calibrate and eng_compare_build (compare --as-is): no calibration and no
+ * QDQ model; one row, "as-is", the model job->model as given (a QDQ model runs its own Q/DQ), its
+ * float part in FP32, measured against base (base_path, loaded by the caller) when not NULL, else
+ * against itself (job->g): the row's figures and FP32's are then the model's own. */
+ptq_status eng_compare_as_is(const eng_compare_job *job, const ptq_graph *base, const char *base_path,
+                             eng_compare_result *res);
 ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *res);
 ptq_status eng_compare_refinements(const eng_compare_job *job, eng_compare_result *res);
 ptq_status eng_compare_layers(const eng_compare_job *job, eng_compare_result *res);

@@ -88,6 +88,25 @@ done:
     return st;
 }
 
+ptq_status eng_compare_as_is(const eng_compare_job *job, const ptq_graph *base, const char *base_path,
+                             eng_compare_result *res)
+{
+    ptq_status st = PTQ_OK;
+    if (!res->cache && !(res->cache = cmp_cache_create(eng_cache_budget_bytes(&job->src->o)))) FAIL(PTQ_ERR_NOMEM, "out of memory allocating the evaluation cache");
+    res->ev = (cmp_eval){.g = base ? base : job->g, .model = base ? base_path : job->model, .o = job->src->o,
+                         .cfg = job->eval_cfg, .labels = job->labels, .nthreads = job->src->o.threads, .cache = res->cache,
+                         .metric = job->metric, .float16 = 0};
+    res->ev.o.images = job->eval_images;
+    res->ev.o.limit = job->eval_limit;
+    res->ev.o.shuffle = 0;
+    res->ev.o.log = job->log;
+    res->n_methods = 1;
+    snprintf(res->tags[0], sizeof res->tags[0], "as-is");
+    TRY(eng_model_load(job->model, &res->variants[0], NULL)); /* a graph of its own: the reference runs job->g */
+done:
+    return st;
+}
+
 ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *res)
 {
     ptq_status st = PTQ_OK;
@@ -420,6 +439,7 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     io_report r = {.model = job->model, .preset = job->preset, .calib_images = job->src->o.images, .eval_images = job->eval_images,
                    .n_calib = job->src->images, .n_eval = res->metrics[0].images, .criterion = res->criterion,
                    .best_method = res->tags[res->best], .float_part = res->ev.float16 ? "fp16" : "fp32",
+                   .as_is = job->as_is, .base = job->as_is && res->ev.g != job->g ? res->ev.model : NULL,
                    .n_methods = n_methods, .methods = rm,
                    .n_refinements = res->n_rows, .refinements = rr,
                    .layers_method = res->tags[res->layers_m], .n_layers = n_layers, .layers = rl, .n_hists = n_hists,

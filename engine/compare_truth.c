@@ -226,6 +226,278 @@ done:
     return st;
 }
 
+/* ---- mAP of resamples of the images (cmp_map_prepare) ---- */
+
+/* One category's detections over every image, sorted as cmp_coco_map sorts them for the images in
+ * their own order (score descending, then image, then the image's own order), each with its
+ * matches at every threshold: bit t matched, bit CMP_MAP_IOUS + t ignored. */
+typedef struct {
+    int n;
+    int *img, *within;   /* the image, the position among the image's detections of the category */
+    uint32_t *flags;
+    int *tie_end;         /* the end of the run of detections of its score */
+    int n_pig;            /* images with ground truth boxes of the category not ignored */
+    int *pig_img, *pig;   /* those images and their counts */
+} prep_cat;
+
+struct cmp_map_prep {
+    int n_images, n_classes;
+    prep_cat *cat;
+};
+
+void cmp_map_prep_free(cmp_map_prep *p)
+{
+    if (!p) return;
+    for (int k = 0; p->cat && k < p->n_classes; k++) {
+        prep_cat *c = &p->cat[k];
+        free(c->img);
+        free(c->within);
+        free(c->flags);
+        free(c->tie_end);
+        free(c->pig_img);
+        free(c->pig);
+    }
+    free(p->cat);
+    free(p);
+}
+
+ptq_status cmp_map_prepare(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
+                           int n_images, int n_classes, cmp_map_prep **out)
+{
+    ptq_status st = PTQ_OK;
+    int max_g = 0, max_d = 0;
+    for (int i = 0; i < n_images; i++) {
+        if (n_gt[i] > max_g) max_g = n_gt[i];
+        if (n_dt[i] > max_d) max_d = n_dt[i];
+    }
+    double thr[CMP_MAP_IOUS];
+    for (int t = 0; t < CMP_MAP_IOUS; t++) thr[t] = linspace(0.5, 0.95, CMP_MAP_IOUS, t);
+    const cmp_gt **g = malloc(sizeof *g * (size_t)(max_g + 1));
+    const cmp_det **d = malloc(sizeof *d * (size_t)(max_d + 1));
+    ranked *rk = malloc(sizeof *rk * (size_t)(max_d + 1));
+    double *ious = malloc(sizeof *ious * (size_t)(max_g + 1) * (size_t)(CMP_MAP_MAX_DETS + 1));
+    unsigned char *gtm = malloc((size_t)max_g + 1);
+    int *img = NULL, *within = NULL, *pig_img = malloc(sizeof *pig_img * (size_t)(n_images + 1)),
+        *pig = malloc(sizeof *pig * (size_t)(n_images + 1));
+    ranked *order = NULL;
+    cat_eval c = {0};
+    cmp_map_prep *p = calloc(1, sizeof *p);
+    *out = NULL;
+    CHECK_ALLOC(g && d && rk && ious && gtm && pig_img && pig && p ? p : NULL);
+    p->n_images = n_images;
+    p->n_classes = n_classes;
+    CHECK_ALLOC(p->cat = calloc((size_t)n_classes + 1, sizeof *p->cat));
+    for (int k = 0; k < n_classes; k++) {
+        prep_cat *pc = &p->cat[k];
+        int np = 0;
+        c.n = 0;
+        c.npig = 0;
+        for (int i = 0; i < n_images; i++) {
+            int ng = 0, nd = 0, nr = 0, n0 = c.n;
+            long pig0 = c.npig;
+            for (int j = 0; j < n_gt[i]; j++) /* as cmp_coco_map */
+                if (gt[i][j].cls == k && !(gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
+            for (int j = 0; j < n_gt[i]; j++)
+                if (gt[i][j].cls == k && (gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
+            for (int j = 0; j < n_dt[i]; j++)
+                if (dt[i][j].cls == k) rk[nr++] = (ranked){dt[i][j].score, j};
+            qsort(rk, (size_t)nr, sizeof *rk, by_score);
+            for (int j = 0; j < nr; j++) d[nd++] = &dt[i][rk[j].pos];
+            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
+            if (c.npig > pig0) {
+                pig_img[np] = i;
+                pig[np++] = (int)(c.npig - pig0);
+            }
+            if (c.n > n0) {
+                int *a = realloc(img, sizeof *a * (size_t)c.n), *b;
+                CHECK_ALLOC(a);
+                img = a;
+                CHECK_ALLOC(b = realloc(within, sizeof *b * (size_t)c.n));
+                within = b;
+                for (int j = n0; j < c.n; j++) {
+                    img[j] = i;
+                    within[j] = j - n0;
+                }
+            }
+        }
+        pc->n = c.n;
+        pc->n_pig = np;
+        pc->img = malloc(sizeof *pc->img * (size_t)(c.n + 1));
+        pc->within = malloc(sizeof *pc->within * (size_t)(c.n + 1));
+        pc->flags = malloc(sizeof *pc->flags * (size_t)(c.n + 1));
+        pc->tie_end = malloc(sizeof *pc->tie_end * (size_t)(c.n + 1));
+        pc->pig_img = malloc(sizeof *pc->pig_img * (size_t)(np + 1));
+        pc->pig = malloc(sizeof *pc->pig * (size_t)(np + 1));
+        ranked *o2 = realloc(order, sizeof *o2 * (size_t)(c.n + 1));
+        CHECK_ALLOC(pc->img && pc->within && pc->flags && pc->tie_end && pc->pig_img && pc->pig && o2 ? o2 : NULL);
+        order = o2;
+        memcpy(pc->pig_img, pig_img, sizeof *pig_img * (size_t)np);
+        memcpy(pc->pig, pig, sizeof *pig * (size_t)np);
+        for (int i = 0; i < c.n; i++) order[i] = (ranked){c.score[i], i};
+        qsort(order, (size_t)c.n, sizeof *order, by_score);
+        for (int i = 0; i < c.n; i++) {
+            int e = order[i].pos;
+            uint32_t f = 0;
+            for (int t = 0; t < CMP_MAP_IOUS; t++)
+                f |= (uint32_t)(c.tp[t][e] != 0) << t | (uint32_t)(c.ig[t][e] != 0) << (CMP_MAP_IOUS + t);
+            pc->img[i] = img[e];
+            pc->within[i] = within[e];
+            pc->flags[i] = f;
+        }
+        for (int i = c.n - 1; i >= 0; i--)
+            pc->tie_end[i] = i + 1 < c.n && order[i + 1].score == order[i].score ? pc->tie_end[i + 1] : i + 1;
+    }
+    *out = p;
+    p = NULL;
+done:
+    cmp_map_prep_free(p);
+    free(g);
+    free(d);
+    free(rk);
+    free(ious);
+    free(gtm);
+    free(img);
+    free(within);
+    free(pig_img);
+    free(pig);
+    free(order);
+    free(c.score);
+    for (int t = 0; t < CMP_MAP_IOUS; t++) {
+        free(c.tp[t]);
+        free(c.ig[t]);
+    }
+    return st;
+}
+
+typedef struct {
+    int pos, within, e;
+} copy;
+
+static int by_copy(const void *pa, const void *pb) /* where the copy's image was drawn, then its own order */
+{
+    const copy *a = pa, *b = pb;
+    if (a->pos != b->pos) return (a->pos > b->pos) - (a->pos < b->pos);
+    return (a->within > b->within) - (a->within < b->within);
+}
+
+/* cat_ap over the detections seq[0..nd) at threshold t, with the same doubles: precision and recall
+ * are only computed where a detection is matched (tp grows). There recall takes each of its values
+ * first; after it, until the next match, precision only falls (fp grows) or stays (ignored), so the
+ * precision made monotone from the right at any position is the largest at the matches from there
+ * on (0 before the first match). pr, rc: room for the matches. */
+static double seq_ap(const prep_cat *c, const int *seq, size_t nd, long npig, int t, double *pr, double *rc)
+{
+    double tp = 0, fp = 0, sum = 0;
+    size_t nm = 0;
+    uint32_t mt = 1u << t, mi = 1u << (CMP_MAP_IOUS + t);
+    for (size_t i = 0; i < nd; i++) {
+        uint32_t f = c->flags[seq[i]];
+        if (f & mi) continue;
+        if (!(f & mt)) {
+            fp += 1;
+            continue;
+        }
+        tp += 1;
+        rc[nm] = tp / (double)npig;
+        pr[nm++] = tp / (fp + tp + DBL_EPSILON);
+    }
+    for (size_t i = nm - (nm > 0); i > 0; i--)
+        if (pr[i] > pr[i - 1]) pr[i - 1] = pr[i];
+    size_t p = 0;
+    for (int r = 0; r < CMP_MAP_RECALLS; r++) {
+        double want = linspace(0.0, 1.0, CMP_MAP_RECALLS, r);
+        while (p < nm && rc[p] < want) p++;
+        if (p < nm) sum += pr[p];
+    }
+    return sum / CMP_MAP_RECALLS;
+}
+
+int cmp_map_resample(const cmp_map_prep *p, const int *idx, int n, double *map50, double *map)
+{
+    int rc = -1, ni = p->n_images;
+    int *cnt = calloc((size_t)ni + 1, sizeof *cnt), *start = malloc(sizeof *start * (size_t)(ni + 2)),
+        *at = malloc(sizeof *at * (size_t)(n + 1)), *fill = malloc(sizeof *fill * (size_t)(ni + 1)), *seq = NULL;
+    copy *cp = NULL;
+    double *pr = NULL, *rcl = NULL;
+    size_t cap = 0, cp_cap = 0;
+    *map50 = *map = NAN;
+    if (!cnt || !start || !at || !fill) goto done;
+    for (int i = 0; i < n; i++) cnt[idx[i]]++;
+    start[0] = 0; /* at[start[i] .. start[i + 1]): where image i was drawn, in order */
+    for (int i = 0; i < ni; i++) start[i + 1] = start[i] + cnt[i];
+    memcpy(fill, start, sizeof *fill * (size_t)ni);
+    for (int i = 0; i < n; i++) at[fill[idx[i]]++] = i;
+    double s50 = 0, s = 0;
+    int cats = 0;
+    for (int k = 0; k < p->n_classes; k++) {
+        const prep_cat *c = &p->cat[k];
+        long npig = 0;
+        for (int j = 0; j < c->n_pig; j++) npig += (long)cnt[c->pig_img[j]] * c->pig[j];
+        if (!npig) continue;
+        size_t nd = 0;
+        for (int e = 0; e < c->n; e++) nd += (size_t)cnt[c->img[e]];
+        if (nd + 1 > cap) {
+            int *q = realloc(seq, sizeof *q * (nd + 1));
+            double *a, *b;
+            if (!q) goto done;
+            seq = q;
+            if (!(a = realloc(pr, sizeof *a * (nd + 1)))) goto done;
+            pr = a;
+            if (!(b = realloc(rcl, sizeof *b * (nd + 1)))) goto done;
+            rcl = b;
+            cap = nd + 1;
+        }
+        /* the order cmp_coco_map's stable sort gives the drawn images' detections: a detection whose
+         * score no other has, its copies in a row; detections of one score, by where their images
+         * were drawn, then each image's own order */
+        size_t m = 0;
+        for (int e = 0; e < c->n;) {
+            int e1 = c->tie_end[e];
+            if (e1 == e + 1) {
+                for (int r = cnt[c->img[e]]; r > 0; r--) seq[m++] = e;
+                e = e1;
+                continue;
+            }
+            size_t nc = 0;
+            for (int j = e; j < e1; j++) nc += (size_t)cnt[c->img[j]];
+            if (nc > cp_cap) {
+                copy *q = realloc(cp, sizeof *q * nc);
+                if (!q) goto done;
+                cp = q;
+                cp_cap = nc;
+            }
+            nc = 0;
+            for (int j = e; j < e1; j++)
+                for (int r = start[c->img[j]]; r < start[c->img[j] + 1]; r++) cp[nc++] = (copy){at[r], c->within[j], j};
+            qsort(cp, nc, sizeof *cp, by_copy);
+            for (size_t j = 0; j < nc; j++) seq[m++] = cp[j].e;
+            e = e1;
+        }
+        double all = 0, ap50 = 0;
+        for (int t = 0; t < CMP_MAP_IOUS; t++) {
+            double ap = seq_ap(c, seq, m, npig, t, pr, rcl);
+            if (t == 0) ap50 = ap;
+            all += ap;
+        }
+        s50 += ap50;
+        s += all / CMP_MAP_IOUS;
+        cats++;
+    }
+    rc = 0;
+    *map50 = cats ? s50 / cats : (double)NAN;
+    *map = cats ? s / cats : (double)NAN;
+done:
+    free(cnt);
+    free(start);
+    free(at);
+    free(fill);
+    free(seq);
+    free(cp);
+    free(pr);
+    free(rcl);
+    return rc;
+}
+
 /* ---- bootstrap intervals ---- */
 
 typedef struct {

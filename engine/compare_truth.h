@@ -44,6 +44,19 @@ ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det 
                         int n_images, int n_classes, cmp_map_result *out);
 void cmp_map_result_free(cmp_map_result *r); /* NULL-safe */
 
+/* mAP of resamples of the images without matching again: COCO's evaluation matches per image and
+ * category, so cmp_map_prepare matches every image once (each category's detections sorted as
+ * cmp_coco_map sorts them, with their matches at every threshold and the images' counts of ground
+ * truth boxes), and cmp_map_resample only accumulates: the images idx[0..n) (an image drawn k times
+ * counts k times, each copy where it was drawn, as cmp_coco_map of those images in that order),
+ * map50 and map equal to cmp_coco_map's bit for bit (NAN when no category has a ground truth box).
+ * cmp_map_resample is thread-safe; it returns 0, or -1 when out of memory. */
+typedef struct cmp_map_prep cmp_map_prep;
+ptq_status cmp_map_prepare(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
+                           int n_images, int n_classes, cmp_map_prep **out);
+int cmp_map_resample(const cmp_map_prep *p, const int *idx, int n, double *map50, double *map);
+void cmp_map_prep_free(cmp_map_prep *p); /* NULL-safe */
+
 /* Percentile bootstrap over images (tests/oracle/bootstrap.py): CMP_BOOT resamples of the n images
  * with replacement, drawn as numpy's RandomState(CMP_BOOT_SEED).randint(0, n, (CMP_BOOT, n))
  * (MT19937, masked rejection), the ratio sum(num) / sum(den) of each, and the 2.5th and 97.5th
@@ -56,8 +69,8 @@ ptq_status cmp_bootstrap_ratio(const double *num, const double *num_a, const dou
  * (idx: the n images drawn) and returns 0, or -1 when out of memory; the resamples are evaluated
  * in parallel (OpenMP; stat must be thread-safe), the result is the same at any thread count.
  * lo[j], hi[j]: statistic j's interval, its NAN values left out (NAN when none is left).
- * CMP_BOOT_MAP: the resamples of a detector's mAP (each a COCO evaluation). */
-enum { CMP_BOOT_MAP = 200 };
+ * CMP_BOOT_MAP: the resamples of a detector's mAP (cmp_map_resample of each, from one cmp_map_prepare). */
+enum { CMP_BOOT_MAP = CMP_BOOT };
 ptq_status cmp_bootstrap_stats(int n, int boot, int k, int (*stat)(const int *idx, int n, void *user, double *v), void *user,
                                double *lo, double *hi);
 

@@ -264,6 +264,8 @@ ptq_status io_report_write_json(const char *path, const io_report *r)
     ok &= add_str(root, "criterion", r->criterion);
     ok &= add_str(root, "best_method", r->best_method);
     ok &= add_str(root, "float_part", r->float_part);
+    ok &= cJSON_AddBoolToObject(root, "as_is", r->as_is) != NULL;
+    ok &= add_str(root, "base", r->base);
     ok &= add_methods(root, "methods", r->methods, r->method_maps, r->n_methods);
     ok &= add_methods(root, "refinements", r->refinements, r->refinement_maps, r->n_refinements);
     ok &= add_str(root, "labels", r->labels);
@@ -991,6 +993,7 @@ ptq_status io_report_write_html(const char *path, const io_report *r)
     put_esc(fp, r->criterion);
     fputs(")</td></tr>\n", fp);
     put_kv(fp, "float part", r->float_part);
+    if (r->as_is) put_kv(fp, "scored as given against", r->base ? r->base : "itself (no base)");
     fputs("</table>\n</section>\n", fp);
     put_methods(fp, r);
     TRY(put_layers(fp, r));

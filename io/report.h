@@ -15,6 +15,8 @@
  *
  * JSON layout ("format": "ptq-compare", "version": 1; keys in this order):
  *   model, preset, calib_images, n_calib, eval_images, n_eval, criterion, best_method, float_part,
+ *   as_is (true: methods[0], "as-is", is the model as given; fp32 the figures of base, or the model's own
+ *   when base is null), base,
  *   methods: [{method, cosine, sqnr_db, max_abs, top1_agree, top1_acc, seq_top1, seq_chars, seq_exact, mask_iou,
  *              mask_threshold, box_f1}],
  *   refinements: [the same keys; method names the best method and its refinement, "mse + AdaRound"],
@@ -113,6 +115,8 @@ typedef struct {
     const char *criterion;        /* what best_method was chosen on, e.g. "cosine" */
     const char *best_method;      /* one of methods[].method (highlighted), or NULL */
     const char *float_part;       /* how the layers left in float were evaluated: "fp16" or "fp32" */
+    int as_is;                    /* compare --as-is: methods[0] is the model as given, not calibrated */
+    const char *base;             /* with as_is: the model the row is measured against (fp32's figures), NULL: itself */
     int n_methods;
     const io_report_method *methods;
     int n_refinements;            /* the best method refined (compare --bias-correction, --adaround, --equalize) */

@@ -10,9 +10,13 @@
 # Ultralytics' letterbox by python here; map is the metric that picks the method; --metric map
 # --target-drop X leaves layers in float until mAP50-95 is within X of FP32's; bad label files are
 # refused in one line naming the file and line. The 95 % bootstrap intervals of both mAPs (FP32's,
-# the method's, the paired difference's; 200 resamples of the images) equal the port's COCOeval of
+# the method's, the paired difference's; 1000 resamples of the images) equal the port's COCOeval of
 # the same resamples. A classifier's top-1 accuracy with its intervals equals the numpy port
-# (tests/oracle/bootstrap.py) on ptq run's outputs. Then a recogniser against its text (below).
+# (tests/oracle/bootstrap.py) on ptq run's outputs. `compare --as-is` (the model as given, no
+# calibration) of the FP32 model gives the same doubles as compare's FP32 row, of the QDQ model
+# `ptq quantize` wrote those of compare's row of its method (with --base FP32, the paired differences,
+# cosine and the rest too), for the detector and the classifier; calibration options and --base
+# without --as-is are refused. Then a recogniser against its text (below).
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$ROOT/build/zoo/yolov8n_like_nms.op13.onnx
@@ -133,11 +137,11 @@ for name, prefix, got in (('FP32', d + '/fp', r['fp32']), ('max', d + '/q', r['m
             sys.exit('%s class %d: ptq %s, port %s' % (name, c, got['ap'][k], ap[c]))
     worst = max(worst, abs(got['map'] - m), abs(got['map50'] - m50))
     print('%s mAP50 %.4f mAP50-95 %.4f' % (name, m50, m), end='; ')
-if kind == 'yolo':  # the bootstrap intervals: 200 resamples of the images, COCOeval of each
+if kind == 'yolo':  # the bootstrap intervals: 1000 resamples of the images, COCOeval of each
     from bootstrap import _draws
     fp, q = detections(d + '/fp', paths, sizes), detections(d + '/q', paths, sizes)
     stats = []
-    for idx in _draws(len(ids), 200, 1):
+    for idx in _draws(len(ids), 1000, 1):
         rg = [dict(g, image_id=j) for j, i in enumerate(idx) for g in gts if g['image_id'] == i]
         v = []
         for dts in (q, fp):
@@ -153,7 +157,7 @@ if kind == 'yolo':  # the bootstrap intervals: 200 resamples of the images, COCO
         if not (abs(obj[key][0] - lo) <= 1e-4 and abs(obj[key][1] - hi) <= 1e-4):
             sys.exit('%s: ptq %s, port [%.6f, %.6f]' % (key, obj[key], lo, hi))
         worst = max(worst, abs(obj[key][0] - lo), abs(obj[key][1] - hi))
-    print('intervals of 200 resamples equal', end='; ')
+    print('intervals of 1000 resamples equal', end='; ')
 print('largest difference %.2g' % worst)
 PYEOF
 
@@ -165,6 +169,46 @@ for kind in yolo coco; do
     grep -q 'mAP50-95' '$TMP/$kind.out' && grep -q '^FP32 against' '$TMP/$kind.out' &&
     $PY '$TMP/port.py' '$TMP' $kind '$TMP/report_$kind.json' '$ROOT/tests/oracle'"
 done
+# --as-is: the model as given, no calibration: its figures are those of the same run's FP32 row, and
+# the QDQ model ptq quantize wrote scores what compare's row of its method says (the same doubles in
+# the JSON: truth figures, intervals, with --base the paired differences, cosine and box-f1 too)
+cat > "$TMP/same.py" <<'PYEOF'
+import json, sys
+a, b, pairs = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3:]
+TRUTH = ('map50', 'map', 'map50_ci', 'map_ci', 'ap50', 'ap', 'top1_acc', 'top1_ci', 'cer', 'line_acc', 'cer_ci',
+         'line_acc_ci', 'miou', 'miou_ci', 'iou')
+def get(r, where):
+    return r['fp32'] if where == 'fp32' else r['methods'][0]
+n = 0
+for pair in pairs:  # "as-is-side:compare-side[:delta]"
+    x, y, *more = pair.split(':')
+    keys = TRUTH + (('map50_delta_ci', 'map_delta_ci', 'top1_delta_ci', 'cosine', 'sqnr_db', 'box_f1', 'top1_agree')
+                    if more else ())
+    for k in keys:
+        if k in get(a, x) or k in get(b, y):
+            assert get(a, x).get(k) == get(b, y).get(k), (pair, k, get(a, x).get(k), get(b, y).get(k))
+            n += get(a, x).get(k) is not None
+assert a['as_is'] is True and a['methods'][0]['method'] == 'as-is' and b['as_is'] is False, (a['as_is'], b['as_is'])
+assert n >= 2 * len(pairs), (n, pairs)
+print('%d figures equal' % n)
+PYEOF
+check "compare --as-is: FP32's own figures equal the FP32 row of compare (same doubles)" bash -c "
+  '$PTQ' compare '$M' --as-is --eval-images '$TMP/eval.list' ${PRE[*]} --labels 'yolo:$TMP/yolo' --json '$TMP/asis_fp.json' \
+      > '$TMP/asis_fp.out' 2>&1 || { cat '$TMP/asis_fp.out'; exit 1; }
+  grep -q '^as-is against yolo:' '$TMP/asis_fp.out' && ! grep -q 'best' '$TMP/asis_fp.out' &&
+  $PY '$TMP/same.py' '$TMP/asis_fp.json' '$TMP/report_yolo.json' m:fp32 fp32:fp32"
+check "compare --as-is of the QDQ model ptq quantize wrote: compare's row of that method (with --base: its differences)" bash -c "
+  '$PTQ' compare '$TMP/q.onnx' --as-is --eval-images '$TMP/eval.list' ${PRE[*]} --labels 'yolo:$TMP/yolo' \
+      --json '$TMP/asis_q.json' > '$TMP/asis_q.out' 2>&1 || { cat '$TMP/asis_q.out'; exit 1; }
+  $PY '$TMP/same.py' '$TMP/asis_q.json' '$TMP/report_yolo.json' m:m &&
+  '$PTQ' compare '$TMP/q.onnx' --as-is --base '$M' --eval-images '$TMP/eval.list' ${PRE[*]} --labels 'yolo:$TMP/yolo' \
+      --json '$TMP/asis_b.json' > '$TMP/asis_b.out' 2>&1 || { cat '$TMP/asis_b.out'; exit 1; }
+  grep -q '^base against yolo:' '$TMP/asis_b.out' && grep -q 'minus base' '$TMP/asis_b.out' &&
+  $PY '$TMP/same.py' '$TMP/asis_b.json' '$TMP/report_yolo.json' m:m:delta fp32:fp32"
+check "compare --as-is with an option of calibration: refused" refused "--as-is scores the model as given, without calibration: --images does not apply" \
+  "$PTQ" compare "$M" --as-is --images "$TMP/calib.list" --eval-images "$TMP/eval.list" "${PRE[@]}"
+check "compare --base without --as-is: refused" refused "--base is for --as-is" \
+  "$PTQ" compare "$M" --base "$M" --images "$TMP/calib.list" --eval-images "$TMP/eval.list" "${PRE[@]}"
 check "compare with detector labels: map is the metric that picks the method" bash -c "
   '$PTQ' compare '$M' --images '$TMP/calib.list' --eval-images '$TMP/eval.list' ${PRE[*]} --methods max,mse \
       --labels 'yolo:$TMP/yolo' 2>/dev/null | grep -E '^best: .* \(by map, then cosine\)'"
@@ -262,6 +306,14 @@ for got, want in ((m['top1_acc'], w['q'][0]), (f['top1_acc'], w['fp'][0]), (m['t
     got, want = (got if isinstance(got, list) else [got]), (list(want) if isinstance(want, tuple) else [want])
     assert all(abs(a - b) <= 1e-9 for a, b in zip(got, want)) and len(got) == len(want), (got, want)
 print('FP32 top-1 %.3f %s, max %.3f %s, delta %s' % (w['fp'][0], w['fp'][1:], w['q'][0], w['q'][1:], w['delta'][1:]))\""
+
+check "compare --as-is on a classifier: FP32's and the QDQ model's top-1 with intervals are compare's rows" bash -c "
+  '$PTQ' compare '$CM' --as-is --eval-images '$TMP/cls.list' ${CPRE[*]} --labels 'list:$TMP/cls.labels' --json '$TMP/cls_asis_fp.json' \
+      > '$TMP/cls_asis.out' 2>&1 || { cat '$TMP/cls_asis.out'; exit 1; }
+  '$PTQ' compare '$TMP/cls.q.onnx' --as-is --base '$CM' --eval-images '$TMP/cls.list' ${CPRE[*]} --labels 'list:$TMP/cls.labels' \
+      --json '$TMP/cls_asis_q.json' >> '$TMP/cls_asis.out' 2>&1 || { cat '$TMP/cls_asis.out'; exit 1; }
+  $PY '$TMP/same.py' '$TMP/cls_asis_fp.json' '$TMP/cls.json' m:fp32 fp32:fp32 &&
+  $PY '$TMP/same.py' '$TMP/cls_asis_q.json' '$TMP/cls.json' m:m:delta fp32:fp32"
 
 REC=$MODELS/ch_PP-OCRv4_rec_infer.onnx
 KEYS=$MODELS/ppocr_keys_v1.txt

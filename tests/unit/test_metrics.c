@@ -4,7 +4,8 @@
  * strings and on known pairs; metric names parse and print back. COCO mAP (engine/compare_truth.h)
  * on hand-made images whose AP follows from COCOeval's definition by hand: a perfect detection,
  * a false positive ranked first, a match that holds up to IoU 0.70 only, crowd boxes ignored,
- * categories without ground truth left out of the mean, 100 detections per image and category; a
+ * categories without ground truth left out of the mean, 100 detections per image and category; the
+ * mAP of resamples from matches made once equal bit for bit to COCO's evaluation of the resample; a
  * target drop measured from FP32's own value (its mAP, its accuracy, 1 for agreement). A segmenter's
  * mIoU (engine/compare_seg.h) on a hand-made image, stretched and centre-cropped (the cut-off
  * columns not counted, the ignore value not counted); mask PNGs read as their indices (1-bit gray,
@@ -233,6 +234,78 @@ TEST(coco_map_keeps_100_detections_per_image_and_category)
     cmp_map_result_free(&r);
 }
 
+/* cmp_map_resample against cmp_coco_map of the drawn images in draw order: bit for bit, on random
+ * images with crowd boxes, an image of 110 detections of one class, and scores from a few values
+ * (ties within an image, across images and between the copies of an image drawn twice). */
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+TEST(coco_map_resample_equals_the_evaluation_of_the_draw)
+{
+    enum { NI = 14, NC = 4, MAXG = 6, MAXD = 110, DRAWS = 60 };
+    static cmp_gt gt[NI][MAXG];
+    static cmp_det dt[NI][MAXD];
+    int ng[NI], nd[NI];
+    const cmp_gt *gp[NI];
+    const cmp_det *dp[NI];
+    uint32_t s = 35;
+    for (int i = 0; i < NI; i++) {
+        ng[i] = (int)(lcg(&s) % (MAXG + 1));
+        nd[i] = i == 3 ? MAXD : (int)(lcg(&s) % 16);
+        for (int j = 0; j < ng[i]; j++) {
+            double x = lcg(&s) % 200, y = lcg(&s) % 200, w = 10 + lcg(&s) % 60, h = 10 + lcg(&s) % 60;
+            gt[i][j] = (cmp_gt){x, y, w, h, w * h, (int)(lcg(&s) % NC), lcg(&s) % 9 == 0};
+        }
+        for (int j = 0; j < nd[i]; j++) {
+            double x = lcg(&s) % 200, y = lcg(&s) % 200, w = 10 + lcg(&s) % 60, h = 10 + lcg(&s) % 60;
+            int cls = i == 3 ? 1 : (int)(lcg(&s) % NC);
+            if (ng[i] && lcg(&s) % 3) { /* near a ground truth box */
+                const cmp_gt *g = &gt[i][lcg(&s) % (uint32_t)ng[i]];
+                x = g->x + (double)(lcg(&s) % 9) - 4;
+                y = g->y + (double)(lcg(&s) % 9) - 4;
+                w = g->w + (double)(lcg(&s) % 7) - 3;
+                h = g->h;
+                if (lcg(&s) % 4) cls = g->cls;
+            }
+            dt[i][j] = (cmp_det){x, y, w, h, 0.1 * (double)(1 + lcg(&s) % 6), cls};
+        }
+        gp[i] = gt[i];
+        dp[i] = dt[i];
+    }
+    cmp_map_prep *p = NULL;
+    EXPECT_EQ_INT(cmp_map_prepare(gp, ng, dp, nd, NI, NC, &p), PTQ_OK);
+    int differ = 0, ties = 0;
+    for (int b = 0; b < DRAWS && p; b++) {
+        int idx[NI], gn[NI], dn[NI];
+        const cmp_gt *g2[NI];
+        const cmp_det *d2[NI];
+        int n = b == 0 ? NI : 1 + (int)(lcg(&s) % NI);
+        for (int i = 0; i < n; i++) {
+            idx[i] = b == 0 ? i : (int)(lcg(&s) % NI);
+            g2[i] = gp[idx[i]];
+            d2[i] = dp[idx[i]];
+            gn[i] = ng[idx[i]];
+            dn[i] = nd[idx[i]];
+            for (int j = 0; j < i; j++) ties += idx[j] == idx[i];
+        }
+        cmp_map_result r = {0};
+        double m50, m;
+        EXPECT_EQ_INT(cmp_coco_map(g2, gn, d2, dn, n, NC, &r), PTQ_OK);
+        EXPECT_EQ_INT(cmp_map_resample(p, idx, n, &m50, &m), 0);
+        if (memcmp(&m50, &r.map50, sizeof m50) || memcmp(&m, &r.map, sizeof m)) {
+            if (!differ) fprintf(stderr, "draw %d: resample %.17g %.17g, evaluation %.17g %.17g\n", b, m50, m, r.map50, r.map);
+            differ++;
+        }
+        cmp_map_result_free(&r);
+    }
+    EXPECT_EQ_INT(differ, 0);
+    EXPECT(ties > 0); /* images drawn more than once */
+    cmp_map_prep_free(p);
+}
+
 TEST(target_drop_against_fp32s_own_value)
 {
     cmp_target t = {NAN, NAN, 1.0, NAN, {0}, 0.005};
@@ -343,6 +416,7 @@ int main(void)
     RUN(coco_map_iou_thresholds);
     RUN(coco_map_crowd_and_categories_without_truth);
     RUN(coco_map_keeps_100_detections_per_image_and_category);
+    RUN(coco_map_resample_equals_the_evaluation_of_the_draw);
     RUN(target_drop_against_fp32s_own_value);
     RUN(bootstrap_intervals_equal_numpys_draws);
     RUN(seg_miou_by_hand_stretch_and_crop);
