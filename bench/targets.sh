@@ -21,7 +21,7 @@ BUILD=${BUILD:-build}
 PTQ=$BUILD/ptq
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}
 REPEAT=${REPEAT:-10}
 THREADS=${THREADS:-2}
 M=build/models
