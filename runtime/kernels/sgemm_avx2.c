@@ -39,45 +39,13 @@ static inline void sg_micro(int64_t kc, const float *ap, const float *bp, int64_
 #undef SG_STORE
 }
 
-/* The first R < SG_MR rows of the tile, straight into C (an edge strip of m % SG_MR rows):
- * the same accumulators and FMA order as sg_micro's rows, 2 R registers. */
-static inline __attribute__((always_inline)) void sg_rows(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
-                                                          float *c, int64_t ldc, int load, const int R)
-{
-    __m256 x0[SG_MR], x1[SG_MR];
-    for (int r = 0; r < R; r++) {
-        x0[r] = load ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
-        x1[r] = load ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
-    }
-    for (int64_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-        for (int r = 0; r < R; r++) {
-            __m256 av = _mm256_broadcast_ss(ap + r);
-            x0[r] = _mm256_fmadd_ps(av, b0, x0[r]);
-            x1[r] = _mm256_fmadd_ps(av, b1, x1[r]);
-        }
-        ap += SG_MR;
-        bp += ldbp;
-    }
-    for (int r = 0; r < R; r++) {
-        _mm256_storeu_ps(c + r * ldc, x0[r]);
-        _mm256_storeu_ps(c + r * ldc + 8, x1[r]);
-    }
-}
-
-#define SG_HAVE_ROWS
-static void sg_micro_rows(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
-                          int64_t mr)
-{
-    switch (mr) {
-    case 1: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 1); break;
-    case 2: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 2); break;
-    case 3: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 3); break;
-    case 4: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 4); break;
-    case 5: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 5); break;
-    default: break;
-    }
-}
+/* vector ops of sgemm_impl.h's row kernel (edge strips) */
+#define SG_VEC __m256
+#define SG_LOADU _mm256_loadu_ps
+#define SG_STOREU _mm256_storeu_ps
+#define SG_ZERO _mm256_setzero_ps
+#define SG_FMADD _mm256_fmadd_ps
+#define SG_BCAST(p) _mm256_broadcast_ss(p)
 
 #include "runtime/kernels/sgemm_impl.h"
 

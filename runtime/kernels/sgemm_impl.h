@@ -16,7 +16,7 @@
  * blocks an element's accumulator goes through C unchanged (a float store and load), so
  * the chain is the same FMA sequence whatever the blocking. Edge tiles run the same
  * microkernel on a padded copy of the tile, or, when only rows are missing and the includer
- * defines SG_HAVE_ROWS, its sg_micro_rows straight into C. SG_TAPS_FN (the includer names it too) runs the
+ * defines SG_VEC (its vector type and ops), sg_micro_rows straight into C. SG_TAPS_FN (the includer names it too) runs the
  * taps of a shifted convolution in one call. */
 #include <stdint.h>
 #include <string.h>
@@ -98,12 +98,60 @@ static int sg_direct_fits(int64_t ldb, int64_t kc)
     return sets * 8 >= 2 * kc;
 }
 
-/* A partial tile (mr < SG_MR or nr < SG_NR): the includer's row kernel where only rows are missing
- * (SG_HAVE_ROWS), else the microkernel on a padded copy. */
+#ifdef SG_VEC
+/* The first R < SG_MR rows of the tile, straight into C (an edge strip of m % SG_MR rows):
+ * the same accumulators and FMA order as sg_micro's rows, 2 R registers of the includer's
+ * vector type SG_VEC (SG_NR / 2 floats) and its SG_LOADU, SG_STOREU, SG_ZERO, SG_FMADD, SG_BCAST. */
+static inline __attribute__((always_inline)) void sg_rows(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
+                                                          float *c, int64_t ldc, int load, const int R)
+{
+    SG_VEC x0[SG_MR], x1[SG_MR];
+    for (int r = 0; r < R; r++) {
+        x0[r] = load ? SG_LOADU(c + r * ldc) : SG_ZERO();
+        x1[r] = load ? SG_LOADU(c + r * ldc + SG_NR / 2) : SG_ZERO();
+    }
+    for (int64_t p = 0; p < kc; p++) {
+        SG_VEC b0 = SG_LOADU(bp), b1 = SG_LOADU(bp + SG_NR / 2);
+        for (int r = 0; r < R; r++) {
+            SG_VEC av = SG_BCAST(ap + r);
+            x0[r] = SG_FMADD(av, b0, x0[r]);
+            x1[r] = SG_FMADD(av, b1, x1[r]);
+        }
+        ap += SG_MR;
+        bp += ldbp;
+    }
+    for (int r = 0; r < R; r++) {
+        SG_STOREU(c + r * ldc, x0[r]);
+        SG_STOREU(c + r * ldc + SG_NR / 2, x1[r]);
+    }
+}
+
+static void sg_micro_rows(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
+                          int64_t mr)
+{
+    switch (mr) { /* constant R: unrolled, in registers */
+    case 1: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 1); break;
+    case 2: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 2); break;
+    case 3: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 3); break;
+    case 4: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 4); break;
+    case 5: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 5); break;
+#if SG_MR > 6
+    case 6: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 6); break;
+#endif
+#if SG_MR > 7
+    case 7: sg_rows(kc, ap, bp, ldbp, c, ldc, load, 7); break;
+#endif
+    default: break;
+    }
+}
+#endif
+
+/* A partial tile (mr < SG_MR or nr < SG_NR): the row kernel where only rows are missing (SG_VEC
+ * given), else the microkernel on a padded copy. */
 static void sg_edge(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc, int load,
                     int64_t mr, int64_t nr)
 {
-#ifdef SG_HAVE_ROWS
+#ifdef SG_VEC
     if (nr == SG_NR) { /* full width, fewer rows: the includer's row kernel, no copy */
         sg_micro_rows(kc, ap, bp, ldbp, c, ldc, load, mr);
         return;
