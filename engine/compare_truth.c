@@ -141,22 +141,64 @@ static double cat_ap(const cat_eval *c, int t, const ranked *order, double *pr, 
     return sum / CMP_MAP_RECALLS;
 }
 
-ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
-                        int n_images, int n_classes, cmp_map_result *out)
+/* What matching one image's detections of one class needs: the IoU thresholds and buffers
+ * sized for the largest image. */
+typedef struct {
+    double thr[CMP_MAP_IOUS];
+    const cmp_gt **g;
+    const cmp_det **d;
+    ranked *rk;
+    double *ious;
+    unsigned char *gtm;
+} match_scratch;
+
+static int scratch_init(match_scratch *m, const int *n_gt, const int *n_dt, int n_images)
 {
-    ptq_status st = PTQ_OK;
     int max_g = 0, max_d = 0;
     for (int i = 0; i < n_images; i++) {
         if (n_gt[i] > max_g) max_g = n_gt[i];
         if (n_dt[i] > max_d) max_d = n_dt[i];
     }
-    double thr[CMP_MAP_IOUS];
-    for (int t = 0; t < CMP_MAP_IOUS; t++) thr[t] = linspace(0.5, 0.95, CMP_MAP_IOUS, t);
-    const cmp_gt **g = malloc(sizeof *g * (size_t)(max_g + 1));
-    const cmp_det **d = malloc(sizeof *d * (size_t)(max_d + 1));
-    ranked *rk = malloc(sizeof *rk * (size_t)(max_d + 1));
-    double *ious = malloc(sizeof *ious * (size_t)(max_g + 1) * (size_t)(CMP_MAP_MAX_DETS + 1));
-    unsigned char *gtm = malloc((size_t)max_g + 1);
+    for (int t = 0; t < CMP_MAP_IOUS; t++) m->thr[t] = linspace(0.5, 0.95, CMP_MAP_IOUS, t);
+    m->g = malloc(sizeof *m->g * (size_t)(max_g + 1));
+    m->d = malloc(sizeof *m->d * (size_t)(max_d + 1));
+    m->rk = malloc(sizeof *m->rk * (size_t)(max_d + 1));
+    m->ious = malloc(sizeof *m->ious * (size_t)(max_g + 1) * (size_t)(CMP_MAP_MAX_DETS + 1));
+    m->gtm = malloc((size_t)max_g + 1);
+    return m->g && m->d && m->rk && m->ious && m->gtm;
+}
+
+static void scratch_free(match_scratch *m)
+{
+    free(m->g);
+    free(m->d);
+    free(m->rk);
+    free(m->ious);
+    free(m->gtm);
+}
+
+/* One image's ground truth and detections of class k matched into c (COCO's evaluateImg):
+ * non-ignored ground truth first, each group in file order; detections by score. */
+static int match_class(cat_eval *c, match_scratch *m, const cmp_gt *gt, int n_gt, const cmp_det *dt, int n_dt, int k)
+{
+    int ng = 0, nd = 0, nr = 0;
+    for (int j = 0; j < n_gt; j++)
+        if (gt[j].cls == k && !(gt[j].crowd || gt[j].area < 0 || gt[j].area > AREA_MAX)) m->g[ng++] = &gt[j];
+    for (int j = 0; j < n_gt; j++)
+        if (gt[j].cls == k && (gt[j].crowd || gt[j].area < 0 || gt[j].area > AREA_MAX)) m->g[ng++] = &gt[j];
+    for (int j = 0; j < n_dt; j++)
+        if (dt[j].cls == k) m->rk[nr++] = (ranked){dt[j].score, j};
+    qsort(m->rk, (size_t)nr, sizeof *m->rk, by_score);
+    for (int j = 0; j < nr; j++) m->d[nd++] = &dt[m->rk[j].pos];
+    return eval_image(c, m->g, ng, m->d, nd, m->ious, m->gtm, m->thr);
+}
+
+ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det *const *dt, const int *n_dt,
+                        int n_images, int n_classes, cmp_map_result *out)
+{
+    ptq_status st = PTQ_OK;
+    match_scratch m;
+    int m_ok = scratch_init(&m, n_gt, n_dt, n_images);
     ranked *order = NULL;
     double *pr = NULL, *rc = NULL;
     cat_eval c = {0};
@@ -164,23 +206,14 @@ ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det 
     out->n_classes = n_classes;
     out->ap50 = malloc(sizeof *out->ap50 * (size_t)(n_classes + 1));
     out->ap = malloc(sizeof *out->ap * (size_t)(n_classes + 1));
-    CHECK_ALLOC(g && d && rk && ious && gtm && out->ap50 && out->ap ? g : NULL);
+    CHECK_ALLOC(m_ok && out->ap50 && out->ap ? out->ap : NULL);
     double s50 = 0, s = 0;
     int cats = 0;
     for (int k = 0; k < n_classes; k++) {
         c.n = 0;
         c.npig = 0;
         for (int i = 0; i < n_images; i++) {
-            int ng = 0, nd = 0, nr = 0;
-            for (int j = 0; j < n_gt[i]; j++) /* non-ignored first, each group in file order */
-                if (gt[i][j].cls == k && !(gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
-            for (int j = 0; j < n_gt[i]; j++)
-                if (gt[i][j].cls == k && (gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
-            for (int j = 0; j < n_dt[i]; j++)
-                if (dt[i][j].cls == k) rk[nr++] = (ranked){dt[i][j].score, j};
-            qsort(rk, (size_t)nr, sizeof *rk, by_score);
-            for (int j = 0; j < nr; j++) d[nd++] = &dt[i][rk[j].pos];
-            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
+            if (match_class(&c, &m, gt[i], n_gt[i], dt[i], n_dt[i], k)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
         }
         out->ap50[k] = out->ap[k] = NAN;
         if (!c.npig) continue;
@@ -209,11 +242,7 @@ ptq_status cmp_coco_map(const cmp_gt *const *gt, const int *n_gt, const cmp_det 
     out->map50 = cats ? s50 / cats : (double)NAN;
     out->map = cats ? s / cats : (double)NAN;
 done:
-    free(g);
-    free(d);
-    free(rk);
-    free(ious);
-    free(gtm);
+    scratch_free(&m);
     free(order);
     free(pr);
     free(rc);
@@ -265,25 +294,15 @@ ptq_status cmp_map_prepare(const cmp_gt *const *gt, const int *n_gt, const cmp_d
                            int n_images, int n_classes, cmp_map_prep **out)
 {
     ptq_status st = PTQ_OK;
-    int max_g = 0, max_d = 0;
-    for (int i = 0; i < n_images; i++) {
-        if (n_gt[i] > max_g) max_g = n_gt[i];
-        if (n_dt[i] > max_d) max_d = n_dt[i];
-    }
-    double thr[CMP_MAP_IOUS];
-    for (int t = 0; t < CMP_MAP_IOUS; t++) thr[t] = linspace(0.5, 0.95, CMP_MAP_IOUS, t);
-    const cmp_gt **g = malloc(sizeof *g * (size_t)(max_g + 1));
-    const cmp_det **d = malloc(sizeof *d * (size_t)(max_d + 1));
-    ranked *rk = malloc(sizeof *rk * (size_t)(max_d + 1));
-    double *ious = malloc(sizeof *ious * (size_t)(max_g + 1) * (size_t)(CMP_MAP_MAX_DETS + 1));
-    unsigned char *gtm = malloc((size_t)max_g + 1);
+    match_scratch m;
+    int m_ok = scratch_init(&m, n_gt, n_dt, n_images);
     int *img = NULL, *within = NULL, *pig_img = malloc(sizeof *pig_img * (size_t)(n_images + 1)),
         *pig = malloc(sizeof *pig * (size_t)(n_images + 1));
     ranked *order = NULL;
     cat_eval c = {0};
     cmp_map_prep *p = calloc(1, sizeof *p);
     *out = NULL;
-    CHECK_ALLOC(g && d && rk && ious && gtm && pig_img && pig && p ? p : NULL);
+    CHECK_ALLOC(m_ok && pig_img && pig && p ? p : NULL);
     p->n_images = n_images;
     p->n_classes = n_classes;
     CHECK_ALLOC(p->cat = calloc((size_t)n_classes + 1, sizeof *p->cat));
@@ -293,17 +312,9 @@ ptq_status cmp_map_prepare(const cmp_gt *const *gt, const int *n_gt, const cmp_d
         c.n = 0;
         c.npig = 0;
         for (int i = 0; i < n_images; i++) {
-            int ng = 0, nd = 0, nr = 0, n0 = c.n;
+            int n0 = c.n;
             long pig0 = c.npig;
-            for (int j = 0; j < n_gt[i]; j++) /* as cmp_coco_map */
-                if (gt[i][j].cls == k && !(gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
-            for (int j = 0; j < n_gt[i]; j++)
-                if (gt[i][j].cls == k && (gt[i][j].crowd || gt[i][j].area < 0 || gt[i][j].area > AREA_MAX)) g[ng++] = &gt[i][j];
-            for (int j = 0; j < n_dt[i]; j++)
-                if (dt[i][j].cls == k) rk[nr++] = (ranked){dt[i][j].score, j};
-            qsort(rk, (size_t)nr, sizeof *rk, by_score);
-            for (int j = 0; j < nr; j++) d[nd++] = &dt[i][rk[j].pos];
-            if (eval_image(&c, g, ng, d, nd, ious, gtm, thr)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
+            if (match_class(&c, &m, gt[i], n_gt[i], dt[i], n_dt[i], k)) FAIL(PTQ_ERR_NOMEM, "out of memory matching the detections of an image");
             if (c.npig > pig0) {
                 pig_img[np] = i;
                 pig[np++] = (int)(c.npig - pig0);
@@ -351,11 +362,7 @@ ptq_status cmp_map_prepare(const cmp_gt *const *gt, const int *n_gt, const cmp_d
     p = NULL;
 done:
     cmp_map_prep_free(p);
-    free(g);
-    free(d);
-    free(rk);
-    free(ious);
-    free(gtm);
+    scratch_free(&m);
     free(img);
     free(within);
     free(pig_img);
