@@ -844,6 +844,7 @@ typedef struct {
     resize_axis ax[PTQ_MAX_RANK];
     int active[PTQ_MAX_RANK];
     int fast2d;
+    int wdup; /* fast2d: output column ow reads input column ow / wdup for every ow (an integer upsampling), else 0 */
     float extrapolation;
     int has_outside;
 } resize_state;
@@ -1018,6 +1019,13 @@ static ptq_status resize_infer(ptq_op_ctx *ctx)
         }
     }
     s->fast2d = s->mode == 0 && r >= 2 && !changed_other && !s->has_outside;
+    if (s->fast2d && s->active[r - 1] && s->ax[r - 1].out > 0 && s->in_dims[r - 1] > 0 &&
+        s->ax[r - 1].out % s->in_dims[r - 1] == 0) {
+        int64_t f = s->ax[r - 1].out / s->in_dims[r - 1];
+        s->wdup = (int)f;
+        for (int64_t ow = 0; ow < s->ax[r - 1].out && s->wdup; ow++)
+            if (s->ax[r - 1].idx[ow] != ow / f) s->wdup = 0;
+    }
     /* scratch: two ping-pong buffers of the largest intermediate */
     int64_t cur[PTQ_MAX_RANK];
     size_t biggest = ptq_tensor_numel(x);
@@ -1050,7 +1058,11 @@ static ptq_status resize_run(ptq_op_ctx *ctx)
             for (int64_t oh = 0; oh < OH; oh++) {
                 const float *src = xd + p * (size_t)(IH * IW) + (s->active[r - 2] ? ah->idx[oh] : oh) * IW;
                 float *dst = yd + p * (size_t)(OH * OW) + oh * OW;
-                if (s->active[r - 1])
+                if (oh > 0 && s->active[r - 2] && ah->idx[oh] == ah->idx[oh - 1]) /* the row above again */
+                    memcpy(dst, dst - OW, sizeof(float) * (size_t)OW);
+                else if (s->wdup == 2)
+                    for (int64_t iw = 0; iw < IW; iw++) dst[2 * iw] = dst[2 * iw + 1] = src[iw];
+                else if (s->active[r - 1])
                     for (int64_t ow = 0; ow < OW; ow++) dst[ow] = src[aw->idx[ow]];
                 else
                     memcpy(dst, src, sizeof(float) * (size_t)OW);
