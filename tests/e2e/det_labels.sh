@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# compare against a text detector's polygons (--labels paddledet:FILE): PP-OCRv4 det on 8 pages of
+# tests/oracle/textpages.py (their truth.json turned into PaddleOCR's det label list, every 7th line
+# "###", a don't-care region). The oracle: the very tensors ptq's preprocessing gives (ptq
+# preprocess --dump) run by ONNX Runtime, DB post-processing in Python (tests/oracle/ocr_pipeline.py's
+# boxes_from_bitmap on OpenCV) and PaddleOCR's DetMetric ported without shapely
+# (tests/oracle/det_metric.py). Asserted, within 1e-4: FP32's precision, recall, hmean and their
+# 95 % intervals in compare's JSON equal the port's on the boxes of the oracle's DB with its
+# documented no-pyclipper unclip, which is the unclip ptq computes (the minimum-area box of
+# pyclipper's round offset, up to pyclipper's rounding of the offset's corners to integers): the
+# box coordinates may differ by such rounding (and by cv2.minAreaRect's float32 arithmetic), the
+# matches at IoU > 0.5 do not. With pyclipper itself (PaddleOCR's unclip) the oracle's hmean is
+# within 0.02 of ptq's. The max method's figures and intervals, and those of its difference to
+# FP32, equal the port's on the outputs `ptq run` gives for the model `ptq quantize` writes with the
+# same method. hmean picks the method and drives --target-drop; bad label lines are refused in one
+# line naming FILE:LINE.
+. "$(dirname "$0")/lib.sh"
+export OMP_WAIT_POLICY=passive
+M=$MODELS/ch_PP-OCRv4_det_infer.onnx
+[ -f "$M" ] || { skip "text detector labels" "no $M"; finish; }
+command -v node >/dev/null || { skip "text detector labels" "no node (ONNX Runtime oracle)"; finish; }
+$PY -c "import cv2, pyclipper" 2>/dev/null || { skip "text detector labels" "no cv2 or pyclipper"; finish; }
+$PY "$ROOT/tests/oracle/textpages.py" "$TMP/ev" --pages 8 --split eval >/dev/null || { echo "FAIL textpages"; exit 1; }
+$PY "$ROOT/tests/oracle/textpages.py" "$TMP/cal" --pages 3 --split calib >/dev/null || { echo "FAIL textpages"; exit 1; }
+$PY - "$TMP" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+t = json.load(open(d + '/ev/truth.json'))
+k = 0
+with open(d + '/det.labels', 'w', encoding='utf-8') as f:
+    for im in t['images']:
+        ann = []
+        for l in im['lines']:
+            k += 1
+            ann.append({'transcription': '###' if k % 7 == 0 else l['text'], 'points': l['polygon']})
+        f.write(im['image'] + '\t' + json.dumps(ann, ensure_ascii=False) + '\n')
+PYEOF
+PRE="--preset paddleocr-det"
+COMMON="--images $TMP/cal/pages --eval-images $TMP/ev/pages $PRE --labels paddledet:$TMP/det.labels --layers-method none"
+
+# the oracle's inputs: ptq's tensors, one .npy per page; ORT (FP32) and ptq run (the quantized model)
+"$PTQ" preprocess --images "$TMP/ev/pages" $PRE --dump "$TMP/x.npy" >/dev/null 2>&1
+"$PTQ" quantize "$M" --images "$TMP/cal/pages" $PRE --method max -o "$TMP/q.onnx" >/dev/null 2>&1
+N=$($PY -c "
+import numpy as np; x = np.load('$TMP/x.npy')
+for i in range(x.shape[0]): np.save('$TMP/x%d.npy' % i, x[i:i + 1])
+print(x.shape[0])")
+: > "$TMP/ort.list"
+for i in $(seq 0 $((N - 1))); do
+  echo "$TMP/x$i.npy $TMP/ort$i.npy" >> "$TMP/ort.list"
+  "$PTQ" run "$TMP/q.onnx" --input "$TMP/x$i.npy" --output-dir "$TMP/q.$i" >/dev/null
+done
+node "$ROOT/tests/oracle/ort_batch.js" "$M" "$TMP/ort.list" --threads 2
+
+check "compare --labels paddledet: (FP32 and max)" bash -c "
+  '$PTQ' compare '$M' $COMMON --methods max --json '$TMP/c.json' > '$TMP/c.out' 2>&1 || { cat '$TMP/c.out'; exit 1; }
+  grep -E '^  FP32 hmean [0-9.]+ \[' '$TMP/c.out'"
+
+cat > "$TMP/check.py" <<'PYEOF'
+import glob, json, os, sys
+import numpy as np
+d, oracle = sys.argv[1], sys.argv[2]
+sys.path.insert(0, oracle)
+import ocr_pipeline as O
+import det_metric as D
+truth = json.load(open(d + '/ev/truth.json'))
+size = {os.path.basename(im['image']): im['size'] for im in truth['images']}
+names = sorted(size)  # ptq's order of the pages (sorted paths)
+labels = D.read_labels(d + '/det.labels')
+
+def boxes(maps, clipper):
+    saved = O.pyclipper
+    if not clipper:
+        O.pyclipper = None
+    try:
+        out = {}
+        for n, m in zip(names, maps):
+            w, h = size[n]
+            pred = m[0, 0]
+            out[n] = [[tuple(map(float, p)) for p in b] for b in O.boxes_from_bitmap(pred, pred > 0.3, w, h)]
+        return out
+    finally:
+        O.pyclipper = saved
+
+ort = [np.load(d + '/ort%d.npy' % i) for i in range(len(names))]
+q = []
+for i in range(len(names)):
+    f = glob.glob(d + '/q.%d/*.npy' % i)
+    q.append(np.load(sorted(f)[0]))
+got = json.load(open(d + '/c.json'))
+fu = D.units_of(labels, boxes(ort, False))
+qu = D.units_of(labels, boxes(q, False))
+cu = D.units_of(labels, boxes(ort, True))
+bad = []
+def close(what, a, b, tol=1e-4):
+    if not abs(a - b) <= tol:
+        bad.append('%s: ptq %r, oracle %r' % (what, a, b))
+keys = ['precision', 'recall', 'hmean']
+f_iv, q_iv = D.intervals(fu), D.intervals(qu, fu)
+for j, k in enumerate(keys):
+    close('FP32 ' + k, got['fp32'][k], D.combine(fu)[j])
+    close('FP32 %s_ci[0]' % k, got['fp32'][k + '_ci'][0], f_iv['ci'][j][0])
+    close('FP32 %s_ci[1]' % k, got['fp32'][k + '_ci'][1], f_iv['ci'][j][1])
+    mx = got['methods'][0]
+    close('max ' + k, mx[k], D.combine(qu)[j])
+    close('max %s_ci[0]' % k, mx[k + '_ci'][0], q_iv['ci'][j][0])
+    close('max %s_ci[1]' % k, mx[k + '_ci'][1], q_iv['ci'][j][1])
+    close('max %s_delta_ci[0]' % k, mx[k + '_delta_ci'][0], q_iv['delta_ci'][j][0])
+    close('max %s_delta_ci[1]' % k, mx[k + '_delta_ci'][1], q_iv['delta_ci'][j][1])
+close('FP32 hmean against pyclipper\'s unclip', got['fp32']['hmean'], D.combine(cu)[2], 0.02)
+if bad:
+    sys.exit('\n'.join(bad))
+print('FP32 P/R/H %.4f/%.4f/%.4f (pyclipper unclip: hmean %.4f), max hmean %.4f; %d polygons counted, %d matched' %
+      (D.combine(fu) + (D.combine(cu)[2], D.combine(qu)[2], sum(u[0] for u in fu), sum(u[2] for u in fu))))
+PYEOF
+check "FP32 and max: precision, recall, hmean and their intervals equal the port's (ORT + Python DB + DetMetric)" \
+  $PY "$TMP/check.py" "$TMP" "$ROOT/tests/oracle"
+check "hmean is the metric that picks the method" grep -E '^best: .* \(by hmean, then cosine\)' "$TMP/c.out"
+check "--metric hmean --target-drop: the layers left in float keep hmean within 0.05 of FP32's" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/cal/pages' --eval-images '$TMP/ev/pages' $PRE --labels 'paddledet:$TMP/det.labels' \
+      --methods max --eval-limit 3 --metric hmean --target-drop 0.05 --json '$TMP/drop.json' > '$TMP/drop.out' 2>&1 || { cat '$TMP/drop.out'; exit 1; }
+  $PY -c \"
+import json; x = json.load(open('$TMP/drop.json'))['exclusion']
+assert x['target'].startswith('hmean drop <= 0.05 (FP32 '), x['target']
+print(x['target'], x['reached'])\""
+
+# bad labels: one line naming FILE:LINE
+printf 'pages/p0000.png\t[{"transcription": "a", "points": [[0, 0], [1, 0], [1, 1]]}]\n' > "$TMP/three.labels"
+printf 'pages/p0000.png\t[{"transcription": "a", "points": [[0, 0], [1, 0], [1, 1], [0, 1]]}]\npages/p0001.png [{}]\n' > "$TMP/notab.labels"
+printf 'pages/p0000.png\t[{"transcription": "a", "points": [[0, 0], [1, "x"], [1, 1], [0, 1]]}]\n' > "$TMP/nan.labels"
+printf 'pages/p0000.png\t[{"transcription": "a", "points": [[0, 0], [1, 0], [1, 1], [0, 1]]]\n' > "$TMP/json.labels"
+for c in "three:three.labels:1: polygon 0 has 3 points" "notab:notab.labels:2: expected 'image<TAB>" \
+         "nan:nan.labels:1: polygon 0, point 1 is not" "json:json.labels:1: the text after the tab is not JSON"; do
+  name=${c%%:*}; want=${c#*:}
+  check "bad label list ($name) refused naming the line" refused "$want" \
+    "$PTQ" compare "$M" --images "$TMP/cal/pages" --eval-images "$TMP/ev/pages" $PRE --labels "paddledet:$TMP/$name.labels"
+done
+head -n 1 "$TMP/det.labels" > "$TMP/one.labels"
+check "a page without a line refused" refused "evaluation image without a line in" \
+  "$PTQ" compare "$M" --images "$TMP/cal/pages" --eval-images "$TMP/ev/pages" $PRE --labels "paddledet:$TMP/one.labels"
+finish
