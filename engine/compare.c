@@ -1159,6 +1159,7 @@ scored:
                 out[k].fp32_det_recall_ci[c] = out[k].fp32_hmean_ci[c] = out[k].det_precision_delta_ci[c] =
                     out[k].det_recall_delta_ci[c] = out[k].hmean_delta_ci[c] = NAN;
         if (poly_labels) TRY(cmp_tdet_metrics(&dg, k, n, &out[k]));
+        if (poly_labels && k == 0 && ev->fp32_boxes && !ev->fp32_boxes->n_img) TRY(cmp_tdet_boxes_of(&dg, ev->fp32_boxes));
         collapsed(&accs[k], kind, cmp_mask_threshold(&ev->metric), mask_labels ? &sg : NULL, poly_labels ? &dg : NULL, k,
                   n, &out[k]);
         const cmp_acc *a = &accs[k], *f = &accs[n];

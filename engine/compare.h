@@ -103,6 +103,16 @@ int cmp_metric_parse(const char *s, cmp_metric *out);
 /* "seq-top1:2", "mask-iou:0.3", ... */
 void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap);
 
+/* The FP32 model's DB boxes on each evaluation image, with a text detector's polygons
+ * (--labels paddledet:FILE; engine/compare_det.h), in the images' own pixels. */
+typedef struct {
+    char **name;                /* the images' base names, in evaluation order */
+    double **xy;                /* per image: the 4 corners (x, y) of each box, 8 values a box */
+    int *n;                     /* boxes per image */
+    int n_img;
+} cmp_text_boxes;
+void cmp_text_boxes_free(cmp_text_boxes *b); /* zeroes *b; NULL-safe */
+
 typedef struct {
     const ptq_graph *g;         /* the FP32 model (borrowed) */
     const char *model;          /* its path: QDQ variants are loaded from it */
@@ -119,6 +129,8 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
+    cmp_text_boxes *fp32_boxes; /* NULL, or where an evaluation with a text detector's polygons leaves FP32's
+                                   DB boxes when it holds none yet (borrowed) */
     int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP COCO evaluations per
                                    model); 0: NAN (the exclusion search's many evaluations) */
 } cmp_eval;
@@ -317,6 +329,7 @@ typedef struct {
     cmp_target target;
     cmp_exclusion excl;
     char *trt_arg;              /* "--layerPrecisions=..." */
+    cmp_text_boxes text_boxes;  /* with a text detector's polygons: FP32's DB boxes (for the JSON report) */
 } eng_compare_result;
 
 eng_compare_job eng_compare_job_defaults(void);

@@ -10,6 +10,31 @@
  *   TRY(cmp_tdet_metrics(&d, set, fp32_set, &m));     // m.hmean, m.det_precision, ..., intervals
  *   cmp_tdet_free(&d); cmp_tdet_truth_free(&t);
  *
+ * DB (PaddleOCR's DBPostProcess, score_mode 'fast', thresh 0.3, box_thresh 0.6, unclip_ratio 1.5,
+ * max_candidates 1000, min size 3; engine/compare_db.c): output 0 is [N, 1, H, W]; pixels > 0.3
+ * are text; the borders of the text regions are traced as cv2.findContours does (Suzuki-Abe,
+ * RETR_LIST: outer and hole borders, listed last found first, at most 1000); each border's
+ * minimum-area box as cv2.minAreaRect and cv2.boxPoints compute it (OpenCV 4.6: the hull
+ * counterclockwise, the rotating calipers in float32), skipped when its short side is < 3; its
+ * score is the mean of the map over cv2.fillPoly's pixels of the box (corners truncated to
+ * integers), skipped when < 0.6; the box is grown by area * 1.5 / perimeter with pyclipper's round
+ * offset (Clipper 6.4, arc tolerance 0.25, corners truncated to integers) and the minimum-area box
+ * of that taken, skipped when its short side is < 5; its corners mapped back through the
+ * preprocessing's geometry (pp_meta; for a stretch x / W * width in float32, as numpy computes it)
+ * to the image's own pixels, rounded half to even and clipped to [0, width] x [0, height]. The
+ * boxes equal PaddleOCR's (tests/oracle/ocr_pipeline.py's boxes_from_bitmap on OpenCV 4.6 and
+ * pyclipper) pixel for pixel.
+ *
+ * DetMetric (precision, recall, hmean).
+ *
+ *   cmp_tdet_truth t = {0};                           // the polygons, kept with the cached images
+ *   TRY(cmp_tdet_truth_add(&t, img, polys));          // per evaluation image (NULL: none)
+ *   cmp_tdet d = {0};
+ *   TRY(cmp_tdet_begin(&d, &t, n_sets));
+ *   TRY(cmp_tdet_add(&d, set, img, y0, nb, y, y_n, i, tw, th, &meta));   // per image and set
+ *   TRY(cmp_tdet_metrics(&d, set, fp32_set, &m));     // m.hmean, m.det_precision, ..., intervals
+ *   cmp_tdet_free(&d); cmp_tdet_truth_free(&t);
+ *
  * DB (PaddleOCR's DBPostProcess, score_mode 'fast', as tests/oracle/ocr_pipeline.py ports it):
  * output 0 is [N, 1, H, W]; pixels > 0.3 are text; the borders of the text regions are traced as
  * cv2.findContours does (Suzuki-Abe, RETR_LIST: outer borders and hole borders, listed last found
@@ -35,7 +60,7 @@
 #include "preprocess/preprocess.h"
 
 typedef struct {
-    io_image_polys *img; /* per evaluation image: copies of its polygons (n = 0: none) */
+    io_image_polys *img; /* per evaluation image: copies of its name and polygons (n = 0: none) */
     int n_img, cap;
 } cmp_tdet_truth;
 
@@ -45,6 +70,8 @@ typedef struct {
     double **matched, **det_care; /* [set][image] */
     double *gt_care;              /* [image] */
     int *any;                     /* per set: 1 when a box was found on some image */
+    double **fxy;                 /* [image]: the last set's (FP32's) boxes, 8 values a box */
+    int *fn;                      /* [image]: their number */
 } cmp_tdet;
 
 /* A DB box: 4 corners in the image's pixels. */
@@ -73,5 +100,7 @@ ptq_status cmp_tdet_add(cmp_tdet *d, int set, int img, const ptq_tensor *y0, int
  * over the images (compare_truth.h's draws) and those of the paired differences. */
 ptq_status cmp_tdet_metrics(const cmp_tdet *d, int set, int fp32, cmp_metrics *m);
 void cmp_tdet_free(cmp_tdet *d); /* zeroes *d; NULL-safe */
+/* The last set's (FP32's) boxes with the images' names into out (emptied first). */
+ptq_status cmp_tdet_boxes_of(const cmp_tdet *d, cmp_text_boxes *out);
 
 #endif

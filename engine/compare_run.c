@@ -96,6 +96,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     char label[1200];
     const char *label0 = res->ev.o.label;
     res->ev.map_intervals = 1; /* the methods' and refinements' rows; the exclusion search's evaluations take none */
+    res->ev.fp32_boxes = &res->text_boxes;
     for (int m = 0; m < res->n_methods; m++) {
         snprintf(label, sizeof label, "evaluating %s (%d/%d)", res->tags[m], m + 1, res->n_methods);
         res->ev.o.label = label;
@@ -382,6 +383,10 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report_truth fp32;
     report_map(&fp32, &res->metrics[0], 1);
+    fp32.n_box_img = res->text_boxes.n_img;
+    fp32.box_img = (const char *const *)res->text_boxes.name;
+    fp32.box_xy = (const double *const *)res->text_boxes.xy;
+    fp32.box_n = res->text_boxes.n;
     int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou) ||
                 !isnan(res->metrics[0].fp32_hmean) ||
                 !isnan(res->metrics[0].fp32_top1_acc);
@@ -459,6 +464,7 @@ void eng_compare_result_free(eng_compare_result *res)
     cmp_exclusion_free(&res->excl);
     cmp_cache_destroy(res->cache);
     free(res->trt_arg);
+    cmp_text_boxes_free(&res->text_boxes);
     eng_collector_free(&res->col);
     memset(res, 0, sizeof *res);
 }

@@ -187,11 +187,30 @@ static int add_map(cJSON *o, const io_report_truth *m)
 {
     if (m->has_top1) /* a classifier with labels: top-1 accuracy and its intervals */
         return add_num(o, "top1_acc", m->top1_acc) && add_pairs(o, "top1_ci", m->top1_ci, "top1_delta_ci", m->top1_delta_ci);
-    if (m->has_hmean) /* a text detector: DetMetric's hmean, precision, recall and their intervals */
-        return add_num(o, "hmean", m->hmean) && add_num(o, "precision", m->det_precision) &&
-               add_num(o, "recall", m->det_recall) && add_pairs(o, "hmean_ci", m->hmean_ci, "hmean_delta_ci", m->hmean_delta_ci) &&
-               add_pairs(o, "precision_ci", m->det_precision_ci, "precision_delta_ci", m->det_precision_delta_ci) &&
-               add_pairs(o, "recall_ci", m->det_recall_ci, "recall_delta_ci", m->det_recall_delta_ci);
+    if (m->has_hmean) { /* a text detector: DetMetric's hmean, precision, recall, their intervals, FP32's boxes */
+        int ok = add_num(o, "hmean", m->hmean) && add_num(o, "precision", m->det_precision) &&
+                 add_num(o, "recall", m->det_recall) &&
+                 add_pairs(o, "hmean_ci", m->hmean_ci, "hmean_delta_ci", m->hmean_delta_ci) &&
+                 add_pairs(o, "precision_ci", m->det_precision_ci, "precision_delta_ci", m->det_precision_delta_ci) &&
+                 add_pairs(o, "recall_ci", m->det_recall_ci, "recall_delta_ci", m->det_recall_delta_ci);
+        cJSON *imgs = ok && m->n_box_img > 0 ? cJSON_AddArrayToObject(o, "boxes") : NULL;
+        if (ok && m->n_box_img > 0 && !imgs) return 0;
+        for (int i = 0; ok && i < m->n_box_img; i++) {
+            cJSON *e = cJSON_CreateObject(), *bl = NULL;
+            ok = add_item(imgs, e) && cJSON_AddStringToObject(e, "image", m->box_img[i]) &&
+                 (bl = cJSON_AddArrayToObject(e, "boxes"));
+            for (int b = 0; ok && b < m->box_n[i]; b++) {
+                cJSON *box = cJSON_CreateArray();
+                ok = add_item(bl, box);
+                for (int c = 0; ok && c < 4; c++) {
+                    cJSON *pt = cJSON_CreateArray();
+                    ok = add_item(box, pt) && add_item(pt, num_item(m->box_xy[i][8 * b + 2 * c])) &&
+                         add_item(pt, num_item(m->box_xy[i][8 * b + 2 * c + 1]));
+                }
+            }
+        }
+        return ok;
+    }
     if (m->n_iou > 0) { /* a segmenter: mIoU, its intervals, per-class IoU */
         int ok = add_num(o, "miou", m->miou) && add_pairs(o, "miou_ci", m->miou_ci, "miou_delta_ci", m->miou_delta_ci);
         cJSON *a = ok ? cJSON_AddArrayToObject(o, "iou") : NULL;

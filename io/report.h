@@ -68,6 +68,10 @@ typedef struct {
     int has_top1;         /* 1: a classifier with labels (the fields above unused) */
     double top1_acc, top1_ci[2], top1_delta_ci[2];
     int has_hmean;        /* 1: a text detector against polygons (DetMetric; the fields above unused) */
+    int n_box_img;        /* FP32's row of a text detector: its DB boxes per image (0: none written) */
+    const char *const *box_img;   /* the images' names */
+    const double *const *box_xy;  /* 8 values (4 corners x, y) a box */
+    const int *box_n;             /* boxes per image */
     double hmean, det_precision, det_recall;
     double hmean_ci[2], det_precision_ci[2], det_recall_ci[2];                   /* their intervals */
     double hmean_delta_ci[2], det_precision_delta_ci[2], det_recall_delta_ci[2]; /* the differences' (NaN: FP32) */

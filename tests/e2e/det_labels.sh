@@ -5,15 +5,12 @@
 # preprocess --dump) run by ONNX Runtime, DB post-processing in Python (tests/oracle/ocr_pipeline.py's
 # boxes_from_bitmap on OpenCV) and PaddleOCR's DetMetric ported without shapely
 # (tests/oracle/det_metric.py). Asserted, within 1e-4: FP32's precision, recall, hmean and their
-# 95 % intervals in compare's JSON equal the port's on the boxes of the oracle's DB with its
-# documented no-pyclipper unclip, which is the unclip ptq computes (the minimum-area box of
-# pyclipper's round offset, up to pyclipper's rounding of the offset's corners to integers): the
-# box coordinates may differ by such rounding (and by cv2.minAreaRect's float32 arithmetic), the
-# matches at IoU > 0.5 do not. With pyclipper itself (PaddleOCR's unclip) the oracle's hmean is
-# within 0.02 of ptq's. The max method's figures and intervals, and those of its difference to
-# FP32, equal the port's on the outputs `ptq run` gives for the model `ptq quantize` writes with the
-# same method. hmean picks the method and drives --target-drop; bad label lines are refused in one
-# line naming FILE:LINE.
+# 95 % intervals in compare's JSON equal the port's on the boxes of PaddleOCR's own DB (OpenCV and
+# pyclipper, which ptq's C DB reproduces pixel for pixel: the float32 arithmetic of
+# cv2.minAreaRect, cv2.fillPoly's pixels, Clipper's round offset), and the max method's figures
+# and intervals, and those of its difference to FP32, equal the port's on the outputs `ptq run`
+# gives for the model `ptq quantize` writes with the same method. hmean picks the method and
+# drives --target-drop; bad label lines are refused in one line naming FILE:LINE.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$MODELS/ch_PP-OCRv4_det_infer.onnx
@@ -68,19 +65,13 @@ size = {os.path.basename(im['image']): im['size'] for im in truth['images']}
 names = sorted(size)  # ptq's order of the pages (sorted paths)
 labels = D.read_labels(d + '/det.labels')
 
-def boxes(maps, clipper):
-    saved = O.pyclipper
-    if not clipper:
-        O.pyclipper = None
-    try:
-        out = {}
-        for n, m in zip(names, maps):
-            w, h = size[n]
-            pred = m[0, 0]
-            out[n] = [[tuple(map(float, p)) for p in b] for b in O.boxes_from_bitmap(pred, pred > 0.3, w, h)]
-        return out
-    finally:
-        O.pyclipper = saved
+def boxes(maps):
+    out = {}
+    for n, m in zip(names, maps):
+        w, h = size[n]
+        pred = m[0, 0]
+        out[n] = [[tuple(map(float, p)) for p in b] for b in O.boxes_from_bitmap(pred, pred > 0.3, w, h)]
+    return out
 
 ort = [np.load(d + '/ort%d.npy' % i) for i in range(len(names))]
 q = []
@@ -88,10 +79,17 @@ for i in range(len(names)):
     f = glob.glob(d + '/q.%d/*.npy' % i)
     q.append(np.load(sorted(f)[0]))
 got = json.load(open(d + '/c.json'))
-fu = D.units_of(labels, boxes(ort, False))
-qu = D.units_of(labels, boxes(q, False))
-cu = D.units_of(labels, boxes(ort, True))
 bad = []
+ob = boxes(ort)
+pb = {r['image']: [[tuple(map(float, p)) for p in b] for b in r['boxes']] for r in got['fp32']['boxes']}
+if sorted(pb) != names:
+    bad.append('FP32 boxes: images %s, want %s' % (sorted(pb), names))
+same = sum(pb.get(n) == ob[n] for n in names)
+if same != len(names):
+    bad.append('FP32 boxes differ from PaddleOCR\'s DB on ORT\'s map on %d of %d pages, e.g. %s' %
+               (len(names) - same, len(names), [(n, pb.get(n), ob[n]) for n in names if pb.get(n) != ob[n]][:1]))
+fu = D.units_of(labels, ob)
+qu = D.units_of(labels, boxes(q))
 def close(what, a, b, tol=1e-4):
     if not abs(a - b) <= tol:
         bad.append('%s: ptq %r, oracle %r' % (what, a, b))
@@ -107,13 +105,13 @@ for j, k in enumerate(keys):
     close('max %s_ci[1]' % k, mx[k + '_ci'][1], q_iv['ci'][j][1])
     close('max %s_delta_ci[0]' % k, mx[k + '_delta_ci'][0], q_iv['delta_ci'][j][0])
     close('max %s_delta_ci[1]' % k, mx[k + '_delta_ci'][1], q_iv['delta_ci'][j][1])
-close('FP32 hmean against pyclipper\'s unclip', got['fp32']['hmean'], D.combine(cu)[2], 0.02)
 if bad:
     sys.exit('\n'.join(bad))
-print('FP32 P/R/H %.4f/%.4f/%.4f (pyclipper unclip: hmean %.4f), max hmean %.4f; %d polygons counted, %d matched' %
-      (D.combine(fu) + (D.combine(cu)[2], D.combine(qu)[2], sum(u[0] for u in fu), sum(u[2] for u in fu))))
+print('FP32 P/R/H %.4f/%.4f/%.4f, max hmean %.4f; %d polygons counted, %d boxes counted, %d matched; %d FP32 boxes identical' %
+      (D.combine(fu) + (D.combine(qu)[2], sum(u[0] for u in fu), sum(u[1] for u in fu), sum(u[2] for u in fu),
+                        sum(len(v) for v in ob.values()))))
 PYEOF
-check "FP32 and max: precision, recall, hmean and their intervals equal the port's (ORT + Python DB + DetMetric)" \
+check "FP32's boxes equal PaddleOCR's DB's; FP32 and max: precision, recall, hmean and their intervals equal the port's" \
   $PY "$TMP/check.py" "$TMP" "$ROOT/tests/oracle"
 check "hmean is the metric that picks the method" grep -E '^best: .* \(by hmean, then cosine\)' "$TMP/c.out"
 check "--metric hmean --target-drop: the layers left in float keep hmean within 0.05 of FP32's" bash -c "
