@@ -1104,6 +1104,10 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
              skipped);
     }
+    if (poly_labels && dett.not_simple)
+        pp_log_message(&ev->o.log, PP_LOG_WARNING, "%s:%d: polygon %d is not simple (edges crossing, or no area); %d such "
+                       "polygon%s on the evaluation images, not counted, as PaddleOCR's DetMetric does", polys.path,
+                       dett.first_line, dett.first_poly, dett.not_simple, dett.not_simple == 1 ? "" : "s");
     if (box_labels) TRY(box_labels_check_unused(&boxes, ev->o.images, eo.limit > 0));
     else if (text_labels) TRY(text_labels_check_unused(&texts, ev->o.images, eo.limit > 0));
     else if (poly_labels) TRY(poly_labels_check_unused(&polys, ev->o.images, eo.limit > 0));

@@ -212,6 +212,21 @@ ptq_status cmp_tdet_truth_add(cmp_tdet_truth *t, int img, const io_image_polys *
     memcpy(o->care, p->care, sizeof *o->care * (size_t)p->n);
     memcpy(o->xy, p->xy, sizeof *o->xy * 2 * total);
     o->n = p->n;
+    for (int g = 0, at = 0; g < p->n; at += p->npt[g], g++) {
+        double *x = malloc(sizeof *x * 2 * (size_t)p->npt[g]);
+        CHECK_ALLOC(x);
+        for (int q = 0; q < p->npt[g]; q++) {
+            x[q] = p->xy[2 * (size_t)(at + q)];
+            x[p->npt[g] + q] = p->xy[2 * (size_t)(at + q) + 1];
+        }
+        int ok = simple_polygon(x, x + p->npt[g], p->npt[g]);
+        free(x);
+        if (ok) continue;
+        if (!t->not_simple++) {
+            t->first_line = p->line;
+            t->first_poly = g;
+        }
+    }
 done:
     return st;
 }

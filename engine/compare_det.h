@@ -62,6 +62,8 @@
 typedef struct {
     io_image_polys *img; /* per evaluation image: copies of its name and polygons (n = 0: none) */
     int n_img, cap;
+    int not_simple;      /* polygons DetMetric drops (zero area, edges crossing) */
+    int first_line, first_poly; /* the first of them: its line in the labels, its index there */
 } cmp_tdet_truth;
 
 typedef struct {
@@ -88,6 +90,7 @@ ptq_status cmp_db_boxes(const float *map, int W, int H, int tw, int th, const pp
 ptq_status cmp_tdet_match(const io_image_polys *gt, const cmp_tdet_box *dt, int n_dt, int *gt_care, int *det_care,
                          int *matched);
 
+/* Copies the polygons p of evaluation image img (NULL: none) into t, counting those that are not simple. */
 ptq_status cmp_tdet_truth_add(cmp_tdet_truth *t, int img, const io_image_polys *p);
 void cmp_tdet_truth_free(cmp_tdet_truth *t); /* zeroes *t; NULL-safe */
 
