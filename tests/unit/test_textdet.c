@@ -1,7 +1,7 @@
 /* test_textdet.c: a text detector against its polygons (engine/compare_det.h, io/labels.h
  * paddledet:). DB on hand-made maps, the boxes PaddleOCR's own DB gives on the same maps
  * (tests/oracle/ocr_pipeline.py's boxes_from_bitmap on OpenCV 4.6 and pyclipper, computed once):
- * an upright rectangle (in the map's pixels and stretched to twice the size), a ring whose hole,
+ * an upright rectangle (in the map's pixels, stretched to twice the size, and letterboxed), a ring whose hole,
  * one-pixel line and faint region give no box, a rotated rectangle; DetMetric on hand-made
  * polygons whose counts follow from its definition: IoU above 0.5 matches (0.5 exactly does not),
  * one box per polygon, a box mostly inside a don't-care polygon not counted, a self-crossing
@@ -42,6 +42,17 @@ TEST(db_upright_rectangle_in_the_map_and_stretched)
     EXPECT_EQ_INT(n, 1);
     static const double want2[8] = {30, 10, 128, 10, 128, 48, 30, 48};
     if (n == 1) EXPECT(box_is(&b[0], want2));
+    free(b);
+    /* a letterbox: the image 80x20 placed 10 rows down in the 80x40 tensor; clipped to the image */
+    meta.src_w = 80;
+    meta.src_h = 20;
+    meta.resized_w = 80;
+    meta.resized_h = 20;
+    meta.pad_top = 10;
+    EXPECT_EQ_INT(cmp_db_boxes(m, 80, 40, 80, 40, &meta, &b, &n), PTQ_OK);
+    EXPECT_EQ_INT(n, 1);
+    static const double want3[8] = {15, 0, 64, 0, 64, 14, 15, 14};
+    if (n == 1) EXPECT(box_is(&b[0], want3));
     free(b);
     free(m);
 }
