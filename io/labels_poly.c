@@ -36,8 +36,11 @@ static ptq_status poly_line(io_image_polys *b, const char *json, size_t len, con
 {
     ptq_status st = PTQ_OK;
     cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root) FAIL(PTQ_ERR_FORMAT, "%s:%d: the text after the tab is not JSON (near column %ld)", path, line_no,
-                    (long)(cJSON_GetErrorPtr() - json) + 1);
+    if (!root) {
+        const char *e = cJSON_GetErrorPtr();
+        FAIL(PTQ_ERR_FORMAT, "%s:%d: the text after the tab is not JSON (near byte %ld of it)", path, line_no,
+             e && e >= json && e <= json + len ? (long)(e - json) + 1 : 1L);
+    }
     if (!cJSON_IsArray(root))
         FAIL(PTQ_ERR_FORMAT, "%s:%d: expected a JSON list of {\"transcription\", \"points\"} after the tab", path, line_no);
     int n = cJSON_GetArraySize(root);

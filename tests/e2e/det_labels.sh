@@ -9,7 +9,9 @@
 # pyclipper, which ptq's C DB reproduces pixel for pixel: the float32 arithmetic of
 # cv2.minAreaRect, cv2.fillPoly's pixels, Clipper's round offset), and the max method's figures
 # and intervals, and those of its difference to FP32, equal the port's on the outputs `ptq run`
-# gives for the model `ptq quantize` writes with the same method. hmean picks the method and
+# gives for the model `ptq quantize` writes with the same method. With the paddleocr-det-dynamic
+# preset (PaddleOCR's DetResizeForTest) FP32's boxes equal those of PaddleOCR's pipeline end to end
+# (ocr_pipeline.py: its preprocessing, ORT, its DB) on every page. hmean picks the method and
 # drives --target-drop; bad label lines are refused in one line naming FILE:LINE.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
@@ -125,6 +127,35 @@ print('FP32 P/R/H %.4f/%.4f/%.4f, max hmean %.4f; %d polygons counted, %d boxes 
 PYEOF
 check "FP32's boxes equal PaddleOCR's DB's; FP32 and max: precision, recall, hmean and their intervals equal the port's" \
   $PY "$TMP/check.py" "$TMP" "$ROOT/tests/oracle"
+# PaddleOCR's own pipeline end to end: its DetResizeForTest (the paddleocr-det-dynamic preset), ORT,
+# its DBPostProcess (tests/oracle/ocr_pipeline.py's det_preprocess and boxes_from_bitmap)
+check "paddleocr-det-dynamic: FP32's boxes equal PaddleOCR's pipeline's on every page, its hmean the port's" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/cal/pages' --eval-images '$TMP/ev/pages' --preset paddleocr-det-dynamic \
+      --labels 'paddledet:$TMP/det.labels' --layers-method none --methods max --json '$TMP/dyn.json' > '$TMP/dyn.out' 2>&1 || { cat '$TMP/dyn.out'; exit 1; }
+  $PY - '$TMP' '$ROOT/tests/oracle' '$M' <<'PYEOF'
+import json, os, sys, tempfile
+import cv2
+d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+import ocr_pipeline as O
+import det_metric as D
+got = json.load(open(d + '/dyn.json'))
+pb = {r['image']: [[tuple(map(float, p)) for p in b] for b in r['boxes']] for r in got['fp32']['boxes']}
+paths = sorted(os.path.join(d, 'ev/pages', f) for f in os.listdir(d + '/ev/pages'))
+imgs = [cv2.imread(p) for p in paths]
+with tempfile.TemporaryDirectory() as tmp:
+    probs = O.run_model(sys.argv[3], [O.det_preprocess(im) for im in imgs], tmp, 'det', 2)
+ob = {}
+for p, im, pr in zip(paths, imgs, probs):
+    ob[os.path.basename(p)] = [[tuple(map(float, q)) for q in b] for b in O.boxes_from_bitmap(pr[0, 0], pr[0, 0] > 0.3, im.shape[1], im.shape[0])]
+diff = [n for n in ob if pb.get(n) != ob[n]]
+assert not diff, 'boxes differ on %s' % diff
+u = D.units_of(D.read_labels(d + '/det.labels'), ob)
+want = D.combine(u)
+for k, w in zip(['precision', 'recall', 'hmean'], want):
+    assert abs(got['fp32'][k] - w) <= 1e-4, (k, got['fp32'][k], w)
+print('%d pages, %d boxes identical; FP32 P/R/H %.4f/%.4f/%.4f' % ((len(ob), sum(map(len, ob.values()))) + want))
+PYEOF"
 check "hmean is the metric that picks the method" grep -E '^best: .* \(by hmean, then cosine\)' "$TMP/c.out"
 check "--metric hmean --target-drop: the layers left in float keep hmean within 0.05 of FP32's" bash -c "
   '$PTQ' compare '$M' --images '$TMP/cal/pages' --eval-images '$TMP/ev/pages' $PRE --labels 'paddledet:$TMP/det.labels' \
