@@ -66,6 +66,7 @@ static int dir_of(int dx, int dy)
 static int trace(int *f, int W, int H, borders *b)
 {
     int S = W + 2, nbd = 1;
+    if (!b->start && !(b->start = malloc(sizeof *b->start * (size_t)(b->cap_b = 64)))) return -1; /* room for the end mark */
     for (int i = 1; i <= H; i++)
         for (int j = 1; j <= W; j++) {
             int *c = &f[i * S + j], i2, j2;

@@ -77,6 +77,22 @@ TEST(db_hole_thin_line_and_faint_region_give_no_box)
     free(m);
 }
 
+TEST(db_empty_and_full_maps)
+{
+    float *m = calloc(30 * 50, sizeof *m);
+    cmp_tdet_box *b = NULL;
+    int n = -1;
+    EXPECT_EQ_INT(cmp_db_boxes(m, 50, 30, 50, 30, NULL, &b, &n), PTQ_OK);
+    EXPECT(n == 0 && b == NULL);
+    for (int i = 0; i < 30 * 50; i++) m[i] = 1.0f;
+    EXPECT_EQ_INT(cmp_db_boxes(m, 50, 30, 50, 30, NULL, &b, &n), PTQ_OK);
+    EXPECT_EQ_INT(n, 1);
+    static const double want[8] = {0, 0, 50, 0, 50, 30, 0, 30};
+    if (n == 1) EXPECT(box_is(&b[0], want));
+    free(b);
+    free(m);
+}
+
 TEST(db_rotated_rectangle)
 {
     /* cv2.fillPoly of cv2.boxPoints(((50, 30), (60, 12), 20)) at 0.8: rows 14..45, first and last column */
@@ -173,6 +189,7 @@ int main(void)
 {
     RUN(db_upright_rectangle_in_the_map_and_stretched);
     RUN(db_hole_thin_line_and_faint_region_give_no_box);
+    RUN(db_empty_and_full_maps);
     RUN(db_rotated_rectangle);
     RUN(detmetric_by_hand);
     RUN(label_list_read_and_refused);
