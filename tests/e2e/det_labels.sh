@@ -12,7 +12,8 @@
 # gives for the model `ptq quantize` writes with the same method. With the paddleocr-det-dynamic
 # preset (PaddleOCR's DetResizeForTest) FP32's boxes equal those of PaddleOCR's pipeline end to end
 # (ocr_pipeline.py: its preprocessing, ORT, its DB) on every page. hmean picks the method and
-# drives --target-drop; bad label lines are refused in one line naming FILE:LINE.
+# drives --target-drop; a method that empties the map is named in one warning; bad label lines
+# are refused in one line naming FILE:LINE.
 . "$(dirname "$0")/lib.sh"
 export OMP_WAIT_POLICY=passive
 M=$MODELS/ch_PP-OCRv4_det_infer.onnx
@@ -164,6 +165,14 @@ check "--metric hmean --target-drop: the layers left in float keep hmean within 
 import json; x = json.load(open('$TMP/drop.json'))['exclusion']
 assert x['target'].startswith('hmean drop <= 0.05 (FP32 '), x['target']
 print(x['target'], x['reached'])\""
+
+check "a method whose map gives no box on any page is named in one warning (percentile:1 empties it)" bash -c "
+  '$PTQ' compare '$M' --images '$TMP/cal/pages' --eval-images '$TMP/ev/pages' $PRE --labels 'paddledet:$TMP/det.labels' \
+      --methods percentile:1 --layers-method none --eval-limit 3 --json '$TMP/empty.json' > '$TMP/empty.out' 2> '$TMP/empty.err' || { cat '$TMP/empty.err'; exit 1; }
+  [ \$(grep -c 'gives no text box' '$TMP/empty.err') = 1 ] && grep 'gives no text box' '$TMP/empty.err' &&
+  $PY -c \"
+import json; m = json.load(open('$TMP/empty.json'))['methods'][0]
+assert m['hmean'] == 0 and m['recall'] == 0, m\""
 
 # bad labels: one line naming FILE:LINE
 printf 'pages/p0000.png\t[{"transcription": "a", "points": [[0, 0], [1, 0], [1, 1]]}]\n' > "$TMP/three.labels"
