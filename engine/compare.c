@@ -420,7 +420,7 @@ struct cmp_cache {
     cmp_gt **gt;                 /* the evaluation's truth_set ground truth, kept with the images */
     int *n_gt, n_gt_img, n_classes;
     cmp_seg_truth seg;           /* a segmenter's masks, kept with the images */
-    cmp_tdet_truth det;           /* a text detector's polygons, kept with the images */
+    cmp_tdet_truth det;          /* a text detector's polygons, kept with the images */
     size_t bytes, budget;
     ptq_arena_pool *pool;   /* the evaluation plans' arenas, reused from one variant to the next */
 };
@@ -880,7 +880,7 @@ done:
     return st;
 }
 
-/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, FP32's as set n) where
+/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, dg: a text detector's boxes, FP32's as set n) where
  * FP32's did not, into m->collapsed ("" when nothing did). */
 static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, const cmp_tdet *dg, int k, int n,
                       cmp_metrics *m)
