@@ -880,8 +880,8 @@ done:
     return st;
 }
 
-/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, dg: a text detector's boxes, FP32's as set n) where
- * FP32's did not, into m->collapsed ("" when nothing did). */
+/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, dg: a text detector's boxes,
+ * FP32's as set n) where FP32's did not, into m->collapsed ("" when nothing did). */
 static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, const cmp_tdet *dg, int k, int n,
                       cmp_metrics *m)
 {
