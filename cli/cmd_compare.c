@@ -58,6 +58,9 @@ static void usage(FILE *fp)
             "                         the lines read exactly (greedy CTC) of FP32 and every method\n"
             "  --labels mask:DIR[:ignore=V]  a segmenter's masks: DIR/STEM.png, 8-bit gray or palette class indices\n"
             "                         (V, default 255, not counted); adds the mIoU of FP32 and every method\n"
+            "  --labels paddledet:FILE  a text detector's polygons: PaddleOCR's 'path<TAB>[{\"transcription\": T,\n"
+            "                         \"points\": [[x, y], ...]}, ...]' list (T \"###\": don't care); adds DB's boxes'\n"
+            "                         precision, recall and hmean (PaddleOCR's DetMetric) of FP32 and every method\n"
             "  --layers-method M      method of the layer-wise table (default: the best); none: no\n"
             "                         layer-wise pass (the figures only, no exclusion search)\n");
     fprintf(fp,
@@ -72,7 +75,8 @@ static void usage(FILE *fp)
             "                         map50, map (COCO mAP@0.5 and mAP@0.5:0.95 against --labels yolo:|coco:;\n"
             "                         map is the default with them), text-chars, text-lines (1 - the CER and the\n"
             "                         lines read exactly against --labels paddle:|text:; text-chars the default),\n"
-            "                         miou (against --labels mask:; the default with them)\n"
+            "                         miou (against --labels mask:; the default with them), hmean (against\n"
+            "                         --labels paddledet:; the default with them)\n"
             "  --target X             return the most harmful layers to float until the --metric reaches X\n"
             "  --target-drop X        ... until the --metric is at most X below FP32's own value of it (map50, map:\n"
             "                         FP32's mAP against the labels; top1: FP32's accuracy; agreement metrics: 1)\n"
@@ -356,7 +360,7 @@ scored:;
     int classifier = res.classifier, labelled = res.labelled, seq = res.seq, map = res.map, best = res.best;
     int boxes = res.boxes;
     int seq_ctc = !isnan(metrics[0].seq_chars), truth = !isnan(metrics[0].fp32_map), ocr = !isnan(metrics[0].fp32_cer);
-    int seg = !isnan(metrics[0].fp32_miou);
+    int seg = !isnan(metrics[0].fp32_miou), tdet = !isnan(metrics[0].fp32_hmean);
     if (as_is)
         printf("model %s as given (no calibration), %d evaluation images, against %s\n", model, metrics[0].images,
                base ? base : "itself");
@@ -373,6 +377,7 @@ scored:;
     if (truth) printf(" %10s %10s", "mAP50", "mAP50-95");
     if (ocr) printf(" %10s %10s", "CER", "lines");
     if (seg) printf(" %10s", "mIoU");
+    if (tdet) printf(" %10s %10s %10s", "precision", "recall", "hmean");
     printf("\n");
     for (int m = 0; m < n_methods; m++) {
         print_sums(tags[m], &metrics[m]);
@@ -385,6 +390,7 @@ scored:;
         if (truth) printf(" %10.4f %10.4f", metrics[m].map50, metrics[m].map);
         if (ocr) printf(" %10.4f %10.4f", metrics[m].cer, metrics[m].line_acc);
         if (seg) printf(" %10.4f", metrics[m].miou);
+        if (tdet) printf(" %10.4f %10.4f %10.4f", metrics[m].det_precision, metrics[m].det_recall, metrics[m].hmean);
         printf("%s\n", m == best && !as_is ? "   <- best" : "");
     }
     if (map) printf("(mask-iou: output 0 binarised at > %g)\n", (double)metrics[0].mask_threshold);
@@ -430,6 +436,20 @@ scored:;
                    metrics[m].miou_ci[0], metrics[m].miou_ci[1], ref, metrics[m].miou - metrics[m].fp32_miou,
                    metrics[m].miou_delta_ci[0], metrics[m].miou_delta_ci[1]);
     }
+    if (tdet) {
+        const cmp_metrics *f = &metrics[0];
+        printf("FP32 against %s (DB boxes, DetMetric; 95 %% bootstrap intervals over the %d images):\n"
+               "  FP32 hmean %.4f [%.4f, %.4f], precision %.4f [%.4f, %.4f], recall %.4f [%.4f, %.4f]\n",
+               labels, f->images, f->fp32_hmean, f->fp32_hmean_ci[0], f->fp32_hmean_ci[1], f->fp32_det_precision,
+               f->fp32_det_precision_ci[0], f->fp32_det_precision_ci[1], f->fp32_det_recall, f->fp32_det_recall_ci[0],
+               f->fp32_det_recall_ci[1]);
+        for (int m = 0; m < n_methods; m++)
+            printf("  %s hmean %.4f [%.4f, %.4f], minus FP32's %+.4f [%+.4f, %+.4f]; precision minus FP32's %+.4f; "
+                   "recall minus FP32's %+.4f\n", tags[m], metrics[m].hmean, metrics[m].hmean_ci[0], metrics[m].hmean_ci[1],
+                   metrics[m].hmean - metrics[m].fp32_hmean, metrics[m].hmean_delta_ci[0], metrics[m].hmean_delta_ci[1],
+                   metrics[m].det_precision - metrics[m].fp32_det_precision,
+                   metrics[m].det_recall - metrics[m].fp32_det_recall);
+    }
     if (!as_is) printf("best: %s (by %s)\n", tags[best], res.criterion);
     st = eng_compare_refinements(&job, &res);
     for (int k = 0; k < res.n_rows; k++) { /* the rows computed, also when a later one failed */
@@ -444,6 +464,7 @@ scored:;
         if (truth) printf(" %10.4f %10.4f", m->map50, m->map);
         if (ocr) printf(" %10.4f %10.4f", m->cer, m->line_acc);
         if (seg) printf(" %10.4f", m->miou);
+        if (tdet) printf(" %10.4f %10.4f %10.4f", m->det_precision, m->det_recall, m->hmean);
         printf("   (%d images, %.1f s)\n", res.rows[k].images, res.rows[k].seconds);
     }
     if (st != PTQ_OK) goto fail;

@@ -14,6 +14,7 @@
 
 #include "io/file.h"
 #include "io/labels.h"
+#include "engine/compare_det.h"
 #include "engine/compare_seg.h"
 #include "io/onnx.h"
 #include "quant/fp16.h"
@@ -259,6 +260,17 @@ done:
     return st;
 }
 
+static ptq_status poly_labels_check_unused(const io_poly_labels *l, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    for (int i = 0; !limited && i < l->n_img; i++)
+        if (!l->img[i].used)
+            FAIL(PTQ_ERR_FORMAT, "%s:%d: %s is not among the evaluation images in %s", l->path, l->img[i].line,
+                 l->img[i].name, images);
+done:
+    return st;
+}
+
 /* cmp_labels_check of paddle:/text: labels: readable with their dictionary, every evaluation image
  * labelled, every label naming an evaluation image. */
 static ptq_status text_labels_check(const char *spec, const char *images, int limited)
@@ -298,6 +310,27 @@ done:
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);
     io_box_labels_free(&l);
+    return st;
+}
+
+/* cmp_labels_check of paddledet:FILE: readable, every evaluation image with a line (unless limited),
+ * every line naming an evaluation image. */
+static ptq_status poly_labels_check(const char *spec, const char *images, int limited)
+{
+    ptq_status st = PTQ_OK;
+    io_poly_labels l = {0};
+    char **paths = NULL;
+    int n = 0;
+    TRY(io_poly_labels_load(spec, &l));
+    TRY(pp_list_images(images, &paths, &n));
+    for (int i = 0; i < n; i++)
+        if (!io_poly_labels_find(&l, paths[i]) && !limited)
+            FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a line in %s", paths[i], l.path);
+    TRY(poly_labels_check_unused(&l, images, limited));
+done:
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    io_poly_labels_free(&l);
     return st;
 }
 
@@ -344,6 +377,7 @@ ptq_status cmp_labels_check(const char *spec, const char *images, int limited)
     io_labels_kind kind = io_labels_parse(spec, &path);
     if (kind == IO_LABELS_PADDLE || kind == IO_LABELS_TEXT) return text_labels_check(spec, images, limited);
     if (kind == IO_LABELS_MASK) return mask_labels_check(spec, images, limited);
+    if (kind == IO_LABELS_PADDLEDET) return poly_labels_check(spec, images, limited);
     if (kind != IO_LABELS_CLASSES) return box_labels_check(spec, images, limited);
     TRY(labels_load(spec, images, &l));
     TRY(pp_list_images(images, &paths, &n));
@@ -386,6 +420,7 @@ struct cmp_cache {
     cmp_gt **gt;                 /* the evaluation's truth_set ground truth, kept with the images */
     int *n_gt, n_gt_img, n_classes;
     cmp_seg_truth seg;           /* a segmenter's masks, kept with the images */
+    cmp_tdet_truth det;          /* a text detector's polygons, kept with the images */
     size_t bytes, budget;
     ptq_arena_pool *pool;   /* the evaluation plans' arenas, reused from one variant to the next */
 };
@@ -423,6 +458,7 @@ static void cache_clear(cmp_cache *c)
     c->n_gt = NULL;
     c->n_gt_img = 0;
     cmp_seg_truth_free(&c->seg);
+    cmp_tdet_truth_free(&c->det);
     free(c->b);
     c->b = NULL;
     c->n_b = c->cap = 0;
@@ -745,7 +781,8 @@ done:
  * output whose size differs, as data-dependent ones may, adds to no cmp_sums). */
 static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
                               int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs,
-                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0, cmp_seg *sg)
+                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0, cmp_seg *sg,
+                              cmp_tdet *dg)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
@@ -762,6 +799,14 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
                 if (k == 0)
                     TRY(cmp_seg_add(sg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->w, tb->h, &tb->meta[i]));
                 TRY(cmp_seg_add(sg, k, img0 + i, y, nb, y->data, ptq_tensor_numel(y), i, tb->w, tb->h, &tb->meta[i]));
+            }
+        }
+        if (tb && dg) { /* FP32's boxes once, as set n */
+            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            for (int i = 0; i < nb; i++) {
+                if (k == 0)
+                    TRY(cmp_tdet_add(dg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->w, tb->h, &tb->meta[i]));
+                TRY(cmp_tdet_add(dg, k, img0 + i, y, nb, y->data, ptq_tensor_numel(y), i, tb->w, tb->h, &tb->meta[i]));
             }
         }
         if (tl) { /* FP32's reading once, in accs[n] */
@@ -812,9 +857,10 @@ done:
     return st;
 }
 
-/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, FP32's as set n) where
- * FP32's did not, into m->collapsed ("" when nothing did). */
-static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, int k, int n, cmp_metrics *m)
+/* What collapsed in variant k's output 0 (a: its sums; sg: a segmenter's classes, dg: a text detector's boxes,
+ * FP32's as set n) where FP32's did not, into m->collapsed ("" when nothing did). */
+static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, const cmp_tdet *dg, int k, int n,
+                      cmp_metrics *m)
 {
     m->collapsed[0] = 0;
     if (kind == CMP_OUT_MAP && !a->mask_q_on && a->mask_fp_on)
@@ -825,6 +871,8 @@ static void collapsed(const cmp_acc *a, int kind, float t, const cmp_seg *sg, in
         snprintf(m->collapsed, sizeof m->collapsed, "has no box scoring >= 0.25");
     if (sg && sg->one && sg->one[k] >= 0 && sg->one[n] == -1)
         snprintf(m->collapsed, sizeof m->collapsed, "is all class %d", sg->one[k]);
+    if (dg && dg->any && !dg->any[k] && dg->any[n])
+        snprintf(m->collapsed, sizeof m->collapsed, "gives no text box (DB)");
 }
 
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out)
@@ -848,11 +896,15 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
     io_mask_labels masks = {0};
     cmp_seg_truth segt = {0};
     cmp_seg sg = {0};
+    io_poly_labels polys = {0};
+    cmp_tdet_truth dett = {0};
+    cmp_tdet dg = {0};
     const char *lpath;
     io_labels_kind lkind = ev->labels ? io_labels_parse(ev->labels, &lpath) : IO_LABELS_NONE;
     int box_labels = lkind == IO_LABELS_YOLO || lkind == IO_LABELS_COCO;
     int text_labels = lkind == IO_LABELS_PADDLE || lkind == IO_LABELS_TEXT;
     int mask_labels = lkind == IO_LABELS_MASK;
+    int poly_labels = lkind == IO_LABELS_PADDLEDET;
     int n_out = ev->g->n_outputs, images = 0, kind = -1;
     CHECK_ALLOC(rs);
     CHECK_ALLOC(accs);
@@ -890,12 +942,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             ts.n_img = cache->n_gt_img;
         }
         if (mask_labels) TRY(cmp_seg_begin(&sg, &cache->seg, n + 1));
+        if (poly_labels) TRY(cmp_tdet_begin(&dg, &cache->det, n + 1));
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
             truth_batch tb = {box_labels ? &ts : NULL, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
             TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
-                            accs, box_labels || mask_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, done_images,
-                            mask_labels ? &sg : NULL));
+                            accs, box_labels || mask_labels || poly_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol,
+                            done_images, mask_labels ? &sg : NULL, poly_labels ? &dg : NULL));
             done_images += (int)cache->b[i].n;
             clock_gettime(CLOCK_MONOTONIC, &c1);
             if (!ev->quiet && !ev->o.quiet)
@@ -916,6 +969,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         ts.n_classes = boxes.n_classes;
     } else if (mask_labels)
         TRY(io_mask_labels_open(ev->labels, &masks));
+    else if (poly_labels)
+        TRY(io_poly_labels_load(ev->labels, &polys));
     else if (ev->labels && !text_labels)
         TRY(labels_load(ev->labels, ev->o.images, &labels));
     pp_dataset_options eo = ev->o;
@@ -954,6 +1009,12 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                 segt.ignore = masks.ignore;
                 TRY(cmp_seg_begin(&sg, &segt, n + 1));
             }
+            if (poly_labels) {
+                if (!cmp_tdet_is_map(y, nb))
+                    FAIL(PTQ_ERR_ARG, "--labels %s: a text detector's polygons, but %s's output 0 is not a probability "
+                         "map [N, 1, H, W]", ev->labels, ev->model);
+                TRY(cmp_tdet_begin(&dg, &dett, n + 1));
+            }
             if (box_labels && kind == CMP_OUT_YOLO && boxes.n_classes > y->dims[1] - 4)
                 FAIL(PTQ_ERR_FORMAT, "--labels %s: class %d, but %s has %d classes", ev->labels, boxes.n_classes - 1,
                      ev->model, (int)(y->dims[1] - 4));
@@ -987,6 +1048,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
                 lab[i] = -1;
                 continue;
             }
+            if (poly_labels) {
+                const io_image_polys *p = io_poly_labels_find(&polys, paths[i]);
+                if (!p) FAIL(PTQ_ERR_FORMAT, "%s: evaluation image without a line in %s", paths[i], polys.path);
+                TRY(cmp_tdet_truth_add(&dett, images + i, p));
+                lab[i] = -1;
+                continue;
+            }
             if (box_labels) {
                 const io_image_boxes *b = io_box_labels_find(&boxes, paths[i]);
                 if (!b && boxes.kind == IO_LABELS_COCO)
@@ -1003,8 +1071,8 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab, meta);
         truth_batch tb = {box_labels ? &ts : NULL, images, meta, &ev->cfg, w, h};
         TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs,
-                        box_labels || mask_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, images,
-                        mask_labels ? &sg : NULL));
+                        box_labels || mask_labels || poly_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, images,
+                        mask_labels ? &sg : NULL, poly_labels ? &dg : NULL));
         images += nb;
     }
     if (images == 0) {
@@ -1013,8 +1081,13 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         FAIL(PTQ_ERR_IO, "%s: none of its %d evaluation images could be read (see the warnings above)", ev->o.images,
              skipped);
     }
+    if (poly_labels && dett.not_simple)
+        pp_log_message(&ev->o.log, PP_LOG_WARNING, "%s:%d: polygon %d is not simple (edges crossing, or no area); %d such "
+                       "polygon%s on the evaluation images, not counted, as PaddleOCR's DetMetric does", polys.path,
+                       dett.first_line, dett.first_poly, dett.not_simple, dett.not_simple == 1 ? "" : "s");
     if (box_labels) TRY(box_labels_check_unused(&boxes, ev->o.images, eo.limit > 0));
     else if (text_labels) TRY(text_labels_check_unused(&texts, ev->o.images, eo.limit > 0));
+    else if (poly_labels) TRY(poly_labels_check_unused(&polys, ev->o.images, eo.limit > 0));
     else if (ev->labels) TRY(labels_check_unused(&labels, ev->labels, ev->o.images, eo.limit > 0));
     if (cache && !cache->overflow && mask_labels) { /* the masks count against the cache's budget too */
         size_t mb = 0;
@@ -1036,6 +1109,11 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
             cache->n_classes = ts.n_classes;
             ts.gt_borrowed = 1;
         }
+        if (poly_labels) { /* the polygons move to the cache */
+            cache->det = dett;
+            memset(&dett, 0, sizeof dett);
+            dg.t = &cache->det;
+        }
         if (mask_labels) { /* the masks move to the cache */
             cache->seg = segt;
             memset(&segt, 0, sizeof segt);
@@ -1055,7 +1133,16 @@ scored:
         out[k].n_iou = 0;
         for (int c = 0; c < 2; c++) out[k].miou_ci[c] = out[k].fp32_miou_ci[c] = out[k].miou_delta_ci[c] = NAN;
         if (mask_labels) TRY(cmp_seg_metrics(&sg, k, n, &out[k]));
-        collapsed(&accs[k], kind, cmp_mask_threshold(&ev->metric), mask_labels ? &sg : NULL, k, n, &out[k]);
+        out[k].det_precision = out[k].det_recall = out[k].hmean = NAN;
+        out[k].fp32_det_precision = out[k].fp32_det_recall = out[k].fp32_hmean = NAN;
+        for (int c = 0; c < 2; c++)
+            out[k].det_precision_ci[c] = out[k].det_recall_ci[c] = out[k].hmean_ci[c] = out[k].fp32_det_precision_ci[c] =
+                out[k].fp32_det_recall_ci[c] = out[k].fp32_hmean_ci[c] = out[k].det_precision_delta_ci[c] =
+                    out[k].det_recall_delta_ci[c] = out[k].hmean_delta_ci[c] = NAN;
+        if (poly_labels) TRY(cmp_tdet_metrics(&dg, k, n, &out[k]));
+        if (poly_labels && k == 0 && ev->fp32_boxes && !ev->fp32_boxes->n_img) TRY(cmp_tdet_boxes_of(&dg, ev->fp32_boxes));
+        collapsed(&accs[k], kind, cmp_mask_threshold(&ev->metric), mask_labels ? &sg : NULL, poly_labels ? &dg : NULL, k,
+                  n, &out[k]);
         const cmp_acc *a = &accs[k], *f = &accs[n];
         out[k].cer = out[k].line_acc = out[k].fp32_cer = out[k].fp32_line_acc = NAN;
         for (int c = 0; c < 2; c++)
@@ -1109,6 +1196,9 @@ done:
     cmp_seg_free(&sg);
     cmp_seg_truth_free(&segt);
     io_mask_labels_free(&masks);
+    io_poly_labels_free(&polys);
+    cmp_tdet_free(&dg);
+    cmp_tdet_truth_free(&dett);
     return st;
 }
 

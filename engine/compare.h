@@ -72,7 +72,9 @@ ptq_arena_pool *cmp_cache_pool(cmp_cache *c);
  *     text:DIR:dict=KEYS), 1 - the CER of the greedy CTC reading against the text, and the share
  *     of lines read exactly;
  *   miou: with a segmenter's masks (--labels mask:DIR), the mean IoU of output 0's classes
- *     (engine/compare_seg.h) in the image's own pixels. */
+ *     (engine/compare_seg.h) in the image's own pixels;
+ *   hmean: with a text detector's polygons (--labels paddledet:FILE), PaddleOCR's DetMetric hmean
+ *     of the DB boxes of output 0 [N, 1, H, W] (engine/compare_det.h) in the image's own pixels. */
 typedef enum {
     CMP_METRIC_COSINE = 0,
     CMP_METRIC_SQNR,
@@ -86,10 +88,11 @@ typedef enum {
     CMP_METRIC_MAP,
     CMP_METRIC_TEXT_CHARS,
     CMP_METRIC_TEXT_LINES,
-    CMP_METRIC_MIOU
+    CMP_METRIC_MIOU,
+    CMP_METRIC_HMEAN
 } cmp_metric_kind;
 /* The metrics' spellings, for error messages. */
-#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1, map50, map, text-chars, text-lines, miou"
+#define CMP_METRIC_SPELLINGS "cosine, sqnr, top1, seq-top1[:AXIS], seq-chars[:AXIS], seq-exact[:AXIS], mask-iou:T, box-f1, map50, map, text-chars, text-lines, miou, hmean"
 typedef struct {
     cmp_metric_kind kind;
     int axis;          /* seq-*: the argmax axis of output 0, -1 = the last */
@@ -100,6 +103,16 @@ int cmp_metric_parse(const char *s, cmp_metric *out);
 /* "seq-top1:2", "mask-iou:0.3", ... */
 void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap);
 
+/* The FP32 model's DB boxes on each evaluation image, with a text detector's polygons
+ * (--labels paddledet:FILE; engine/compare_det.h), in the images' own pixels. */
+typedef struct {
+    char **name;                /* the images' base names, in evaluation order */
+    double **xy;                /* per image: the 4 corners (x, y) of each box, 8 values a box */
+    int *n;                     /* boxes per image */
+    int n_img;
+} cmp_text_boxes;
+void cmp_text_boxes_free(cmp_text_boxes *b); /* zeroes *b; NULL-safe */
+
 typedef struct {
     const ptq_graph *g;         /* the FP32 model (borrowed) */
     const char *model;          /* its path: QDQ variants are loaded from it */
@@ -107,7 +120,8 @@ typedef struct {
     pp_config cfg;
     const char *labels;         /* NULL, a file "image,label", "list:FILE" ("image class" lines), "folders"
                                    (one folder per class), a detector's "yolo:DIR" / "coco:FILE", a recogniser's
-                                   paddle:/text: or a segmenter's "mask:DIR" (io/labels.h) */
+                                   paddle:/text:, a segmenter's "mask:DIR" or a text detector's
+                                   "paddledet:FILE" (io/labels.h) */
     int nthreads;
     int quiet;
     cmp_cache *cache;           /* NULL: none (borrowed) */
@@ -115,6 +129,8 @@ typedef struct {
     const eng_equalization *eq; /* NULL, or applied to every model loaded again from `model` */
     int float16;                /* 1: cmp_build_qdq rounds the float part to FP16 (quant/fp16.h), as
                                    TensorRT runs it with --fp16; 0: float32 */
+    cmp_text_boxes *fp32_boxes; /* NULL, or where an evaluation with a text detector's polygons leaves FP32's
+                                   DB boxes when it holds none yet (borrowed) */
     int map_intervals;          /* 1: the bootstrap intervals of mAP (CMP_BOOT_MAP resamples, accumulated
                                    from one COCO matching per model); 0: NAN (the exclusion search's many
                                    evaluations) */
@@ -152,6 +168,12 @@ typedef struct {
     double miou, fp32_miou, miou_ci[2], fp32_miou_ci[2], miou_delta_ci[2];
     int n_iou;
     float iou[CMP_AP_CLASSES], fp32_iou[CMP_AP_CLASSES];
+    /* With a text detector's polygons (--labels paddledet:FILE): DetMetric's precision, recall and
+     * hmean (engine/compare_det.h) of this model and of FP32, their 95 % bootstrap intervals over
+     * the images and those of the paired differences; NAN without. */
+    double det_precision, det_recall, hmean, fp32_det_precision, fp32_det_recall, fp32_hmean;
+    double det_precision_ci[2], det_recall_ci[2], hmean_ci[2], fp32_det_precision_ci[2], fp32_det_recall_ci[2],
+        fp32_hmean_ci[2], det_precision_delta_ci[2], det_recall_delta_ci[2], hmean_delta_ci[2];
     /* "" or what collapsed in output 0 of this model where FP32's did not, on every image: "is empty
      * (nothing above 0.3)", "predicts class 3", "is all class 0", "has no box scoring >= 0.25" */
     char collapsed[96];
@@ -310,6 +332,7 @@ typedef struct {
     cmp_target target;
     cmp_exclusion excl;
     char *trt_arg;              /* "--layerPrecisions=..." */
+    cmp_text_boxes text_boxes;  /* with a text detector's polygons: FP32's DB boxes (for the JSON report) */
 } eng_compare_result;
 
 eng_compare_job eng_compare_job_defaults(void);

@@ -412,6 +412,7 @@ double cmp_target_fp32(const cmp_target *t, const cmp_metrics *m)
     case CMP_METRIC_MAP: return m->fp32_map;
     case CMP_METRIC_TEXT_CHARS: return 1.0 - m->fp32_cer;
     case CMP_METRIC_MIOU: return m->fp32_miou;
+    case CMP_METRIC_HMEAN: return m->fp32_hmean;
     case CMP_METRIC_TEXT_LINES: return m->fp32_line_acc;
     case CMP_METRIC_TOP1: return t->fp32_top1;
     case CMP_METRIC_SQNR: return NAN;

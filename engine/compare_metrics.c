@@ -102,6 +102,7 @@ int cmp_metric_parse(const char *s, cmp_metric *out)
     else if (!strcmp(s, "map")) out->kind = CMP_METRIC_MAP;
     else if (!strcmp(s, "text-chars")) out->kind = CMP_METRIC_TEXT_CHARS;
     else if (!strcmp(s, "miou")) out->kind = CMP_METRIC_MIOU;
+    else if (!strcmp(s, "hmean")) out->kind = CMP_METRIC_HMEAN;
     else if (!strcmp(s, "text-lines")) out->kind = CMP_METRIC_TEXT_LINES;
     else if (seq_metric(s, "seq-top1", CMP_METRIC_SEQ_TOP1, out) || seq_metric(s, "seq-chars", CMP_METRIC_SEQ_CHARS, out) ||
              seq_metric(s, "seq-exact", CMP_METRIC_SEQ_EXACT, out)) {
@@ -135,6 +136,7 @@ void cmp_metric_name(const cmp_metric *m, char *buf, size_t cap)
     case CMP_METRIC_MAP: snprintf(buf, cap, "map"); break;
     case CMP_METRIC_TEXT_CHARS: snprintf(buf, cap, "text-chars"); break;
     case CMP_METRIC_MIOU: snprintf(buf, cap, "miou"); break;
+    case CMP_METRIC_HMEAN: snprintf(buf, cap, "hmean"); break;
     case CMP_METRIC_TEXT_LINES: snprintf(buf, cap, "text-lines"); break;
     default: snprintf(buf, cap, "cosine");
     }
@@ -160,6 +162,7 @@ double cmp_metric_value(const cmp_metric *k, const cmp_metrics *m)
     case CMP_METRIC_MAP: return m->map;
     case CMP_METRIC_TEXT_CHARS: return 1.0 - m->cer;
     case CMP_METRIC_MIOU: return m->miou;
+    case CMP_METRIC_HMEAN: return m->hmean;
     case CMP_METRIC_TEXT_LINES: return m->line_acc;
     default: return m->cosine;
     }

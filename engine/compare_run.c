@@ -115,6 +115,7 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     char label[1200];
     const char *label0 = res->ev.o.label;
     res->ev.map_intervals = 1; /* the methods' and refinements' rows; the exclusion search's evaluations take none */
+    res->ev.fp32_boxes = &res->text_boxes;
     for (int m = 0; m < res->n_methods; m++) {
         snprintf(label, sizeof label, "evaluating %s (%d/%d)", res->tags[m], m + 1, res->n_methods);
         res->ev.o.label = label;
@@ -141,10 +142,11 @@ ptq_status eng_compare_evaluate(const eng_compare_job *job, eng_compare_result *
     if (!job->metric_given && !isnan(m0->map)) cmp_metric_parse("map", &res->metric);
     if (!job->metric_given && !isnan(m0->cer)) cmp_metric_parse("text-chars", &res->metric);
     if (!job->metric_given && !isnan(m0->miou)) cmp_metric_parse("miou", &res->metric);
+    if (!job->metric_given && !isnan(m0->hmean)) cmp_metric_parse("hmean", &res->metric);
     cmp_metric_name(&res->metric, res->metric_name, sizeof res->metric_name);
     if (isnan(cmp_metric_value(&res->metric, m0)))
         FAIL(PTQ_ERR_ARG, "%s: --metric %s does not apply to its output 0 (%s)", job->model, res->metric_name,
-             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : (isnan(m0->cer) ? "a sequence: seq-top1, seq-chars, seq-exact" : "a sequence: seq-top1, seq-chars, seq-exact, text-chars, text-lines")) : res->map ? "a map: mask-iou:T" : res->boxes ? (isnan(m0->map) ? "a detector's boxes: box-f1" : "a detector's boxes: box-f1, map50, map") : "cosine or sqnr only");
+             res->classifier ? "a classifier: top1" : res->seq ? (isnan(m0->seq_chars) ? "a sequence: seq-top1" : (isnan(m0->cer) ? "a sequence: seq-top1, seq-chars, seq-exact" : "a sequence: seq-top1, seq-chars, seq-exact, text-chars, text-lines")) : res->map ? (isnan(m0->hmean) ? "a map: mask-iou:T" : "a map: mask-iou:T, hmean") : res->boxes ? (isnan(m0->map) ? "a detector's boxes: box-f1" : "a detector's boxes: box-f1, map50, map") : "cosine or sqnr only");
     snprintf(res->criterion, sizeof res->criterion, "%s%s",
              !job->metric_given && res->classifier ? (res->labelled ? "top-1 accuracy" : "top-1 agreement") : res->metric_name,
              res->metric.kind == CMP_METRIC_COSINE ? "" : ", then cosine");
@@ -331,6 +333,10 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
     r->ap = fp32 ? m->fp32_ap : m->ap;
     r->cer = fp32 ? m->fp32_cer : m->cer;
     r->miou = fp32 ? m->fp32_miou : m->miou;
+    r->has_hmean = !isnan(m->fp32_hmean);
+    r->hmean = fp32 ? m->fp32_hmean : m->hmean;
+    r->det_precision = fp32 ? m->fp32_det_precision : m->det_precision;
+    r->det_recall = fp32 ? m->fp32_det_recall : m->det_recall;
     r->has_top1 = !isnan(m->fp32_top1_acc);
     r->top1_acc = fp32 ? m->fp32_top1_acc : m->top1_acc;
     r->n_iou = m->n_iou;
@@ -343,6 +349,12 @@ static void report_map(io_report_truth *r, const cmp_metrics *m, int fp32)
         r->line_acc_delta_ci[k] = fp32 ? (double)NAN : m->line_acc_delta_ci[k];
         r->miou_ci[k] = fp32 ? m->fp32_miou_ci[k] : m->miou_ci[k];
         r->miou_delta_ci[k] = fp32 ? (double)NAN : m->miou_delta_ci[k];
+        r->hmean_ci[k] = fp32 ? m->fp32_hmean_ci[k] : m->hmean_ci[k];
+        r->det_precision_ci[k] = fp32 ? m->fp32_det_precision_ci[k] : m->det_precision_ci[k];
+        r->det_recall_ci[k] = fp32 ? m->fp32_det_recall_ci[k] : m->det_recall_ci[k];
+        r->hmean_delta_ci[k] = fp32 ? (double)NAN : m->hmean_delta_ci[k];
+        r->det_precision_delta_ci[k] = fp32 ? (double)NAN : m->det_precision_delta_ci[k];
+        r->det_recall_delta_ci[k] = fp32 ? (double)NAN : m->det_recall_delta_ci[k];
         r->top1_ci[k] = fp32 ? m->fp32_top1_ci[k] : m->top1_ci[k];
         r->top1_delta_ci[k] = fp32 ? (double)NAN : m->top1_delta_ci[k];
         r->map50_ci[k] = fp32 ? m->fp32_map50_ci[k] : m->map50_ci[k];
@@ -390,7 +402,12 @@ ptq_status eng_compare_write(const eng_compare_job *job, const eng_compare_resul
     }
     io_report_truth fp32;
     report_map(&fp32, &res->metrics[0], 1);
+    fp32.n_box_img = res->text_boxes.n_img;
+    fp32.box_img = (const char *const *)res->text_boxes.name;
+    fp32.box_xy = (const double *const *)res->text_boxes.xy;
+    fp32.box_n = res->text_boxes.n;
     int truth = !isnan(res->metrics[0].fp32_map) || !isnan(res->metrics[0].fp32_cer) || !isnan(res->metrics[0].fp32_miou) ||
+                !isnan(res->metrics[0].fp32_hmean) ||
                 !isnan(res->metrics[0].fp32_top1_acc);
     rl = calloc((size_t)n_layers + 1, sizeof *rl);
     hist_bins = calloc((size_t)N_HISTS * HIST_BINS, sizeof *hist_bins);
@@ -467,6 +484,7 @@ void eng_compare_result_free(eng_compare_result *res)
     cmp_exclusion_free(&res->excl);
     cmp_cache_destroy(res->cache);
     free(res->trt_arg);
+    cmp_text_boxes_free(&res->text_boxes);
     eng_collector_free(&res->col);
     memset(res, 0, sizeof *res);
 }

@@ -20,6 +20,10 @@ enum { LABEL_FILE_MAX = 1 << 30 };
 io_labels_kind io_labels_parse(const char *spec, const char **path)
 {
     *path = spec;
+    if (!strncmp(spec, "paddledet:", 10)) {
+        *path = spec + 10;
+        return IO_LABELS_PADDLEDET;
+    }
     if (!strncmp(spec, "yolo:", 5)) {
         *path = spec + 5;
         return IO_LABELS_YOLO;

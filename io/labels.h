@@ -23,9 +23,10 @@
 
 #include "runtime/status.h"
 
-typedef enum { IO_LABELS_NONE = 0, IO_LABELS_CLASSES, IO_LABELS_YOLO, IO_LABELS_COCO, IO_LABELS_PADDLE, IO_LABELS_TEXT, IO_LABELS_MASK } io_labels_kind;
+typedef enum { IO_LABELS_NONE = 0, IO_LABELS_CLASSES, IO_LABELS_YOLO, IO_LABELS_COCO, IO_LABELS_PADDLE, IO_LABELS_TEXT, IO_LABELS_MASK,
+               IO_LABELS_PADDLEDET } io_labels_kind;
 
-/* What --labels SPEC names: mask: a segmenter's masks, paddle:/text: a recogniser's lines, yolo:/coco: a detector's boxes (*path after the colon), anything
+/* What --labels SPEC names: paddledet: a text detector's polygons, mask: a segmenter's masks, paddle:/text: a recogniser's lines, yolo:/coco: a detector's boxes (*path after the colon), anything
  * else a classifier's labels ("folders", "list:FILE" of "image class" lines: *path after the colon,
  * or an "image,label" file: *path = spec). */
 io_labels_kind io_labels_parse(const char *spec, const char **path);
@@ -100,5 +101,33 @@ ptq_status io_mask_decode(const uint8_t *buf, size_t len, const char *what, uint
 /* DIR/STEM.png of the image at path into buf (for messages and existence checks). */
 void io_mask_path(const io_mask_labels *l, const char *image_path, char *buf, size_t cap);
 void io_mask_labels_free(io_mask_labels *l); /* zeroes *l; NULL-safe */
+
+/* A text detector's polygons, paddledet:FILE: PaddleOCR's detection label list, a line per image
+ *   IMAGE<TAB>[{"transcription": "TEXT", "points": [[x, y], [x, y], ...]}, ...]
+ * (image matched by base name; points in the image's own pixels, 4 or more per polygon; a
+ * transcription "###" or "*" marks a don't-care region, as PaddleOCR's DetLabelEncode reads it).
+ * Errors name FILE:LINE and the reason. */
+typedef struct {
+    char *name;         /* base name of the image */
+    int n;              /* polygons */
+    int *npt;           /* points of each */
+    double *xy;         /* x, y of every point, polygon after polygon */
+    int *care;          /* 0: don't care */
+    int line, used;     /* the line in FILE; set by io_poly_labels_find */
+} io_image_polys;
+
+typedef struct {
+    char *path;
+    io_image_polys *img; /* sorted by name */
+    int n_img;
+} io_poly_labels;
+
+ptq_status io_poly_labels_load(const char *spec, io_poly_labels *out);
+/* The same from the file's bytes (path: its name in messages); out zeroed by the caller, freed by
+ * io_poly_labels_free on failure too. */
+ptq_status io_poly_labels_parse(const char *buf, size_t len, const char *path, io_poly_labels *out);
+/* The polygons of the image at path (by base name), NULL when it has no line; marks it used. */
+io_image_polys *io_poly_labels_find(io_poly_labels *l, const char *path);
+void io_poly_labels_free(io_poly_labels *l); /* zeroes *l; NULL-safe */
 
 #endif

@@ -187,6 +187,30 @@ static int add_map(cJSON *o, const io_report_truth *m)
 {
     if (m->has_top1) /* a classifier with labels: top-1 accuracy and its intervals */
         return add_num(o, "top1_acc", m->top1_acc) && add_pairs(o, "top1_ci", m->top1_ci, "top1_delta_ci", m->top1_delta_ci);
+    if (m->has_hmean) { /* a text detector: DetMetric's hmean, precision, recall, their intervals, FP32's boxes */
+        int ok = add_num(o, "hmean", m->hmean) && add_num(o, "precision", m->det_precision) &&
+                 add_num(o, "recall", m->det_recall) &&
+                 add_pairs(o, "hmean_ci", m->hmean_ci, "hmean_delta_ci", m->hmean_delta_ci) &&
+                 add_pairs(o, "precision_ci", m->det_precision_ci, "precision_delta_ci", m->det_precision_delta_ci) &&
+                 add_pairs(o, "recall_ci", m->det_recall_ci, "recall_delta_ci", m->det_recall_delta_ci);
+        cJSON *imgs = ok && m->n_box_img > 0 ? cJSON_AddArrayToObject(o, "boxes") : NULL;
+        if (ok && m->n_box_img > 0 && !imgs) return 0;
+        for (int i = 0; ok && i < m->n_box_img; i++) {
+            cJSON *e = cJSON_CreateObject(), *bl = NULL;
+            ok = add_item(imgs, e) && cJSON_AddStringToObject(e, "image", m->box_img[i]) &&
+                 (bl = cJSON_AddArrayToObject(e, "boxes"));
+            for (int b = 0; ok && b < m->box_n[i]; b++) {
+                cJSON *box = cJSON_CreateArray();
+                ok = add_item(bl, box);
+                for (int c = 0; ok && c < 4; c++) {
+                    cJSON *pt = cJSON_CreateArray();
+                    ok = add_item(box, pt) && add_item(pt, num_item(m->box_xy[i][8 * b + 2 * c])) &&
+                         add_item(pt, num_item(m->box_xy[i][8 * b + 2 * c + 1]));
+                }
+            }
+        }
+        return ok;
+    }
     if (m->n_iou > 0) { /* a segmenter: mIoU, its intervals, per-class IoU */
         int ok = add_num(o, "miou", m->miou) && add_pairs(o, "miou_ci", m->miou_ci, "miou_delta_ci", m->miou_delta_ci);
         cJSON *a = ok ? cJSON_AddArrayToObject(o, "iou") : NULL;
@@ -753,7 +777,13 @@ static void put_method_row(FILE *fp, const io_report *r, const io_report_method 
     }
     if (iou) num_cell(fp, "%.4f", m->mask_iou);
     if (box) num_cell(fp, "%.4f", m->box_f1);
-    if (r->fp32_map && (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1)) {
+    if (r->fp32_map && r->fp32_map->has_hmean) {
+        num_cell(fp, "%.4f", !mp ? (double)NAN : mp->det_precision);
+        num_cell(fp, "%.4f", !mp ? (double)NAN : mp->det_recall);
+        double v = !mp ? (double)NAN : mp->hmean;
+        put_interval(fp, v, mp ? mp->hmean_ci : NULL, 0);
+        put_interval(fp, v - r->fp32_map->hmean, mp ? mp->hmean_delta_ci : NULL, 1);
+    } else if (r->fp32_map && (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1)) {
         int seg = r->fp32_map->n_iou > 0;
         double v = !mp ? (double)NAN : seg ? mp->miou : mp->top1_acc, f = seg ? r->fp32_map->miou : r->fp32_map->top1_acc;
         put_interval(fp, v, mp ? (seg ? mp->miou_ci : mp->top1_ci) : NULL, 0);
@@ -795,7 +825,10 @@ static void put_methods(FILE *fp, const io_report *r)
     if (ctc) fputs("<th class=\"num\">CTC characters</th><th class=\"num\">CTC lines identical</th>", fp);
     if (iou) fprintf(fp, "<th class=\"num\">mask IoU at %g</th>", r->methods[0].mask_threshold);
     if (box) fputs("<th class=\"num\">box F1</th>", fp);
-    if (r->fp32_map && r->fp32_map->n_iou > 0)
+    if (r->fp32_map && r->fp32_map->has_hmean)
+        fputs("<th class=\"num\">precision</th><th class=\"num\">recall</th><th class=\"num\">hmean [95 %]</th>"
+              "<th class=\"num\">minus FP32's [95 %]</th>", fp);
+    else if (r->fp32_map && r->fp32_map->n_iou > 0)
         fputs("<th class=\"num\">mIoU [95 %]</th><th class=\"num\">minus FP32's [95 %]</th>", fp);
     else if (r->fp32_map && r->fp32_map->has_top1)
         fputs("<th class=\"num\">top-1 accuracy [95 %]</th><th class=\"num\">minus FP32's [95 %]</th>", fp);
@@ -809,7 +842,12 @@ static void put_methods(FILE *fp, const io_report *r)
         fputs("<tr class=\"refined\"><td class=\"name\">FP32</td>", fp);
         for (int i = 0; i < 3 + agree + acc + seq + 2 * ctc + iou + box; i++) fputs("<td class=\"num\"></td>", fp);
         int ocr = !isnan(r->fp32_map->cer);
-        if (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1) {
+        if (r->fp32_map->has_hmean) {
+            num_cell(fp, "%.4f", r->fp32_map->det_precision);
+            num_cell(fp, "%.4f", r->fp32_map->det_recall);
+            put_interval(fp, r->fp32_map->hmean, r->fp32_map->hmean_ci, 0);
+            fputs("<td class=\"num\"></td>", fp);
+        } else if (r->fp32_map->n_iou > 0 || r->fp32_map->has_top1) {
             int seg = r->fp32_map->n_iou > 0;
             put_interval(fp, seg ? r->fp32_map->miou : r->fp32_map->top1_acc,
                          seg ? r->fp32_map->miou_ci : r->fp32_map->top1_ci, 0);

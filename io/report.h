@@ -57,7 +57,7 @@ typedef struct {
     double box_f1;        /* a detector's boxes against FP32's (compare.h: box-f1); NaN if n/a */
 } io_report_method;
 
-/* A model against the user's labels (compare --labels yolo:|coco:|paddle:|text:|mask:); NaN: n/a. */
+/* A model against the user's labels (compare --labels yolo:|coco:|paddle:|text:|mask:|paddledet:); NaN: n/a. */
 typedef struct {
     double map50, map;    /* a detector: COCO mAP@0.5 and mAP@0.5:0.95 */
     int n_ap;
@@ -69,6 +69,14 @@ typedef struct {
     double map50_ci[2], map_ci[2], map50_delta_ci[2], map_delta_ci[2]; /* a detector's intervals (NaN: none) */
     int has_top1;         /* 1: a classifier with labels (the fields above unused) */
     double top1_acc, top1_ci[2], top1_delta_ci[2];
+    int has_hmean;        /* 1: a text detector against polygons (DetMetric; the fields above unused) */
+    int n_box_img;        /* FP32's row of a text detector: its DB boxes per image (0: none written) */
+    const char *const *box_img;   /* the images' names */
+    const double *const *box_xy;  /* 8 values (4 corners x, y) a box */
+    const int *box_n;             /* boxes per image */
+    double hmean, det_precision, det_recall;
+    double hmean_ci[2], det_precision_ci[2], det_recall_ci[2];                   /* their intervals */
+    double hmean_delta_ci[2], det_precision_delta_ci[2], det_recall_delta_ci[2]; /* the differences' (NaN: FP32) */
     int n_iou;            /* > 0: a segmenter (the fields above unused) */
     const float *iou;     /* per class (n_iou; NaN: the class is in neither the masks nor the predictions) */
 } io_report_truth;

@@ -23,7 +23,7 @@ trap 'rm -rf "$log"' EXIT
 # The longest first (seconds on 2 cores), so that the last to end is a short one.
 HEAVY="fuzz.sh compare.sh dynamic.sh determinism.sh quantize_models.sh variants.sh detection.sh
        fp16_models.sh ops_math.sh zoo.sh calibrate.sh faults.sh docs.sh preprocess.sh outputs.sh
-       ops_index.sh shipped_inputs.sh seg_labels.sh truth_labels.sh"
+       ops_index.sh shipped_inputs.sh seg_labels.sh truth_labels.sh det_labels.sh"
 
 run_one() { # name, command...: writes $log/NAME.log and $log/NAME.res ("passed failed skipped seconds")
   local name=$1; shift

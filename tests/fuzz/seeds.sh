@@ -8,7 +8,8 @@
 #        1.0 and 2.0;  stats, cache: written by `ptq calibrate --method all --stats` on the
 #        cls model and two photos, plus hand-written caches;  yaml: configs/ and configs
 #        of the calibrate and quantize commands;  mask: class-index PNGs (8-bit gray, palette at 1, 4
-#        and 8 bits, and the refused 16-bit and RGB). Needs Debian's python3 ($PY) with numpy and PIL, and
+#        and 8 bits, and the refused 16-bit and RGB);  paddledet: PaddleOCR det label lists (quads,
+#        longer polygons, "###" and "*" regions, CRLF, an empty list, UTF-8 text, bad lines). Needs Debian's python3 ($PY) with numpy and PIL, and
 #        $PTQ (default build/ptq) for stats and caches; what is missing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +18,7 @@ PTQ=${PTQ:-$PWD/build/ptq}
 PY=${PY:-/usr/bin/python3}
 MODELS=build/models
 rm -rf "$OUT"
-mkdir -p "$OUT"/{onnx,image,npy,stats,cache,yaml,mask}
+mkdir -p "$OUT"/{onnx,image,npy,stats,cache,yaml,mask,paddledet}
 
 # onnx
 cls=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
@@ -106,5 +107,10 @@ for bits in (1, 4, 8):
 Image.new('I;16', (w, h)).save(out + '/gray16.png')
 Image.new('RGB', (w, h), (1, 2, 3)).save(out + '/rgb.png')
 PYEOF
+
+# paddledet
+printf 'imgs/p0000.png\t[{"transcription": "WARNING 388", "points": [[379.4, 31.0], [572.1, 41.1], [570.7, 68.0], [378.0, 58.0]]}, {"transcription": "###", "points": [[550, 92], [692, 92], [692, 114], [550, 114]]}]\n' > "$OUT/paddledet/quads.txt"
+printf 'a.jpg\t[{"transcription": "\xe5\x87\xba\xe5\x8f\xa3", "points": [[0, 0], [9, 0], [12, 5], [9, 10], [0, 10], [-3, 5]]}]\r\nb.jpg\t[]\r\n\r\nc.jpg\t[{"transcription": "*", "points": [[1e3, 2e3], [3e3, 2e3], [3e3, 4e3], [1e3, 4e3]]}]\n' > "$OUT/paddledet/polygons.txt"
+printf 'a.png\t[{"points": [[0, 0], [1, 0], [1, 1]]}]\nb.png [{}]\na.png\t[]\n' > "$OUT/paddledet/bad.txt"
 
 for d in "$OUT"/*; do printf '%-6s %5d seeds\n' "$(basename "$d")" "$(ls "$d" | wc -l)"; done
