@@ -621,7 +621,12 @@ static void check_metric(const eng_quantize_job *job, const cmp_metrics *m, cmp_
     *out = job->target.kind;
     if (job->metric_given) return;
     cmp_metric_parse("cosine", out);
-    if (!isnan(m->top1_agree)) cmp_metric_parse("top1", out);
+    /* against the user's labels where they give a task metric, as compare chooses */
+    if (!isnan(m->hmean)) cmp_metric_parse("hmean", out);
+    else if (!isnan(m->miou)) cmp_metric_parse("miou", out);
+    else if (!isnan(m->map)) cmp_metric_parse("map", out);
+    else if (!isnan(m->cer)) cmp_metric_parse("text-chars", out);
+    else if (!isnan(m->top1_agree)) cmp_metric_parse("top1", out);
     else if (!isnan(m->box_f1)) cmp_metric_parse("box-f1", out);
     else if (!isnan(m->mask_iou)) cmp_metric_parse("mask-iou:0.3", out);
     else if (!isnan(m->seq_chars)) cmp_metric_parse("seq-chars", out);
