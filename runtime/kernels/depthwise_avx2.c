@@ -2,8 +2,8 @@
  * or 2 (compiled with -mavx2; called only where cpuid reports it, on the avx2 and avx512
  * paths). Each output is the taps summed from zero in row-major tap order, a multiply then an
  * add per tap (no FMA: the same two roundings as the generic loop), then the bias: the bytes
- * of every other path. Eight outputs a vector, four vectors at once so that the adds of four
- * independent sums overlap; the last ow % 8 outputs one by one. At stride 2 a vector of taps
+ * of every other path. Eight outputs a vector, eight vectors (then four, then one) at once so
+ * that the adds of independent sums overlap; the last ow % 8 outputs one by one. At stride 2 a vector of taps
  * p[2x + j] is the even (j even) or odd lanes of two loads, deinterleaved. */
 #include <immintrin.h>
 
@@ -22,37 +22,34 @@ static inline __m256 dw_taps(const float *q, int sw, int j)
     return sw == 1 ? _mm256_loadu_ps(q + j) : dw_lanes(q + (j & ~1), j & 1);
 }
 
+/* V vectors (8 V outputs) of one row from x: V independent sums, enough of them to cover the
+ * add's latency (a sum's next add waits for its last). */
+static inline __attribute__((always_inline)) void dw_block(const float *restrict p, int64_t pp, const float *restrict w,
+                                                           __m256 vb, float *restrict o, int64_t x, int K, int SW, int V)
+{
+    __m256 a[8];
+    for (int v = 0; v < V; v++) a[v] = _mm256_setzero_ps();
+    for (int i = 0; i < K; i++) {
+        const float *q = p + i * pp + x * SW;
+        for (int j = 0; j < K; j++) {
+            const __m256 wv = _mm256_broadcast_ss(w + i * K + j);
+            for (int v = 0; v < V; v++) a[v] = _mm256_add_ps(a[v], _mm256_mul_ps(wv, dw_taps(q + 8 * v * SW, SW, j)));
+        }
+    }
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(o + x + 8 * v, _mm256_add_ps(a[v], vb));
+}
+
 static inline __attribute__((always_inline)) void dw_row(const float *restrict p, int64_t pp, const float *restrict w,
                                                          float bias, float *restrict o, int64_t ow, int K, int SW)
 {
     const __m256 vb = _mm256_set1_ps(bias);
     int64_t x = 0;
-    for (; x + 32 <= ow; x += 32) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int i = 0; i < K; i++) {
-            const float *q = p + i * pp + x * SW;
-            for (int j = 0; j < K; j++) {
-                const __m256 wv = _mm256_broadcast_ss(w + i * K + j);
-                a0 = _mm256_add_ps(a0, _mm256_mul_ps(wv, dw_taps(q, SW, j)));
-                a1 = _mm256_add_ps(a1, _mm256_mul_ps(wv, dw_taps(q + 8 * SW, SW, j)));
-                a2 = _mm256_add_ps(a2, _mm256_mul_ps(wv, dw_taps(q + 16 * SW, SW, j)));
-                a3 = _mm256_add_ps(a3, _mm256_mul_ps(wv, dw_taps(q + 24 * SW, SW, j)));
-            }
-        }
-        _mm256_storeu_ps(o + x, _mm256_add_ps(a0, vb));
-        _mm256_storeu_ps(o + x + 8, _mm256_add_ps(a1, vb));
-        _mm256_storeu_ps(o + x + 16, _mm256_add_ps(a2, vb));
-        _mm256_storeu_ps(o + x + 24, _mm256_add_ps(a3, vb));
+    for (; x + 64 <= ow; x += 64) dw_block(p, pp, w, vb, o, x, K, SW, 8);
+    if (x + 32 <= ow) {
+        dw_block(p, pp, w, vb, o, x, K, SW, 4);
+        x += 32;
     }
-    for (; x + 8 <= ow; x += 8) {
-        __m256 a0 = _mm256_setzero_ps();
-        for (int i = 0; i < K; i++) {
-            const float *q = p + i * pp + x * SW;
-            for (int j = 0; j < K; j++)
-                a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(w + i * K + j), dw_taps(q, SW, j)));
-        }
-        _mm256_storeu_ps(o + x, _mm256_add_ps(a0, vb));
-    }
+    for (; x + 8 <= ow; x += 8) dw_block(p, pp, w, vb, o, x, K, SW, 1);
     for (; x < ow; x++) {
         float acc = 0.0f;
         for (int i = 0; i < K; i++)
