@@ -779,22 +779,28 @@ done:
 
 /* Scores one batch of every variant against the FP32 outputs fp32[o] (fp32_n[o] elements; an
  * output whose size differs, as data-dependent ones may, adds to no cmp_sums). */
-static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32, const size_t *fp32_n,
-                              int n_out, const int *labels, int kind, const cmp_metric *metric, cmp_acc *accs,
-                              const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0, cmp_seg *sg,
-                              cmp_tdet *dg)
+static ptq_status score_batch(const eng_runner *ref, eng_runner *rs, int n, const ptq_tensor *x, float *const *fp32,
+                              const size_t *fp32_n, int n_out, const int *labels, int kind, const cmp_metric *metric,
+                              cmp_acc *accs, const truth_batch *tb, const io_text_labels *tl, ocr_lines *ol, int img0,
+                              cmp_seg *sg, cmp_tdet *dg)
 {
     ptq_status st = PTQ_OK;
     int nb = (int)x->dims[0];
     for (int k = 0; k < n; k++) {
-        TRY(eng_runner_run(&rs[k], x));
+        ptq_plan *plan;
+        if (ref && ref->plan && rs[k].g == ref->g)
+            plan = ref->plan; /* the reference itself (compare --as-is, no base): its outputs of this batch, run once */
+        else {
+            TRY(eng_runner_run(&rs[k], x));
+            plan = rs[k].plan;
+        }
         if (tb && tb->ts) {
-            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            const ptq_tensor *y = ptq_plan_output(plan, 0, NULL);
             if (k == 0) TRY(truth_dets(tb, n, kind, y, nb, fp32[0], fp32_n[0]));
             TRY(truth_dets(tb, k, kind, y, nb, y->data, ptq_tensor_numel(y)));
         }
         if (tb && sg) { /* FP32's map once, as set n */
-            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            const ptq_tensor *y = ptq_plan_output(plan, 0, NULL);
             for (int i = 0; i < nb; i++) {
                 if (k == 0)
                     TRY(cmp_seg_add(sg, n, img0 + i, y, nb, fp32[0], fp32_n[0], i, tb->w, tb->h, &tb->meta[i]));
@@ -810,21 +816,21 @@ static ptq_status score_batch(eng_runner *rs, int n, const ptq_tensor *x, float 
             }
         }
         if (tl) { /* FP32's reading once, in accs[n] */
-            const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+            const ptq_tensor *y = ptq_plan_output(plan, 0, NULL);
             if (k == 0) TRY(ocr_add(&accs[n], tl, y, metric->axis, fp32[0], fp32_n[0], nb, labels, ol, n, img0));
             TRY(ocr_add(&accs[k], tl, y, metric->axis, y->data, ptq_tensor_numel(y), nb, labels, ol, k, img0));
         }
         for (int o = 0; o < n_out; o++) {
-            const ptq_tensor *y = ptq_plan_output(rs[k].plan, o, NULL);
+            const ptq_tensor *y = ptq_plan_output(plan, o, NULL);
             if (y->dtype == PTQ_F32 && fp32[o] && fp32_n[o] == ptq_tensor_numel(y))
                 cmp_sums_add_images(&accs[k].s, fp32[o], y->data, ptq_tensor_numel(y), nb);
         }
         if (kind == CMP_OUT_BOXES || kind == CMP_OUT_YOLO || kind == CMP_OUT_DETECTIONS) {
-            int so = kind == CMP_OUT_BOXES ? cmp_box_scores_output(rs[k].plan, ptq_plan_output(rs[k].plan, 0, NULL)) : 0;
-            TRY(cmp_box_add(&accs[k], kind, rs[k].plan, nb, fp32[0], fp32_n[0], so > 0 ? fp32[so] : NULL));
+            int so = kind == CMP_OUT_BOXES ? cmp_box_scores_output(plan, ptq_plan_output(plan, 0, NULL)) : 0;
+            TRY(cmp_box_add(&accs[k], kind, plan, nb, fp32[0], fp32_n[0], so > 0 ? fp32[so] : NULL));
             continue;
         }
-        const ptq_tensor *y = ptq_plan_output(rs[k].plan, 0, NULL);
+        const ptq_tensor *y = ptq_plan_output(plan, 0, NULL);
         if (kind == CMP_OUT_SEQUENCE && y->rank == 3) TRY(cmp_seq3_add(&accs[k], y, metric->axis, fp32[0], y->data));
         else if (kind == CMP_OUT_SEQUENCE) cmp_seq_add(&accs[k], y, metric->axis, fp32[0], y->data);
         if (kind == CMP_OUT_MAP) cmp_mask_add(&accs[k], fp32[0], y->data, ptq_tensor_numel(y), cmp_mask_threshold(metric));
@@ -921,7 +927,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
      * run, and each variant is scored right after its run */
     mem.pool = ref.popt.pool;
     ref.shared = &mem;
-    for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k], .popt = ref.popt, .shared = &mem};
+    for (int k = 0; k < n; k++) rs[k] = (eng_runner){.g = qdq[k] ? qdq[k] : ev->g, .popt = ref.popt, .shared = &mem};
     if (text_labels || lkind == IO_LABELS_CLASSES) {
         if (text_labels) TRY(io_text_labels_load(ev->labels, &texts));
         ol.n_sets = n + 1;
@@ -946,7 +952,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         for (int i = 0; i < cache->n_b; i++) {
             ptq_tensor t = eng_shaped_tensor(&ev->cfg, cache->b[i].w, cache->b[i].h, cache->b[i].x, cache->b[i].n);
             truth_batch tb = {box_labels ? &ts : NULL, done_images, cache->b[i].meta, &ev->cfg, cache->b[i].w, cache->b[i].h};
-            TRY(score_batch(rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
+            TRY(score_batch(NULL, rs, n, &t, cache->b[i].y, cache->b[i].yn, n_out, cache->b[i].labels, cache->kind, &ev->metric,
                             accs, box_labels || mask_labels || poly_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol,
                             done_images, mask_labels ? &sg : NULL, poly_labels ? &dg : NULL));
             done_images += (int)cache->b[i].n;
@@ -1070,7 +1076,7 @@ ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_me
         }
         if (cache) cache_add(cache, &t, w, h, ref.plan, lab, meta);
         truth_batch tb = {box_labels ? &ts : NULL, images, meta, &ev->cfg, w, h};
-        TRY(score_batch(rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs,
+        TRY(score_batch(&ref, rs, n, &t, fp32, fp32_n, n_out, lab, kind, &ev->metric, accs,
                         box_labels || mask_labels || poly_labels ? &tb : NULL, text_labels ? &texts : NULL, &ol, images,
                         mask_labels ? &sg : NULL, poly_labels ? &dg : NULL));
         images += nb;

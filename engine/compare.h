@@ -205,7 +205,8 @@ int64_t cmp_ctc_greedy(const float *x, int64_t T, int64_t C, int64_t t_stride, i
 /* Levenshtein distance of a[0..na) and b[0..nb); row has room for nb + 1 ints. */
 int64_t cmp_edit_distance(const int *a, int64_t na, const int *b, int64_t nb, int64_t *row);
 
-/* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. */
+/* One pass over the evaluation images: FP32 once, each of the n QDQ graphs after it. A NULL qdq[k]
+ * is ev->g itself (compare --as-is without a base): its figures are FP32's, from the one run. */
 ptq_status cmp_evaluate(const cmp_eval *ev, ptq_graph *const *qdq, int n, cmp_metrics *out);
 /* cmp_evaluate of one QDQ graph made elsewhere (not by cmp_build_qdq): with ev->float16, of a copy
  * whose float part is rounded to FP16; qdq is unchanged. */

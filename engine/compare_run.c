@@ -102,7 +102,8 @@ ptq_status eng_compare_as_is(const eng_compare_job *job, const ptq_graph *base, 
     res->ev.o.log = job->log;
     res->n_methods = 1;
     snprintf(res->tags[0], sizeof res->tags[0], "as-is");
-    TRY(eng_model_load(job->model, &res->variants[0], NULL)); /* a graph of its own: the reference runs job->g */
+    if (base) TRY(eng_model_load(job->model, &res->variants[0], NULL)); /* a graph of its own: the reference runs base */
+    else res->variants[0] = NULL; /* the reference itself: cmp_evaluate runs job->g once for both */
 done:
     return st;
 }

@@ -5,6 +5,11 @@ of ptq's C (tests/e2e/truth_labels.sh compares the two).
   gts: list of dicts {image_id, category_id, bbox [x, y, w, h], area, iscrowd}
   dts: list of dicts {image_id, category_id, bbox, score}   (COCO's results format)
   coco_map(gts, dts, image_ids, category_ids) -> (map50, map, {cat: ap50}, {cat: ap})
+  evals = evaluate(gts, dts, image_ids, category_ids)  # evaluateImg of each (image, category), once
+  resample_map(evals, draw, category_ids) -> (map50, map) of the images draw (a list of image ids,
+      repeats allowed, as bootstrap resamples are: each copy is evaluated as that image was; the same
+      doubles as coco_map of the resample's boxes renamed to new image ids, an image's matching
+      depending on its own boxes alone)
 
 Images are evaluated in the order of image_ids (ties of equal scores across images keep it);
 categories without a non-crowd ground-truth box are left out of the means (AP None).
@@ -97,29 +102,36 @@ def accumulate(evals):
     tp_sum = np.cumsum(tps, axis=1).astype(float)
     fp_sum = np.cumsum(fps, axis=1).astype(float)
     prec = np.zeros((len(IOU_THRS), len(REC_THRS)))
-    for t, (tp, fp) in enumerate(zip(tp_sum, fp_sum)):
-        nd = len(tp)
-        rc = tp / npig
-        pr = (tp / (fp + tp + np.spacing(1))).tolist()
-        for i in range(nd - 1, 0, -1):
-            if pr[i] > pr[i - 1]:
-                pr[i - 1] = pr[i]
-        idx = np.searchsorted(rc, REC_THRS, side="left")
-        for ri, pi in enumerate(idx):
-            if pi < nd:
-                prec[t, ri] = pr[pi]
+    nd = tp_sum.shape[1]
+    if nd == 0:
+        return prec
+    rc = tp_sum / npig
+    pr = tp_sum / (fp_sum + tp_sum + np.spacing(1))
+    pr = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]  # each precision the largest at or after it
+    for t in range(len(IOU_THRS)):
+        idx = np.searchsorted(rc[t], REC_THRS, side="left")
+        ok = idx < nd
+        prec[t, ok] = pr[t, idx[ok]]
     return prec
 
 
-def coco_map(gts, dts, image_ids, category_ids):
+def evaluate(gts, dts, image_ids, category_ids):
+    """evaluate_img of every image and category: {(image, category): its result}, the pairs with
+    neither boxes nor detections left out (None)."""
     by_gt, by_dt = {}, {}
     for g in gts:
         by_gt.setdefault((g["image_id"], g["category_id"]), []).append(g)
     for d in dts:
         by_dt.setdefault((d["image_id"], d["category_id"]), []).append(d)
+    cats = set(category_ids)
+    return {(i, c): evaluate_img(by_gt.get((i, c), []), by_dt.get((i, c), []))
+            for i in dict.fromkeys(image_ids) for c in cats if (i, c) in by_gt or (i, c) in by_dt}
+
+
+def _means(evals, image_ids, category_ids):
     ap50, ap = {}, {}
     for c in category_ids:
-        prec = accumulate([evaluate_img(by_gt.get((i, c), []), by_dt.get((i, c), [])) for i in image_ids])
+        prec = accumulate([evals.get((i, c)) for i in image_ids])
         if prec is None:
             ap50[c] = ap[c] = None
             continue
@@ -129,6 +141,15 @@ def coco_map(gts, dts, image_ids, category_ids):
     m50 = float(np.mean([ap50[c] for c in have])) if have else float("nan")
     m = float(np.mean([ap[c] for c in have])) if have else float("nan")
     return m50, m, ap50, ap
+
+
+def coco_map(gts, dts, image_ids, category_ids):
+    return _means(evaluate(gts, dts, image_ids, category_ids), image_ids, category_ids)
+
+
+def resample_map(evals, draw, category_ids):
+    """mAP50 and mAP50-95 of the images draw (ids of evaluate's images, in the resample's order)."""
+    return _means(evals, draw, category_ids)[:2]
 
 
 if __name__ == "__main__":
