@@ -25,6 +25,7 @@
 # TF_PY (default /usr/bin/python3), TF_TRUTHDATA_ARGS (e.g. --stamps DIR --photos DIR) and
 # TF_FMNIST_ARGS (e.g. --data DIR) run it where Debian's packages are elsewhere.
 set -euo pipefail
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} # CPU seconds that mean something on a shared machine
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PTQ=$BUILD/ptq
