@@ -94,9 +94,9 @@ PYEOF
     row "$m, ptq / ONNX Runtime, $THREADS threads ($pm / $om ms)" "${r}x" "<= 0.7x" "$(judge "$r" '<=' 0.7)"
   done
   if [ -f "$OUT/recipes.md" ]; then
-    awk -F'|' '/^\| (cls|rec|det) \|/ {gsub(/ /, "", $5); gsub(/ /, "", $7);
-      print "| " $2 "recipe balanced / fast (bench/recipes.sh) | " $5 " | <= 2x | " ($5 + 0 <= 2 ? "yes" : "no") " |";
-      print "| " $2 "recipe best / fast (bench/recipes.sh) | " $7 " | <= 10x | " ($7 + 0 <= 10 ? "yes" : "no") " |"}' "$OUT/recipes.md"
+    awk -F'|' '/^\| (cls|rec|det) \|/ {gsub(/ /, "", $2); gsub(/ /, "", $5); gsub(/ /, "", $7);
+      print "| " $2 ", recipe balanced / fast (bench/recipes.sh) | " $5 " | <= 2x | " ($5 + 0 <= 2 ? "yes" : "no") " |";
+      print "| " $2 ", recipe best / fast (bench/recipes.sh) | " $7 " | <= 10x | " ($7 + 0 <= 10 ? "yes" : "no") " |"}' "$OUT/recipes.md"
   fi
   if [ -f "$OUT/calibrate.md" ]; then
     # "| PP-OCRv4 det | run s | calibrate s | ratio | RSS |" rows, then det's RSS at the default batch
