@@ -165,7 +165,11 @@ extern const ptq_op_def ptq_op_quantize_dequantize;
 /* Cast(float16) followed by Cast(float) of a float32 tensor, as one float step (the planner's
  * fusion; runtime/ops/utility.c): each value rounded to float16 and back, bit for bit. */
 extern const ptq_op_def ptq_op_round_f16;
+/* A chain of element-wise float steps over one value, in one pass (runtime/ops/ewchain.c). */
+extern const ptq_op_def ptq_op_ew_chain;
 /* The same rounding over n floats from a to b (a == b: in place), nthreads threads (0: one). */
 void ptq_round_f16(const float *a, float *b, size_t n, int nthreads);
+/* The same on the calling thread alone (inside another op's parallel loop). */
+void ptq_round_f16_serial(const float *a, float *b, size_t n);
 
 #endif

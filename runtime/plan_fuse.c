@@ -2,6 +2,7 @@
  * the plan's steps in place: a fused step is marked skip, its consumer takes its output or its
  * epilogue, new weights are plan constants (plan_add_const); the written graph never changes. */
 #include "plan_impl.h"
+#include "ops/ewchain.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -533,6 +534,135 @@ done:
     return st;
 }
 
+/* The instruction step s computes in a chain over value x (ewchain.h), reading registers
+ * through reg (value -> register, -1: not in the chain); 0 when s is not such a step. */
+static int chain_instr(const ptq_plan *p, const plan_step *s, int x, const int *reg, int32_t *in, int *kin, int *n_k)
+{
+    const ptq_tensor *xt = &p->vals[x];
+    memset(in, 0, sizeof(int32_t) * EW_FIELDS);
+    if (s->skip || s->dyn || s->ctx.n_out != 1 || s->out_vals[0] < 0 || p->vals[s->out_vals[0]].dtype != PTQ_F32 ||
+        !ptq_shape_equal(&p->vals[s->out_vals[0]], xt))
+        return 0;
+    int is_clip = op_is(p, s, "Clip"), any = 0;
+    if (is_clip) {
+        ptq_activation a;
+        if (!activation_of(p, s, &a) || s->in_vals[0] < 0 || reg[s->in_vals[0]] < 0) return 0;
+        in[0] = EW_CLIP;
+        in[2] = reg[s->in_vals[0]];
+        memcpy(&in[7], &a.alpha, sizeof a.alpha);
+        memcpy(&in[8], &a.beta, sizeof a.beta);
+        in[6] = s->round_f16;
+        return 1;
+    }
+    if (op_is(p, s, "Add")) in[0] = EW_ADD;
+    else if (op_is(p, s, "Sub")) in[0] = EW_SUB;
+    else if (op_is(p, s, "Mul")) in[0] = EW_MUL;
+    else if (op_is(p, s, "Div")) in[0] = EW_DIV;
+    else return 0;
+    if (s->ctx.n_in != 2) return 0;
+    for (int side = 0; side < 2; side++) {
+        int v = s->in_vals[side];
+        const float *k;
+        int per_channel;
+        if (v >= 0 && reg[v] >= 0) {
+            in[2 + side] = reg[v];
+            any = 1;
+        } else if (v >= 0 && channel_const(p, v, xt->dims[1], xt->rank, &k, &per_channel)) {
+            if (*n_k >= EW_MAX_INSTR * 2) return 0;
+            in[2 + side] = -1;
+            in[4 + side] = 2 + *n_k;
+            kin[(*n_k)++] = v;
+        } else {
+            return 0;
+        }
+    }
+    in[6] = s->round_f16;
+    return any;
+}
+
+/* Element-wise float steps (Add, Sub, Mul, Div with a value or per-channel constant, Clip with
+ * constant bounds; each optionally rounding to FP16) that read only one value x [N, C, ...] of
+ * their shape and each other's outputs, only the last read elsewhere: one ptq_op_ew_chain step
+ * in the last one's place, each value computed as its op computes it, so the output is bit for
+ * bit the unfused steps'. QDQ models simulated in FP16 have them after each INT8 layer (an
+ * affine block, hard-swish, an affine block), where a rounding between every two steps keeps
+ * the fusions above from applying. After fuse_f16_rounding: the roundings are flags by then. */
+static ptq_status fuse_elementwise_chains(ptq_plan *p)
+{
+    ptq_status st = PTQ_OK;
+    int *reg = malloc(sizeof(int) * (size_t)p->n_vals + 1);
+    CHECK_ALLOC(reg);
+    for (int v = 0; v < p->n_vals; v++) reg[v] = -1;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *h = &p->steps[i];
+        if (h->skip || h->dyn || h->ctx.n_out < 1) continue;
+        int x = h->out_vals[0];
+        if (x < 0 || p->vals[x].dtype != PTQ_F32 || p->vals[x].rank < 2 || p->is_dyn[x] || p->vals[x].dims[1] < 1) continue;
+        int member[EW_MAX_INSTR], n = 0, kin[EW_MAX_INSTR][2 * EW_MAX_INSTR], nk[EW_MAX_INSTR];
+        int32_t prog[EW_MAX_INSTR][EW_FIELDS];
+        reg[x] = 0;
+        for (int j = i + 1; j < p->n_steps && n < EW_MAX_INSTR; j++) {
+            plan_step *s = &p->steps[j];
+            if (s->skip) continue;
+            int reads = 0;
+            for (int k = 0; k < n_reads(s); k++) reads |= s->in_vals[k] >= 0 && reg[s->in_vals[k]] >= 0;
+            if (!reads) continue;
+            nk[n] = n ? nk[n - 1] : 0;
+            if (!chain_instr(p, s, x, reg, prog[n], kin[n], &nk[n])) break;
+            if (n) memcpy(kin[n], kin[n - 1], sizeof(int) * (size_t)nk[n - 1]);
+            member[n++] = j;
+            reg[s->out_vals[0]] = n;
+        }
+        /* the longest prefix whose values other than the last are read only inside it */
+        int len = 0;
+        for (int k = 2; k <= n; k++) {
+            int ok = 1;
+            for (int m = 0; m < k - 1 && ok; m++) {
+                int v = p->steps[member[m]].out_vals[0], dummy, inside = 0;
+                for (int q = 0; q < k; q++)
+                    for (int r = 0; r < n_reads(&p->steps[member[q]]); r++) inside += p->steps[member[q]].in_vals[r] == v;
+                ok = !pinned(p, v) && consumers(p, v, &dummy) == inside;
+            }
+            if (ok) len = k;
+        }
+        reg[x] = -1;
+        for (int m = 0; m < n; m++) reg[p->steps[member[m]].out_vals[0]] = -1;
+        if (len < 2 || plan_observes(p, p->steps[member[len - 1]].out_vals[0])) continue;
+        /* the program (a constant of the plan) and the last step made the chain */
+        plan_step *last = &p->steps[member[len - 1]];
+        int n_k = nk[len - 1], n_in = 2 + n_k, pv;
+        ptq_tensor shape = {0};
+        shape.dtype = PTQ_I32;
+        shape.rank = 1;
+        shape.dims[0] = (int64_t)len * EW_FIELDS;
+        TRY(plan_add_const(p, &shape, &pv));
+        memcpy(p->vals[pv].data, prog, sizeof(int32_t) * EW_FIELDS * (size_t)len);
+        int *iv = realloc(last->in_vals, sizeof(int) * (size_t)(n_in + last->n_outer) + 1);
+        if (iv) last->in_vals = iv;
+        CHECK_ALLOC(iv);
+        const ptq_tensor **ip = realloc(last->in, sizeof *ip * (size_t)(n_in + last->n_outer) + 1);
+        if (ip) last->in = ip;
+        CHECK_ALLOC(ip);
+        unsigned char *ic = realloc(last->in_const, (size_t)(n_in + last->n_outer) + 1);
+        if (ic) last->in_const = ic;
+        CHECK_ALLOC(ic);
+        last->in_vals[0] = x;
+        last->in_vals[1] = pv;
+        for (int k = 0; k < n_k; k++) last->in_vals[2 + k] = kin[len - 1][k];
+        for (int k = 0; k < n_in; k++) last->in[k] = &p->vals[last->in_vals[k]];
+        last->ctx.in = last->in;
+        last->ctx.in_const = last->in_const;
+        last->ctx.n_in = n_in;
+        last->def = &ptq_op_ew_chain;
+        last->round_f16 = 0; /* the program's last instruction rounds */
+        for (int m = 0; m < len - 1; m++) p->steps[member[m]].skip = 1;
+        TRY(plan_step_infer(p, last));
+    }
+done:
+    free(reg);
+    return st;
+}
+
 ptq_status plan_fuse(ptq_plan *p)
 {
     ptq_status st = PTQ_OK;
@@ -548,6 +678,7 @@ ptq_status plan_fuse(ptq_plan *p)
     TRY(fuse_post_affine(p));
     TRY(fuse_qdq_pairs(p));
     TRY(fuse_f16_rounding(p));
+    TRY(fuse_elementwise_chains(p));
 done:
     return st;
 }

@@ -250,6 +250,12 @@ void ptq_round_f16(const float *a, float *b, size_t n, int nthreads)
     }
 }
 
+void ptq_round_f16_serial(const float *a, float *b, size_t n)
+{
+    if (kern_isa_current() != KERN_ISA_GENERIC && kern_cpu_has_f16c()) round_half_f16c(a, b, n);
+    else round_half_c(a, b, n);
+}
+
 static ptq_status round_f16_infer(ptq_op_ctx *ctx)
 {
     if (ctx->in[0]->dtype != PTQ_F32)

@@ -496,6 +496,97 @@ TEST(float16_round_trips_fuse_bit_for_bit)
     ptq_graph_destroy(g);
 }
 
+/* quant_fp16_simulate's float part after an INT8 layer, as PP-OCRv4 rec has it: a per-channel
+ * affine (Mul by [1,C,1,1], Add of [C,1,1]), hard-swish (Add 3, Clip 0..6, Mul, Div 6), Sub of a
+ * scalar, every value after the Mul rounded to FP16. The fused plan runs 2 steps (the Mul, the
+ * rest as one ptq_op_ew_chain), or with b a graph output too 3 (the Mul, the Add, the rest from
+ * b) where the unfused runs 19, with the
+ * unfused plan's bytes on b and y, at 1 and 2 threads, on values that round every way (ties,
+ * subnormals, overflow, -0, infinities at the Clip, NaNs with payloads, in the 8-wide body and
+ * the tail of a row). */
+TEST(elementwise_chains_fuse_bit_for_bit)
+{
+    static const char *const ops[] = {"Cast", "Mul", "Add", "Sub", "Div", "Clip"};
+    if (!have_ops(ops, 6)) SKIP("Cast, Mul, Add, Sub, Div or Clip kernel not linked");
+    for (int pin_b = 0; pin_b < 2; pin_b++) {
+        ptq_graph *g = new_graph();
+        int64_t xd[4] = {2, 3, 5, 701}, kd[4] = {1, 3, 1, 1}, bd[3] = {3, 1, 1}, one[1] = {1};
+        float kc[3] = {1.0009765625f, -0.75f, 3.0e-3f}, bc[3] = {0.5f, -2.0f, 1e-7f}, three = 3.0f, zero = 0.0f, six = 6.0f,
+              half = 0.5f;
+        input(g, "x", 4, xd);
+        init(g, "kc", PTQ_F32, 4, kd, kc);
+        init(g, "bc", PTQ_F32, 3, bd, bc);
+        init(g, "three", PTQ_F32, 1, one, &three);
+        init(g, "zero", PTQ_F32, 0, one, &zero);
+        init(g, "six", PTQ_F32, 0, one, &six);
+        init(g, "half", PTQ_F32, 1, one, &half);
+        /* value, its float16, its rounding */
+        const char *pair[6][3] = {{"b0", "b16", "b"}, {"t0", "t16", "t"}, {"c0", "c16", "c"},
+                                  {"m0", "m16", "m"}, {"h0", "h16", "h"}, {"y0", "y16", "y"}};
+        for (int c = 0; c < 6; c++) {
+            attr_int(g, node(g, pair[c][1], "Cast", pair[c][0], NULL, pair[c][1]), "to", PTQ_F16);
+            attr_int(g, node(g, pair[c][2], "Cast", pair[c][1], NULL, pair[c][2]), "to", PTQ_F32);
+        }
+        node(g, "mul", "Mul", "x", "kc", "a");
+        node(g, "add", "Add", "bc", "a", "b0");
+        node(g, "add3", "Add", "b", "three", "t0");
+        int ins[3] = {val(g, "t"), val(g, "zero"), val(g, "six")}, outs[1] = {val(g, "c0")}, n;
+        ptq_graph_add_node(g, "clip", "Clip", "", ins, 3, outs, 1, &n);
+        node(g, "hmul", "Mul", "b", "c", "m0");
+        node(g, "div6", "Div", "m", "six", "h0");
+        node(g, "sub", "Sub", "h", "half", "y0");
+        if (pin_b) output(g, "b");
+        output(g, "y");
+        ptq_tensor x = {.dtype = PTQ_F32, .rank = 4, .dims = {2, 3, 5, 701}};
+        ptq_tensor_alloc(&x);
+        float *xv = x.data;
+        size_t nx = ptq_tensor_numel(&x);
+        uint32_t r = 4242;
+        for (size_t i = 0; i < nx; i++) {
+            r = r * 1664525u + 1013904223u;
+            xv[i] = ldexpf((float)(r >> 8) / 16777216.0f - 0.5f, (int)(r % 48) - 30); /* 2^-31 .. 2^17 */
+        }
+        static const float special[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e-8f, -3e-8f, 5.96e-8f,
+                                        2.98023224e-8f, 6.1e-5f, 1.00048828125f, 1.00146484375f, INFINITY, -INFINITY,
+                                        -3.0f, 3.0f, 5.99f, -2.999f};
+        for (int c = 0; c < 3; c++) /* in each channel, in the 8-wide body and the tail of a row */
+            for (int i = 0; i < (int)(sizeof special / sizeof *special); i++) {
+                xv[(size_t)c * 5 * 701 + 40 + (size_t)i] = special[i];
+                xv[(size_t)c * 5 * 701 + 701 - 1 - (size_t)i % 5] = special[i];
+            }
+        uint32_t payload[3] = {0x7fc12345u, 0xffd00001u, 0x7fa00001u}; /* NaNs with payloads (one signalling) */
+        memcpy(&xv[300], &payload[0], 4);
+        memcpy(&xv[301], &payload[1], 4);
+        memcpy(&xv[nx - 1], &payload[2], 4);
+        for (int threads = 1; threads <= 2; threads++) {
+            ptq_plan_options fused = ptq_plan_defaults(), plain = ptq_plan_defaults();
+            fused.nthreads = plain.nthreads = threads;
+            plain.fuse = 0;
+            ptq_plan *pf = NULL, *pp = NULL;
+            EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &fused, &pf), PTQ_OK);
+            EXPECT_EQ_INT(ptq_plan_create(g, NULL, 0, &plain, &pp), PTQ_OK);
+            if (pf && pp) {
+                EXPECT_EQ_INT(count_steps(pf, &x), pin_b ? 3 : 2);
+                EXPECT_EQ_INT(count_steps(pp, &x), 19);
+                EXPECT_EQ_INT(ptq_plan_run(pf, &x, 1), PTQ_OK);
+                EXPECT_EQ_INT(ptq_plan_run(pp, &x, 1), PTQ_OK);
+                for (int o = 0; o < 1 + pin_b; o++) {
+                    const ptq_tensor *yf = ptq_plan_output(pf, o, NULL), *yp = ptq_plan_output(pp, o, NULL);
+                    EXPECT(memcmp(yf->data, yp->data, ptq_tensor_nbytes(yp)) == 0);
+                }
+                const float *y = ptq_plan_output(pp, pin_b, NULL)->data;
+                int nan = 0;
+                for (size_t i = 0; i < nx; i++) nan += isnan(y[i]);
+                EXPECT(nan >= 3); /* the NaNs went through (and inf * 0 made some) */
+            }
+            ptq_plan_destroy(pf);
+            ptq_plan_destroy(pp);
+        }
+        ptq_tensor_free(&x);
+        ptq_graph_destroy(g);
+    }
+}
+
 /* Plans made with bound_memory share one block (engine/runner.c: a plan per input shape,
  * one arena): two shapes of a Conv + Relu graph (the conv needs scratch), run in turn on
  * one block grown to the larger need, give the bits of plans with their own arenas; a
@@ -728,6 +819,7 @@ int main(void)
     RUN(elementwise_ops_report_tiles);
     RUN(quantize_dequantize_pairs_fuse_bit_for_bit);
     RUN(float16_round_trips_fuse_bit_for_bit);
+    RUN(elementwise_chains_fuse_bit_for_bit);
     RUN(conv_transpose_epilogue_fuses_bit_for_bit);
     RUN(plans_of_two_shapes_share_one_bound_block);
     RUN(shape_subgraphs_fold);
