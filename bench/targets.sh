@@ -10,8 +10,9 @@
 #   ptq / ONNX Runtime                  det, cls, rec: wall-clock medians at $THREADS threads, the two
 #                                       measured one after the other                    target <= 0.7x
 # then the rows bench/recipes.sh and bench/calibrate.sh wrote (build/bench/recipes.md, calibrate.md)
-# when they ran before. Every figure is wall-clock: it needs a quiet machine (pin it: taskset -c 2,3);
-# the load average is printed.
+# when they ran before. Every figure is wall-clock, with OpenMP's default wait policy (as users run
+# ptq: OMP_WAIT_POLICY=passive puts the idle thread to sleep between nodes and costs a two-thread
+# run of cls half its speed); it needs a quiet machine (pin it: taskset -c 2,3). The load average is printed.
 # ISAS (default: every path this CPU runs but generic), REPEAT (10), THREADS (2); ORT_PY=python3 times
 # ONNX Runtime through its Python package instead of tests/oracle/ort.js (onnxruntime-node).
 # Written to build/bench/targets.md.
@@ -39,7 +40,7 @@ input() { # spec -> npy path
 field() { sed -E "s/.*$1 ([0-9.]+).*/\1/"; }
 run() { # isa threads repeat spec -> "median_ms gflops" (wall-clock)
   local p
-  p=$(OMP_WAIT_POLICY=passive PTQ_ISA=$1 "$PTQ" run "$M/${4%%:*}.onnx" --input "$(input "$4")" --repeat "$3" --threads "$2")
+  p=$(PTQ_ISA=$1 "$PTQ" run "$M/${4%%:*}.onnx" --input "$(input "$4")" --repeat "$3" --threads "$2")
   echo "$(echo "$p" | field median) $(echo "$p" | sed -E 's/.*, ([0-9.]+) GFLOP\/s.*/\1/')"
 }
 row() { # figure measured target met
