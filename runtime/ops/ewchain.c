@@ -62,16 +62,12 @@ static void instr_c(int op, int round, const float *pa, const float *pb, float k
     }
 }
 
-/* The same eight at a time with AVX2 and F16C, which give the same bits: vcvtps2ph rounds to
- * nearest even as half_from_f32 does, vcvtph2ps is exact; a NaN becomes half_to_f32(0x7e00 with
- * its sign), the quiet NaN 0x7fc00000 with the sign, as the scalar pair makes it. */
+/* The same eight at a time with AVX2 and F16C, which give the same bits (half_round8). */
 __attribute__((target("avx2,f16c")))
 static int64_t instr_avx2(int op, int round, const float *pa, const float *pb, float ka, float kb, float lo, float hi,
                           float *d, int64_t len)
 {
     const __m256 vka = _mm256_set1_ps(ka), vkb = _mm256_set1_ps(kb), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
-    const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
     int64_t e = 0;
     for (; e + 8 <= len; e += 8) {
         __m256 a = pa ? _mm256_loadu_ps(pa + e) : vka, b = pb ? _mm256_loadu_ps(pb + e) : vkb, v;
@@ -85,11 +81,7 @@ static int64_t instr_avx2(int op, int round, const float *pa, const float *pb, f
             v = _mm256_blendv_ps(v, vhi, _mm256_cmp_ps(v, vhi, _CMP_GT_OQ));
             break;
         }
-        if (round) {
-            __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-            v = _mm256_blendv_ps(r, _mm256_or_ps(_mm256_and_ps(v, sign), qnan), nan);
-        }
+        if (round) v = half_round8(v);
         _mm256_storeu_ps(d + e, v);
     }
     return e;

@@ -8,6 +8,7 @@
 #ifndef PTQ_RUNTIME_OPS_HALF_H
 #define PTQ_RUNTIME_OPS_HALF_H
 
+#include <immintrin.h>
 #include <stdint.h>
 
 #include "runtime/kernels/mathf.h"
@@ -37,6 +38,18 @@ static inline float half_to_f32(uint16_t h)
     uint32_t m_inf = -(uint32_t)(exp == (0x7c00u << 13)), m_sub = -(uint32_t)(exp == 0);
     o = (inf & m_inf) | (sub & m_sub) | (nrm & ~(m_inf | m_sub));
     return ptq_mathf_from_bits_f(o | (((uint32_t)h & 0x8000u) << 16));
+}
+
+/* Eight floats rounded to float16 and back with F16C, the bits of half_to_f32(half_from_f32(v))
+ * for each: vcvtps2ph rounds to nearest even as half_from_f32 does and vcvtph2ps is exact; a NaN
+ * becomes half_to_f32(0x7e00 with its sign), the quiet NaN 0x7fc00000 with the sign. For callers
+ * built with target("avx2,f16c"). */
+__attribute__((target("avx2,f16c"))) static inline __m256 half_round8(__m256 v)
+{
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+    __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return _mm256_blendv_ps(r, _mm256_or_ps(_mm256_and_ps(v, sign), qnan), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
 #endif

@@ -216,8 +216,7 @@ const ptq_op_def op_cast_like = {cast_like_infer, cast_run, NULL, 0};
 /* The float16 rounding of a float32 value, back in float32 (quant_fp16_simulate's Cast(float16)
  * -> Cast(float) pair, fused by the planner): per element half_to_f32(half_from_f32(x)), so the
  * pair's output bit for bit. F16C where the CPU has it and PTQ_ISA allows vectors: vcvtps2ph
- * rounds as half_from_f32 does and vcvtph2ps is exact; a block of 8 holding a NaN is done by the
- * scalar functions (the pair's NaN is 0x7e00's, with the sign). */
+ * (half_round8) where the CPU has it and PTQ_ISA allows vectors. */
 static void round_half_c(const float *a, float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) b[i] = half_to_f32(half_from_f32(a[i]));
@@ -227,33 +226,22 @@ __attribute__((target("avx2,f16c")))
 static void round_half_f16c(const float *a, float *b, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(a + i);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
-            round_half_c(a + i, b + i, 8);
-            continue;
-        }
-        _mm256_storeu_ps(b + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-    }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(b + i, half_round8(_mm256_loadu_ps(a + i)));
     round_half_c(a + i, b + i, n - i);
-}
-
-void ptq_round_f16(const float *a, float *b, size_t n, int nthreads)
-{
-    size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
-    int vec = kern_isa_current() != KERN_ISA_GENERIC && kern_cpu_has_f16c();
-#pragma omp parallel for num_threads(nthreads > 0 ? nthreads : 1) schedule(static) if (nb > 4)
-    for (size_t k = 0; k < nb; k++) {
-        size_t len = k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK;
-        if (vec) round_half_f16c(a + k * HALF_BLOCK, b + k * HALF_BLOCK, len);
-        else round_half_c(a + k * HALF_BLOCK, b + k * HALF_BLOCK, len);
-    }
 }
 
 void ptq_round_f16_serial(const float *a, float *b, size_t n)
 {
     if (kern_isa_current() != KERN_ISA_GENERIC && kern_cpu_has_f16c()) round_half_f16c(a, b, n);
     else round_half_c(a, b, n);
+}
+
+void ptq_round_f16(const float *a, float *b, size_t n, int nthreads)
+{
+    size_t nb = (n + HALF_BLOCK - 1) / HALF_BLOCK;
+#pragma omp parallel for num_threads(nthreads > 0 ? nthreads : 1) schedule(static) if (nb > 4)
+    for (size_t k = 0; k < nb; k++)
+        ptq_round_f16_serial(a + k * HALF_BLOCK, b + k * HALF_BLOCK, k + 1 < nb ? HALF_BLOCK : n - k * HALF_BLOCK);
 }
 
 static ptq_status round_f16_infer(ptq_op_ctx *ctx)
